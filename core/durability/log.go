@@ -1,0 +1,111 @@
+// Package durability defines the Log port: where a cell's commits go to
+// become durable, and how the runtime learns that they are.
+//
+// The runtime hands every commit to the cell's CellLog in commit order,
+// right after the local commit, and holds each reply behind the output gate
+// until the Durable future of every commit made before the reply resolves.
+// Implementations: Local (the local commit is durable), the LTX log
+// (celld's format), the changeset log and backups.
+package durability
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cellb/cellb/core/driver"
+)
+
+// Log opens per-cell logs.
+type Log interface {
+	// Open starts logging the cell cellKey under the given lease epoch.
+	// conn is the cell's open database; the log may read from it only
+	// inside calls the runtime makes (Open, Append, Close), never later
+	// from another goroutine. Open may restore the database from the
+	// log first when restore is true (the runtime decides, from the lease,
+	// whether the bucket wins or only an empty database is restored).
+	Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (CellLog, error)
+}
+
+// Commit is one local commit handed to the log.
+type Commit struct {
+	// Seq numbers the commits of one CellLog from 1, without gaps.
+	Seq uint64
+	// Pages are the pages the commit changed, when the driver captures
+	// pages; nil otherwise.
+	Pages *driver.CapturedCommit
+	// Image is the whole database taken at commit time, when the log asked
+	// for images (NeedsImage) and the driver captures no pages.
+	Image []byte
+}
+
+// CellLog is one cell's log for one epoch.
+type CellLog interface {
+	// NeedsImage reports whether Append wants Commit.Image when no pages
+	// were captured (a log that diffs images, or a backup).
+	NeedsImage() bool
+	// Append takes the next commit and returns a future that resolves
+	// once it is durable (or failed to become durable). Append must not
+	// block on I/O.
+	Append(c Commit) Durable
+	// Close flushes what is pending (final is true on an orderly close,
+	// false when modelling a crash) and stops the log.
+	Close(ctx context.Context, final bool) error
+}
+
+// Durable resolves once a commit is durable.
+type Durable interface {
+	// Done is closed when the outcome is known.
+	Done() <-chan struct{}
+	// Err is nil if the commit is durable; otherwise the commit (and
+	// every later one) will never be acknowledged.
+	Err() error
+}
+
+// Resolved is a Durable that is already known.
+func Resolved(err error) Durable { return resolved{err} }
+
+type resolved struct{ err error }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (r resolved) Done() <-chan struct{} { return closedChan }
+func (r resolved) Err() error            { return r.err }
+
+// Future is a Durable resolved later by its producer.
+type Future struct {
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+// NewFuture returns an unresolved Future.
+func NewFuture() *Future { return &Future{done: make(chan struct{})} }
+
+// Resolve sets the outcome; only the first call counts.
+func (f *Future) Resolve(err error) {
+	f.once.Do(func() {
+		f.err = err
+		close(f.done)
+	})
+}
+
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+func (f *Future) Err() error {
+	<-f.done
+	return f.err
+}
+
+// Local treats every local commit as durable: the default when a cell has
+// no log.
+type Local struct{}
+
+func (Local) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (CellLog, error) {
+	return localLog{}, nil
+}
+
+type localLog struct{}
+
+func (localLog) NeedsImage() bool                            { return false }
+func (localLog) Append(c Commit) Durable                     { return Resolved(nil) }
+func (localLog) Close(ctx context.Context, final bool) error { return nil }

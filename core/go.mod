@@ -1,0 +1,3 @@
+module github.com/cellb/cellb/core
+
+go 1.26

@@ -1,0 +1,148 @@
+// Package layering holds the test that keeps CellB's dependencies pointing
+// one way: core imports no adapter, driver or cloud SDK; adapters and
+// drivers import only core's packages; conformance imports only core; only
+// cmd/cellb (and tests) may import everything.
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+const prefix = "github.com/cellb/cellb/"
+
+// forbiddenInCore are module path prefixes core must never reach, even
+// indirectly: cloud SDKs and SQLite libraries belong to adapters and drivers.
+var forbiddenInCore = []string{
+	prefix + "adapters/", prefix + "drivers/", prefix + "conformance", prefix + "cmd/",
+	"github.com/aws/", "cloud.google.com/", "google.golang.org/", "github.com/Azure/",
+	"github.com/ncruces/", "github.com/mattn/", "modernc.org/", "github.com/spf13/afero",
+}
+
+type pkg struct {
+	ImportPath   string
+	Module       *struct{ Path string }
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Deps         []string
+	Standard     bool
+}
+
+func workspaceRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+func listPackages(t *testing.T, root string) []pkg {
+	cmd := exec.Command("go", "list", "-e", "-deps=false", "-json", prefix+"...")
+	cmd.Dir = root
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no CellB packages")
+	}
+	return pkgs
+}
+
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func area(path string) string {
+	rest := strings.TrimPrefix(path, prefix)
+	parts := strings.SplitN(rest, "/", 3)
+	switch parts[0] {
+	case "adapters", "drivers":
+		if len(parts) > 1 {
+			return parts[0] + "/" + parts[1]
+		}
+	}
+	return parts[0]
+}
+
+func TestDependenciesPointOneWay(t *testing.T) {
+	root := workspaceRoot(t)
+	for _, p := range listPackages(t, root) {
+		if !strings.HasPrefix(p.ImportPath, prefix) {
+			continue
+		}
+		own := area(p.ImportPath)
+		check := func(kind string, imports []string, testCode bool) {
+			for _, imp := range imports {
+				if isStd(imp) {
+					continue
+				}
+				switch {
+				case own == "core":
+					if testCode && !strings.HasPrefix(imp, prefix) {
+						continue // tests may use small test helpers
+					}
+					for _, bad := range forbiddenInCore {
+						if strings.HasPrefix(imp, bad) {
+							t.Errorf("%s (%s) imports %s: core must not depend on adapters, drivers or cloud SDKs", p.ImportPath, kind, imp)
+						}
+					}
+				case own == "conformance":
+					if strings.HasPrefix(imp, prefix) && area(imp) != "core" && area(imp) != "conformance" {
+						t.Errorf("%s (%s) imports %s: conformance may import only core", p.ImportPath, kind, imp)
+					}
+					if !strings.HasPrefix(imp, prefix) && !testCode {
+						t.Errorf("%s imports %s: conformance may import only core and the standard library", p.ImportPath, imp)
+					}
+				case strings.HasPrefix(own, "adapters/") || strings.HasPrefix(own, "drivers/"):
+					if testCode {
+						// An adapter's or driver's tests run the conformance suites on it.
+						if strings.HasPrefix(imp, prefix) && area(imp) != "core" && area(imp) != "conformance" && area(imp) != own {
+							t.Errorf("%s (%s) imports %s: tests of %s may import core and conformance only", p.ImportPath, kind, imp, own)
+						}
+						continue
+					}
+					if strings.HasPrefix(imp, prefix) && area(imp) != "core" && area(imp) != own {
+						t.Errorf("%s imports %s: %s may import only core", p.ImportPath, imp, own)
+					}
+				}
+			}
+		}
+		check("imports", p.Imports, false)
+		check("test imports", p.TestImports, true)
+		check("external test imports", p.XTestImports, true)
+	}
+}
+
+// TestCoreClosureIsClean checks core's whole import graph, not only its
+// direct imports: nothing core links may come from a forbidden module.
+func TestCoreClosureIsClean(t *testing.T) {
+	root := workspaceRoot(t)
+	cmd := exec.Command("go", "list", "-e", "-deps", "-f", "{{.ImportPath}}", prefix+"core/...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, bad := range forbiddenInCore {
+			if line != "" && strings.HasPrefix(line, bad) {
+				t.Errorf("core links %s", line)
+			}
+		}
+	}
+}

@@ -1,0 +1,79 @@
+// Package lease defines the Lease port: who may write a cell.
+//
+// A runtime asks TryAcquire before it activates a cell and holds the Grant
+// while the cell lives. Implementations: the fleet bucket (celld's
+// ownership protocol), single-host shard locks, and None (one process; the
+// local file is the primary copy).
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Lease hands out per-cell write grants.
+type Lease interface {
+	// TryAcquire takes cellKey ("<Class>:<id>") for this process or fails
+	// with *CellOwnedElsewhereError (or *RecordLostError, or a store
+	// error). It does not wait for a current owner to let go.
+	TryAcquire(ctx context.Context, cellKey string) (Grant, error)
+}
+
+// Grant is one acquisition of one cell.
+type Grant interface {
+	// Epoch numbers this acquisition; it grows with every acquisition of
+	// the cell, so one epoch has exactly one writer. None returns 0.
+	Epoch() uint64
+	// BucketWins reports whether the cell's durable copy in the bucket
+	// replaces the local database on activation (fleet ownership), as
+	// opposed to the local file being the primary copy.
+	BucketWins() bool
+	// Lost is closed when the grant is lost (lease lapsed, record taken).
+	Lost() <-chan struct{}
+	// Err says why the grant was lost, or nil while it holds.
+	Err() error
+	// CheckWrite returns nil while a write may still be acknowledged under
+	// this grant, and the self-fencing refusal once it may not.
+	CheckWrite() error
+	// Release gives the cell up so the next owner takes it at once.
+	Release(ctx context.Context) error
+}
+
+// CellOwnedElsewhereError: another node's live ownership record holds the
+// cell.
+type CellOwnedElsewhereError struct {
+	Class, ID string // the cell key split at the first ':'
+	Owner     string // the owning node, when known
+	Addr      string // the owner's peer address, when known
+}
+
+func (e *CellOwnedElsewhereError) Error() string {
+	return fmt.Sprintf("Durable Object %s/%s is owned by another node", e.Class, e.ID)
+}
+
+// RecordLostError: cells/<scope>/own.json is missing but LTX exists.
+type RecordLostError struct {
+	Scope      string // the cell key
+	NewestLTX  string // a key of the newest LTX found
+	Epoch      uint64 // the newest LTX epoch
+	RetryAfter int64  // milliseconds the cell stays refused
+}
+
+func (e *RecordLostError) Error() string {
+	return fmt.Sprintf("ownership record lost: cells/%s/own.json is missing, but the bucket holds LTX (%s); "+
+		"write the released record {\"node\":\"\",\"epoch\":%d} to cells/%s/own.json to repair it",
+		e.Scope, e.NewestLTX, e.Epoch, e.Scope)
+}
+
+// LeaseLapsedError is the self-fencing refusal.
+type LeaseLapsedError struct {
+	Cell string
+}
+
+func (e *LeaseLapsedError) Error() string {
+	return fmt.Sprintf("%s: this node's lease has lapsed; the write is refused", e.Cell)
+}
+
+// ErrReleased is the Err of a grant after Release.
+var ErrReleased = errors.New("lease released")

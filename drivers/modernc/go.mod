@@ -1,0 +1,7 @@
+module github.com/cellb/cellb/drivers/modernc
+
+go 1.26
+
+require github.com/cellb/cellb/core v0.0.0
+
+replace github.com/cellb/cellb/core => ../../core
