@@ -1,0 +1,115 @@
+package memstore
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/cellb/cellb/core/store"
+)
+
+// maxPage is the largest page List returns, as on S3.
+const maxPage = 1000
+
+// errBadToken is returned for a continuation token this store did not make.
+var errBadToken = errors.New("malformed continuation token")
+
+// List implements store.Store. Pages follow S3's rules: objects and common
+// prefixes are merged in byte order, a common prefix counts as one entry,
+// and the continuation token names the last entry returned.
+func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	if err := ctx.Err(); err != nil {
+		return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: err}
+	}
+	if err := store.ValidatePrefix(opts.Prefix); err != nil {
+		return store.ListPage{}, err
+	}
+	after, err := decodeToken(opts.Token)
+	if err != nil {
+		return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: err}
+	}
+	limit := opts.Limit
+	if limit <= 0 || limit > maxPage {
+		limit = maxPage
+	}
+
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	start, _ := slices.BinarySearch(s.keys, opts.Prefix)
+	if after.entry != "" {
+		i, found := slices.BinarySearch(s.keys, after.entry)
+		if found {
+			i++
+		}
+		start = max(start, i)
+	}
+
+	var page store.ListPage
+	var last token
+	n := 0
+	for _, key := range s.keys[start:] {
+		if !strings.HasPrefix(key, opts.Prefix) {
+			break
+		}
+		if after.isPrefix && strings.HasPrefix(key, after.entry) {
+			continue // inside the common prefix the previous page ended on
+		}
+		entry := token{entry: key}
+		if opts.Delimiter != "" {
+			rest := key[len(opts.Prefix):]
+			if j := strings.Index(rest, opts.Delimiter); j >= 0 {
+				entry = token{entry: opts.Prefix + rest[:j+len(opts.Delimiter)], isPrefix: true}
+				if entry == last {
+					continue
+				}
+			}
+		}
+		if n == limit {
+			page.NextToken = last.encode()
+			break
+		}
+		if entry.isPrefix {
+			page.Prefixes = append(page.Prefixes, entry.entry)
+		} else {
+			o := s.objects[key]
+			page.Objects = append(page.Objects, store.ObjectInfo{
+				Key:      key,
+				Size:     int64(len(o.data)),
+				Version:  o.version,
+				Modified: o.modified,
+			})
+		}
+		last = entry
+		n++
+	}
+	return page, nil
+}
+
+// token is the decoded form of a continuation token: the last entry of the
+// previous page, and whether it was a common prefix (then every key under
+// it was already accounted for).
+type token struct {
+	entry    string
+	isPrefix bool
+}
+
+func (t token) encode() string {
+	kind := "k"
+	if t.isPrefix {
+		kind = "p"
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + t.entry))
+}
+
+func decodeToken(s string) (token, error) {
+	if s == "" {
+		return token{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) < 2 || (raw[0] != 'k' && raw[0] != 'p') {
+		return token{}, errBadToken
+	}
+	return token{entry: string(raw[1:]), isPrefix: raw[0] == 'p'}, nil
+}
