@@ -1,0 +1,249 @@
+package ltx
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	sf "github.com/superfly/ltx"
+
+	"github.com/cellb/cellb/core/driver"
+)
+
+// TXID is a transaction id within one epoch's chain; the first is 1.
+type TXID uint64
+
+// HeaderFlagNoChecksum marks a file that does not track the rolling database
+// checksum. celld sets it on everything it writes, and so does CellB.
+const HeaderFlagNoChecksum = sf.HeaderFlagNoChecksum
+
+// Header is the part of an LTX header CellB reads and writes.
+type Header struct {
+	Flags     uint32
+	PageSize  uint32
+	Commit    uint32 // database size in pages after the file is applied
+	MinTXID   TXID
+	MaxTXID   TXID
+	Timestamp int64 // Unix milliseconds
+	// PreApplyChecksum is zero when NoChecksum is set (as CellB writes).
+	PreApplyChecksum uint64
+	WALOffset        int64
+	WALSize          int64
+	WALSalt1         uint32
+	WALSalt2         uint32
+	NodeID           uint64
+}
+
+// IsSnapshot reports whether the file starts a chain (MinTXID 1): it then
+// holds every page of the database.
+func (h Header) IsSnapshot() bool { return h.MinTXID == 1 }
+
+// LockPgno is the page SQLite never stores (it holds the pending-byte lock).
+func (h Header) LockPgno() uint32 { return LockPgno(h.PageSize) }
+
+// LockPgno is the lock page for a page size.
+func LockPgno(pageSize uint32) uint32 { return sf.LockPgno(pageSize) }
+
+// File is a decoded LTX file.
+type File struct {
+	Header Header
+	// Pages are in ascending page order.
+	Pages             []driver.Page
+	PostApplyChecksum uint64
+	FileChecksum      uint64
+}
+
+// Decode parses and verifies a whole LTX file: the header, every page
+// (either page layout: LZ4 blocks or legacy LZ4 frames), the page index and
+// the file checksum. It also enforces what a restore relies on: pages in
+// strictly ascending order, none beyond Commit, none at the lock page, and a
+// snapshot holding every page.
+func Decode(data []byte) (f *File, err error) {
+	// The codec is third-party; a panic on hostile input must not take
+	// the process down or pass as success.
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, corrupt("decoder panicked", fmt.Errorf("%v", r))
+		}
+	}()
+	if len(data) < sf.HeaderSize+sf.PageHeaderSize+8+sf.TrailerSize {
+		return nil, corrupt(fmt.Sprintf("only %d bytes, shorter than the smallest LTX file", len(data)), nil)
+	}
+	dec := sf.NewDecoder(bytes.NewReader(data))
+	if err := dec.DecodeHeader(); err != nil {
+		return nil, corrupt("bad header", err)
+	}
+	sh := dec.Header()
+	h := fromSF(sh)
+	if err := prescan(data, h.PageSize); err != nil {
+		return nil, err
+	}
+	if h.IsSnapshot() && h.Commit == 0 {
+		return nil, corrupt("snapshot with a zero page count", nil)
+	}
+	f = &File{Header: h}
+	lock := h.LockPgno()
+	var prev uint32
+	for {
+		buf := make([]byte, h.PageSize)
+		var ph sf.PageHeader
+		if err := dec.DecodePage(&ph, buf); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, corrupt(fmt.Sprintf("bad page after page %d", prev), err)
+		}
+		switch {
+		case ph.Pgno == 0:
+			return nil, corrupt("page number 0", nil)
+		case ph.Pgno <= prev:
+			return nil, corrupt(fmt.Sprintf("page %d follows page %d: pages out of order", ph.Pgno, prev), nil)
+		case ph.Pgno > h.Commit:
+			return nil, corrupt(fmt.Sprintf("page %d is beyond the commit size of %d pages", ph.Pgno, h.Commit), nil)
+		case ph.Pgno == lock:
+			return nil, corrupt(fmt.Sprintf("page %d is the lock page", ph.Pgno), nil)
+		}
+		if h.IsSnapshot() {
+			want := prev + 1
+			if want == lock {
+				want++
+			}
+			if ph.Pgno != want {
+				return nil, corrupt(fmt.Sprintf("snapshot skips from page %d to page %d", prev, ph.Pgno), nil)
+			}
+		}
+		prev = ph.Pgno
+		f.Pages = append(f.Pages, driver.Page{Pgno: ph.Pgno, Data: buf})
+	}
+	if h.IsSnapshot() {
+		last := h.Commit
+		if last == lock {
+			last--
+		}
+		if prev != last {
+			return nil, corrupt(fmt.Sprintf("snapshot ends at page %d but the database has %d pages", prev, h.Commit), nil)
+		}
+	}
+	if err := dec.Close(); err != nil {
+		return nil, corrupt("bad trailer or checksum", err)
+	}
+	tr := dec.Trailer()
+	f.PostApplyChecksum = uint64(tr.PostApplyChecksum)
+	f.FileChecksum = uint64(tr.FileChecksum)
+	return f, nil
+}
+
+// DecodeHeader parses only the 100-byte header.
+func DecodeHeader(data []byte) (Header, error) {
+	if len(data) < sf.HeaderSize {
+		return Header{}, corrupt(fmt.Sprintf("only %d bytes, shorter than a header", len(data)), nil)
+	}
+	var sh sf.Header
+	if err := sh.UnmarshalBinary(data[:sf.HeaderSize]); err != nil {
+		return Header{}, corrupt("bad header", err)
+	}
+	if err := sh.Validate(); err != nil {
+		return Header{}, corrupt("bad header", err)
+	}
+	return fromSF(sh), nil
+}
+
+// ErrInvalidInput is matched by errors from Encode about its arguments.
+var ErrInvalidInput = errors.New("invalid LTX input")
+
+// Encode writes an LTX file holding pages (ascending, each PageSize bytes).
+// A zero Flags field is replaced by HeaderFlagNoChecksum, as celld writes;
+// with NoChecksum the checksums are zero. A snapshot (MinTXID 1) must hold
+// every page 1..Commit except the lock page.
+func Encode(h Header, pages []driver.Page) ([]byte, error) {
+	if h.Flags == 0 {
+		h.Flags = HeaderFlagNoChecksum
+	}
+	if h.Flags&HeaderFlagNoChecksum != 0 {
+		h.PreApplyChecksum = 0
+	}
+	lock := h.LockPgno()
+	var prev uint32
+	for _, p := range pages {
+		switch {
+		case p.Pgno <= prev:
+			return nil, fmt.Errorf("%w: page %d follows page %d", ErrInvalidInput, p.Pgno, prev)
+		case p.Pgno > h.Commit:
+			return nil, fmt.Errorf("%w: page %d beyond commit %d", ErrInvalidInput, p.Pgno, h.Commit)
+		case p.Pgno == lock:
+			return nil, fmt.Errorf("%w: page %d is the lock page", ErrInvalidInput, p.Pgno)
+		case len(p.Data) != int(h.PageSize):
+			return nil, fmt.Errorf("%w: page %d has %d bytes, page size is %d", ErrInvalidInput, p.Pgno, len(p.Data), h.PageSize)
+		}
+		if h.IsSnapshot() {
+			want := prev + 1
+			if want == lock {
+				want++
+			}
+			if p.Pgno != want {
+				return nil, fmt.Errorf("%w: snapshot is missing page %d", ErrInvalidInput, want)
+			}
+		}
+		prev = p.Pgno
+	}
+	if h.IsSnapshot() {
+		last := h.Commit
+		if last == lock {
+			last--
+		}
+		if prev != last {
+			return nil, fmt.Errorf("%w: snapshot ends at page %d, database has %d pages", ErrInvalidInput, prev, h.Commit)
+		}
+	}
+	var buf bytes.Buffer
+	enc, err := sf.NewEncoder(&buf)
+	if err != nil {
+		return nil, err
+	}
+	if err := enc.EncodeHeader(toSF(h)); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	for _, p := range pages {
+		if err := enc.EncodePage(sf.PageHeader{Pgno: p.Pgno}, p.Data); err != nil {
+			return nil, fmt.Errorf("encode page %d: %w", p.Pgno, err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode LTX: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Verify checks a file with the codec alone (header, pages, index, file
+// checksum), the way an independent reader would.
+func Verify(data []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = corrupt("decoder panicked", fmt.Errorf("%v", r))
+		}
+	}()
+	if err := sf.NewDecoder(bytes.NewReader(data)).Verify(); err != nil {
+		return corrupt("verification failed", err)
+	}
+	return nil
+}
+
+func fromSF(h sf.Header) Header {
+	return Header{
+		Flags: h.Flags, PageSize: h.PageSize, Commit: h.Commit,
+		MinTXID: TXID(h.MinTXID), MaxTXID: TXID(h.MaxTXID), Timestamp: h.Timestamp,
+		PreApplyChecksum: uint64(h.PreApplyChecksum),
+		WALOffset:        h.WALOffset, WALSize: h.WALSize, WALSalt1: h.WALSalt1, WALSalt2: h.WALSalt2,
+		NodeID: h.NodeID,
+	}
+}
+
+func toSF(h Header) sf.Header {
+	return sf.Header{
+		Version: sf.Version, Flags: h.Flags, PageSize: h.PageSize, Commit: h.Commit,
+		MinTXID: sf.TXID(h.MinTXID), MaxTXID: sf.TXID(h.MaxTXID), Timestamp: h.Timestamp,
+		PreApplyChecksum: sf.Checksum(h.PreApplyChecksum),
+		WALOffset:        h.WALOffset, WALSize: h.WALSize, WALSalt1: h.WALSalt1, WALSalt2: h.WALSalt2,
+		NodeID: h.NodeID,
+	}
+}

@@ -1,0 +1,103 @@
+package ltx
+
+import (
+	"fmt"
+)
+
+// Image rebuilds a database image from LTX files applied in plan order:
+// later pages overwrite earlier ones, the size is the last file's Commit,
+// pages beyond it are dropped, and the lock page reads as zeros.
+type Image struct {
+	pageSize uint32
+	commit   uint32
+	last     TXID
+	data     []byte
+	present  []bool // present[pgno-1]
+	applied  int
+}
+
+// NewImage starts an empty image.
+func NewImage() *Image { return &Image{} }
+
+// Apply lays f over the image. Files must continue the chain: the first
+// must start at TXID 1 (or at 1 after a snapshot-level file), every later
+// one at or before the next TXID, and all share one page size.
+func (im *Image) Apply(f *File) error {
+	h := f.Header
+	if im.applied == 0 {
+		if h.MinTXID != 1 {
+			return &GapError{After: 0, Next: h.MinTXID}
+		}
+		im.pageSize = h.PageSize
+	} else {
+		if h.PageSize != im.pageSize {
+			return corrupt(fmt.Sprintf("page size changes from %d to %d at TXID %d", im.pageSize, h.PageSize, h.MinTXID), nil)
+		}
+		if h.MinTXID > im.last+1 {
+			return &GapError{After: im.last, Next: h.MinTXID}
+		}
+		if h.MaxTXID <= im.last {
+			return corrupt(fmt.Sprintf("file %d-%d adds nothing after TXID %d", h.MinTXID, h.MaxTXID, im.last), nil)
+		}
+	}
+	im.resize(h.Commit)
+	ps := int(im.pageSize)
+	for _, p := range f.Pages {
+		if p.Pgno > h.Commit {
+			continue
+		}
+		copy(im.data[int(p.Pgno-1)*ps:], p.Data)
+		im.present[p.Pgno-1] = true
+	}
+	im.commit = h.Commit
+	im.last = h.MaxTXID
+	im.applied++
+	return nil
+}
+
+func (im *Image) resize(commit uint32) {
+	ps := int(im.pageSize)
+	n := int(commit) * ps
+	if n <= len(im.data) {
+		// Shrinking: drop the pages beyond the new size, so a later growth
+		// does not resurrect them.
+		clear(im.data[n:])
+		im.data = im.data[:n]
+		clear(im.present[commit:])
+		im.present = im.present[:commit]
+		return
+	}
+	if n <= cap(im.data) {
+		im.data = im.data[:n]
+	} else {
+		grown := make([]byte, n, n+n/4)
+		copy(grown, im.data)
+		im.data = grown
+	}
+	for len(im.present) < int(commit) {
+		im.present = append(im.present, false)
+	}
+}
+
+// TXID is the last transaction applied.
+func (im *Image) TXID() TXID { return im.last }
+
+// PageSize is the image's page size (0 before the first Apply).
+func (im *Image) PageSize() uint32 { return im.pageSize }
+
+// Bytes checks that every page 1..Commit except the lock page was supplied
+// and returns the image. The slice is the Image's own; copy it to keep it
+// past further Apply calls.
+func (im *Image) Bytes() ([]byte, error) {
+	if im.applied == 0 {
+		return nil, ErrTxNotAvailable
+	}
+	lock := LockPgno(im.pageSize)
+	for i, ok := range im.present {
+		pgno := uint32(i + 1)
+		if !ok && pgno != lock {
+			return nil, corrupt(fmt.Sprintf("page %d of %d was never written by the chain up to TXID %d", pgno, im.commit, im.last), nil)
+		}
+	}
+	return im.data, nil
+}
