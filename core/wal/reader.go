@@ -1,0 +1,239 @@
+package wal
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cellb/cellb/core/driver"
+)
+
+// ErrInvalidPosition is returned for a Position that cannot come from a
+// previous ReadCommits on a log with that page size.
+var ErrInvalidPosition = errors.New("wal: invalid position")
+
+// Position is where incremental reading resumes: the state right after the
+// last commit a reader returned. The zero Position means "nothing read yet":
+// reading starts at the log's first frame.
+type Position struct {
+	// Salt1 and Salt2 identify the log generation Offset belongs to.
+	Salt1, Salt2 uint32
+	// Offset is the byte offset just past the last commit frame read.
+	Offset int64
+	// Checksum1 and Checksum2 are the running checksum at Offset.
+	Checksum1, Checksum2 uint32
+}
+
+// IsZero reports whether p is the zero Position.
+func (p Position) IsZero() bool { return p == Position{} }
+
+// Commit is one complete transaction read from the log.
+type Commit struct {
+	// DBSize is the database size in pages after the commit.
+	DBSize uint32
+	// Pages holds the final version of every page the transaction wrote,
+	// in ascending Pgno order, none beyond DBSize. Each Data is a copy
+	// owned by the caller, exactly the header's page size long.
+	Pages []driver.Page
+	// Offset and Size are the byte range of the transaction's frames.
+	Offset, Size int64
+	// Frames counts the transaction's frames, including pages written
+	// more than once.
+	Frames int
+}
+
+// StopReason says why ReadCommits stopped reading frames.
+type StopReason int
+
+const (
+	// StopEnd: the file ends (possibly inside a frame).
+	StopEnd StopReason = iota
+	// StopSalt: a frame's salts differ from the header's; typically a
+	// frame left over from the generation before the last restart.
+	StopSalt
+	// StopChecksum: a frame's checksum does not continue the chain; a
+	// torn write, or a frame of a rolled-back transaction.
+	StopChecksum
+	// StopPgno: a frame names page 0.
+	StopPgno
+)
+
+func (r StopReason) String() string {
+	switch r {
+	case StopEnd:
+		return "end of file"
+	case StopSalt:
+		return "salt mismatch"
+	case StopChecksum:
+		return "checksum mismatch"
+	case StopPgno:
+		return "invalid page number"
+	}
+	return fmt.Sprintf("StopReason(%d)", int(r))
+}
+
+// Batch is what one ReadCommits call found.
+type Batch struct {
+	// Header is the log's header; zero if the file has no complete
+	// header yet (an empty or freshly truncated log).
+	Header Header
+	// Reset reports that the log was restarted (new salts) since the
+	// position passed in: reading began at the new generation's first
+	// frame. Commits of the old generation that had not been read are
+	// gone.
+	Reset bool
+	// Commits are the complete transactions found, in log order.
+	Commits []Commit
+	// Next is the position to pass to the next call: just past the last
+	// commit returned, or the position passed in when there was none.
+	Next Position
+	// Uncommitted counts valid frames after the last commit: an unfinished
+	// transaction, left for a later call.
+	Uncommitted int
+	// Stop says why reading ended, and StopOffset where.
+	Stop       StopReason
+	StopOffset int64
+}
+
+// ReadCommits reads the complete transactions appended to the log in f
+// since from. It is ReadCommits on a fresh Reader.
+func ReadCommits(f io.ReaderAt, from Position) (Batch, error) {
+	var r Reader
+	return r.ReadCommits(f, from)
+}
+
+// Reader reads commits incrementally. It keeps its read buffer between
+// calls, so a caller that reads after every commit does not allocate one
+// each time; it holds no other state. A Reader is not safe for concurrent
+// use.
+type Reader struct {
+	buf []byte
+}
+
+// maxChunk bounds the bytes read from the file at once.
+const maxChunk = 256 << 10
+
+// ReadCommits reads the complete transactions appended to the log in f
+// since from, validating salts and the running checksum and stopping at the
+// first frame that fails either. Frames after the last commit frame are
+// left for a later call. When the header's salts differ from from's, the
+// log was restarted and reading starts at its first frame (Batch.Reset).
+//
+// A file shorter than a header yields an empty Batch with Next == from. An
+// invalid header is an error wrapping ErrInvalidHeader; read errors are
+// returned as they are. On error the Batch has Next == from, so the caller
+// may simply retry.
+func (r *Reader) ReadCommits(f io.ReaderAt, from Position) (Batch, error) {
+	empty := Batch{Next: from, Stop: StopEnd}
+	var hb [HeaderSize]byte
+	n, err := f.ReadAt(hb[:], 0)
+	if n < HeaderSize {
+		if err == nil || errors.Is(err, io.EOF) {
+			return empty, nil
+		}
+		return empty, fmt.Errorf("wal: read header: %w", err)
+	}
+	h, err := ParseHeader(hb[:])
+	if err != nil {
+		return empty, err
+	}
+	b := Batch{Header: h, Next: from}
+	pos := from
+	if from.IsZero() || from.Salt1 != h.Salt1 || from.Salt2 != h.Salt2 {
+		b.Reset = !from.IsZero()
+		pos = Position{Salt1: h.Salt1, Salt2: h.Salt2, Offset: HeaderSize, Checksum1: h.Checksum1, Checksum2: h.Checksum2}
+		b.Next = pos
+	} else if from.Offset < HeaderSize || (from.Offset-HeaderSize)%h.FrameSize() != 0 {
+		return Batch{Next: from, Stop: StopEnd}, fmt.Errorf("%w: offset %d is not a frame boundary for page size %d", ErrInvalidPosition, from.Offset, h.PageSize)
+	}
+
+	frameSize := int(h.FrameSize())
+	chunk := max(frameSize, maxChunk/frameSize*frameSize)
+	if cap(r.buf) < chunk {
+		r.buf = make([]byte, chunk)
+	}
+	buf := r.buf[:chunk]
+	be := h.BigEndianChecksum()
+	s1, s2 := pos.Checksum1, pos.Checksum2
+	off := pos.Offset
+	var tx txBuilder
+	txStart := off
+	for {
+		n, err := f.ReadAt(buf, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return Batch{Next: from, Stop: StopEnd}, fmt.Errorf("wal: read frames at %d: %w", off, err)
+		}
+		whole := n / frameSize
+		for i := range whole {
+			frame := buf[i*frameSize : (i+1)*frameSize]
+			fh := ParseFrameHeader(frame)
+			stop, bad := StopEnd, false
+			switch {
+			case fh.Salt1 != h.Salt1 || fh.Salt2 != h.Salt2:
+				stop, bad = StopSalt, true
+			case fh.Pgno == 0:
+				stop, bad = StopPgno, true
+			default:
+				c1, c2 := Checksum(be, s1, s2, frame[:8])
+				c1, c2 = Checksum(be, c1, c2, frame[FrameHeaderSize:])
+				if c1 != fh.Checksum1 || c2 != fh.Checksum2 {
+					stop, bad = StopChecksum, true
+				} else {
+					s1, s2 = c1, c2
+				}
+			}
+			if bad {
+				b.Stop, b.StopOffset = stop, off
+				b.Uncommitted = tx.frames
+				return b, nil
+			}
+			tx.add(fh.Pgno, frame[FrameHeaderSize:])
+			off += int64(frameSize)
+			if fh.IsCommit() {
+				b.Commits = append(b.Commits, tx.commit(fh.DBSize, txStart, off))
+				b.Next = Position{Salt1: h.Salt1, Salt2: h.Salt2, Offset: off, Checksum1: s1, Checksum2: s2}
+				txStart = off
+			}
+		}
+		if n < len(buf) {
+			b.Stop, b.StopOffset = StopEnd, off
+			b.Uncommitted = tx.frames
+			return b, nil
+		}
+	}
+}
+
+// txBuilder gathers the frames of one transaction.
+type txBuilder struct {
+	pages  []driver.Page
+	frames int
+}
+
+func (t *txBuilder) add(pgno uint32, page []byte) {
+	t.pages = append(t.pages, driver.Page{Pgno: pgno, Data: append([]byte(nil), page...)})
+	t.frames++
+}
+
+// commit returns the transaction's final pages and starts the next one.
+// A page written twice (SQLite spilled it before the commit) keeps its
+// last version; pages beyond the new database size are dropped.
+func (t *txBuilder) commit(dbSize uint32, start, end int64) Commit {
+	pages := t.pages
+	slices.SortStableFunc(pages, func(a, b driver.Page) int { return cmp.Compare(a.Pgno, b.Pgno) })
+	out := pages[:0]
+	for i, p := range pages {
+		if p.Pgno > dbSize {
+			continue
+		}
+		if i+1 < len(pages) && pages[i+1].Pgno == p.Pgno {
+			continue // a later version of this page follows
+		}
+		out = append(out, p)
+	}
+	clear(pages[len(out):])
+	c := Commit{DBSize: dbSize, Pages: out, Offset: start, Size: end - start, Frames: t.frames}
+	*t = txBuilder{}
+	return c
+}
