@@ -1,0 +1,126 @@
+package cell
+
+import (
+	"strings"
+
+	"github.com/cellb/cellb/core/driver"
+)
+
+// authorize is the cell connection's SQLite authorizer. The runtime's own
+// statements pass; user statements go through userPolicy.
+func (inst *instance) authorize(action driver.Action, arg1, arg2, database, trigger string) driver.AuthResult {
+	if !inst.userCode.Load() {
+		return driver.AuthOK
+	}
+	if d := userPolicy(action, arg1, arg2); d != nil {
+		if inst.denial == nil {
+			inst.denial = d
+		}
+		return driver.AuthDeny
+	}
+	return driver.AuthOK
+}
+
+// asUser runs a driver call on behalf of user code: the authorizer
+// applies, and a refusal comes back as a *DeniedError naming what was
+// refused. The caller holds inst.mu.
+func (inst *instance) asUser(fn func() error) error {
+	inst.denial = nil
+	inst.userCode.Store(true)
+	err := fn()
+	inst.userCode.Store(false)
+	return inst.userError(err)
+}
+
+func (inst *instance) userError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if d := inst.denial; d != nil {
+		inst.denial = nil
+		out := *d
+		out.Err = err
+		return &out
+	}
+	return err
+}
+
+// reservedTable reports names user SQL may not touch: celld's tables and
+// the replicator's control tables, and SQLite's raw page table.
+func reservedTable(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, "_cf_") || strings.HasPrefix(n, "_litestream_") || n == "sqlite_dbpage"
+}
+
+// Pragmas user code may run with or without an argument: they change only
+// how queries behave, not durability, locking or the file format.
+var settablePragmas = map[string]bool{
+	"foreign_keys": true, "defer_foreign_keys": true, "case_sensitive_like": true,
+	"recursive_triggers": true, "reverse_unordered_selects": true, "optimize": true,
+	"analysis_limit": true, "cache_size": true, "user_version": true,
+	"automatic_index": true,
+}
+
+// Pragmas user code may read (no argument, or a table or schema name as
+// the argument): they report and change nothing.
+var readPragmas = map[string]bool{
+	"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true,
+	"index_info": true, "index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true,
+	"integrity_check": true, "quick_check": true, "collation_list": true, "function_list": true,
+	"pragma_list": true, "module_list": true, "compile_options": true, "database_list": true,
+	"page_size": true, "page_count": true, "freelist_count": true, "schema_version": true,
+	"data_version": true, "encoding": true, "application_id": true, "auto_vacuum": true,
+	"journal_mode": true, "synchronous": true, "locking_mode": true, "max_page_count": true,
+	"wal_autocheckpoint": true, "busy_timeout": true,
+}
+
+// Pragmas whose argument is an object name rather than a setting.
+var namePragmas = map[string]bool{
+	"table_info": true, "table_xinfo": true, "index_list": true, "index_info": true,
+	"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true,
+	"integrity_check": true, "quick_check": true, "table_list": true,
+}
+
+// userPolicy decides one authorizer request for user SQL; nil allows it.
+func userPolicy(action driver.Action, arg1, arg2 string) *DeniedError {
+	deny := func(detail, why string) *DeniedError {
+		return &DeniedError{Action: action.String(), Detail: detail, Why: why}
+	}
+	switch action {
+	case driver.ActionTransaction:
+		return deny(strings.ToUpper(arg1), "the runtime owns transactions: use SQL.Transaction for a nested one")
+	case driver.ActionSavepoint:
+		return deny(strings.ToUpper(arg1)+" "+arg2, "the runtime owns transactions: use SQL.Transaction for a nested one")
+	case driver.ActionAttach, driver.ActionDetach:
+		return deny(arg1, "a cell uses only its own database")
+	case driver.ActionFunction:
+		if strings.EqualFold(arg2, "load_extension") {
+			return deny(arg2, "loading extensions is not allowed")
+		}
+		return nil
+	case driver.ActionPragma:
+		name := strings.ToLower(arg1)
+		if namePragmas[name] && arg2 != "" {
+			if reservedTable(arg2) {
+				return deny(name+"("+arg2+")", "celld's and the replicator's tables are reserved to the runtime")
+			}
+			return nil
+		}
+		if settablePragmas[name] {
+			return nil
+		}
+		if readPragmas[name] && arg2 == "" {
+			return nil
+		}
+		if arg2 != "" {
+			return deny(name+"="+arg2, "pragmas that change durability, locking or the schema's safety are reserved to the runtime")
+		}
+		return deny(name, "this pragma is not available to cells")
+	}
+	for _, name := range []string{arg1, arg2} {
+		if name != "" && reservedTable(name) {
+			return deny(name, "celld's and the replicator's tables are reserved to the runtime")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package cell
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cellb/cellb/core/durability"
+)
+
+// endTurn commits the turn's implicit transaction, hands the commit to the
+// log and reschedules the alarm if the turn changed it. A failure resets
+// the object and is returned as its *BrokenObjectError.
+func (inst *instance) endTurn(ctx context.Context, ev *event) error {
+	ctx = context.WithoutCancel(ctx)
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	inst.closeRowsLocked()
+	if err := inst.g.err(); err != nil || inst.closed {
+		inst.rollbackLocked(ctx)
+		if err == nil {
+			err = errRetired
+		}
+		return err
+	}
+	if inst.conn.InTransaction() {
+		if err := inst.grant.CheckWrite(); err != nil {
+			inst.rollbackLocked(ctx)
+			return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
+		}
+		if err := inst.conn.Commit(ctx); err != nil {
+			inst.rollbackLocked(ctx)
+			return inst.breakNow(fmt.Sprintf("the local commit failed: %v", err), err)
+		}
+		if err := inst.logCommitsLocked(ctx); err != nil {
+			return inst.breakNow(fmt.Sprintf("the commit could not be handed to the log: %v", err), err)
+		}
+	}
+	if inst.alarmSet {
+		inst.alarmSet = false
+		row, err := inst.readAlarmLocked(ctx)
+		if err != nil {
+			return inst.breakNow(fmt.Sprintf("the alarm could not be read back: %v", err), err)
+		}
+		inst.rt.alarms.set(inst.cls, inst.id, row)
+	}
+	return nil
+}
+
+// rollbackTurn abandons the turn's open transaction.
+func (inst *instance) rollbackTurn() {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	inst.closeRowsLocked()
+	inst.rollbackLocked(context.Background())
+}
+
+func (inst *instance) rollbackLocked(ctx context.Context) {
+	inst.spDepth = 0
+	inst.alarmSet = false
+	if inst.conn == nil || inst.closed || !inst.conn.InTransaction() {
+		return
+	}
+	if err := inst.conn.Rollback(ctx); err != nil {
+		inst.rt.logger.Warn("cell rollback failed", "cell", inst.key, "err", err)
+	}
+}
+
+// logCommitsLocked hands the commits just made to the log, in order: the
+// captured pages when the driver captures them, else one commit (with an
+// image taken right now, if the log wants one) when anything changed.
+func (inst *instance) logCommitsLocked(ctx context.Context) error {
+	if inst.capturer != nil {
+		commits, err := inst.capturer.TakeCommits(ctx)
+		if err != nil {
+			return fmt.Errorf("take captured pages: %w", err)
+		}
+		for i := range commits {
+			inst.appendLocked(durability.Commit{Pages: &commits[i]})
+		}
+		return nil
+	}
+	mark, err := inst.readMarkLocked(ctx)
+	if err != nil {
+		return err
+	}
+	if mark == inst.mark {
+		return nil
+	}
+	inst.mark = mark
+	c := durability.Commit{}
+	if inst.log.NeedsImage() {
+		img, err := inst.conn.Serialize(ctx)
+		if err != nil {
+			return fmt.Errorf("serialize image: %w", err)
+		}
+		c.Image = img
+	}
+	inst.appendLocked(c)
+	return nil
+}
+
+func (inst *instance) appendLocked(c durability.Commit) {
+	inst.seq++
+	c.Seq = inst.seq
+	d := inst.log.Append(c)
+	inst.pmu.Lock()
+	inst.pending = append(inst.pending, d)
+	inst.pmu.Unlock()
+	go func() {
+		select {
+		case <-d.Done():
+		case <-inst.done:
+			return
+		}
+		if err := d.Err(); err != nil {
+			inst.breakNow(fmt.Sprintf("a commit failed to become durable: %v", err), err)
+		}
+	}()
+}
+
+// changeMark tells, without page capture, whether a transaction wrote
+// anything: SQLite counts changed rows per connection, and the schema and
+// user versions move with DDL and user_version writes.
+type changeMark struct{ changes, schema, user int64 }
+
+func (inst *instance) readMarkLocked(ctx context.Context) (changeMark, error) {
+	rows, err := inst.conn.Query(ctx, sqlChangeMark)
+	if err != nil {
+		return changeMark{}, fmt.Errorf("read change counters: %w", err)
+	}
+	defer rows.Close()
+	var m changeMark
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return m, err
+		}
+		return m, fmt.Errorf("read change counters: no row")
+	}
+	v := rows.Values()
+	if len(v) != 3 {
+		return m, fmt.Errorf("read change counters: %d columns", len(v))
+	}
+	for i, dst := range []*int64{&m.changes, &m.schema, &m.user} {
+		n, ok := v[i].(int64)
+		if !ok {
+			return m, fmt.Errorf("read change counters: column %d is %T", i, v[i])
+		}
+		*dst = n
+	}
+	return m, rows.Err()
+}
+
+// pendingSnapshot is the commits a reply produced now must wait for.
+func (inst *instance) pendingSnapshot() []durability.Durable {
+	inst.pmu.Lock()
+	defer inst.pmu.Unlock()
+	i := 0
+	for i < len(inst.pending) {
+		select {
+		case <-inst.pending[i].Done():
+			if inst.pending[i].Err() != nil {
+				// Keep failures visible to every later reply.
+				return append([]durability.Durable(nil), inst.pending[i:]...)
+			}
+			i++
+			continue
+		default:
+		}
+		break
+	}
+	inst.pending = inst.pending[i:]
+	return append([]durability.Durable(nil), inst.pending...)
+}
+
+// awaitDurable is the output gate: it returns once every commit in snap is
+// durable and the grant still allows acknowledging writes.
+func (inst *instance) awaitDurable(ctx context.Context, snap []durability.Durable) error {
+	for _, d := range snap {
+		select {
+		case <-d.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err := d.Err(); err != nil {
+			return inst.breakNow(fmt.Sprintf("a commit failed to become durable: %v", err), err)
+		}
+	}
+	if len(snap) > 0 {
+		if err := inst.grant.CheckWrite(); err != nil {
+			return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
+		}
+	}
+	return nil
+}

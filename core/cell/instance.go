@@ -1,0 +1,449 @@
+package cell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/lease"
+)
+
+// instance is one live incarnation of a cell: its gate, its open database,
+// its log and its object. A broken or evicted instance is never reused;
+// the next call builds a fresh one from durable state.
+type instance struct {
+	rt   *Runtime
+	cls  *class
+	id   ID
+	key  string
+	prev *instance // predecessor still shutting down, if any
+
+	g    gate
+	done chan struct{} // closed once everything below is released
+
+	st  *State
+	obj any
+
+	// mu guards the connection and the transaction state; it is held only
+	// for the duration of one driver call, never while user code runs.
+	mu       sync.Mutex
+	conn     driver.Conn
+	capturer driver.PageCapturer
+	log      durability.CellLog
+	grant    lease.Grant
+	closed   bool
+	seq      uint64
+	mark     changeMark
+	rows     map[*Rows]struct{}
+	alarmSet bool      // a turn wrote _cf_ALARM: reschedule after commit
+	firing   *alarmRow // the alarm whose handler is running
+	userCode atomic.Bool
+	denial   *DeniedError
+	spDepth  int
+
+	pmu     sync.Mutex
+	pending []durability.Durable // commits not yet known durable, in order
+}
+
+// event is one call into an object: a request, an RPC, an alarm, the
+// constructor. It travels in the handler's context.
+type event struct {
+	inst    *instance
+	holding bool        // holds the gate (touched only by the event's goroutine)
+	active  atomic.Bool // holds the gate and is not yielded: storage allowed
+	bcw     int         // BlockConcurrencyWhile depth: yields keep the gate
+	// breakAfter, if set, resets the object once the turn has committed
+	// (an alarm handler that panicked: its failure is recorded first).
+	breakAfter *BrokenObjectError
+}
+
+type eventKey struct{}
+
+func eventFrom(ctx context.Context) *event {
+	ev, _ := ctx.Value(eventKey{}).(*event)
+	return ev
+}
+
+func newInstance(rt *Runtime, cls *class, id ID, prev *instance) *instance {
+	inst := &instance{
+		rt:   rt,
+		cls:  cls,
+		id:   id,
+		key:  CellKey(cls.name, id),
+		prev: prev,
+		done: make(chan struct{}),
+		rows: map[*Rows]struct{}{},
+	}
+	inst.st = &State{inst: inst}
+	inst.g.clk = rt.clk
+	inst.g.idleAfter = rt.idle
+	inst.g.onIdle = func() { go inst.evictIfIdle() }
+	// The activation is the first event: it holds the gate from birth.
+	inst.g.held = true
+	inst.g.inflight = 1
+	return inst
+}
+
+// activate opens the cell and runs the constructor, holding the gate.
+func (inst *instance) activate() {
+	ctx := inst.rt.bg
+	ev := &event{inst: inst, holding: true}
+	defer inst.g.leave()
+	if inst.prev != nil {
+		select {
+		case <-inst.prev.done:
+		case <-ctx.Done():
+			inst.failActivation(ctx.Err())
+			return
+		}
+	}
+	if err := inst.open(ctx); err != nil {
+		inst.failActivation(err)
+		return
+	}
+	ev.active.Store(true)
+	tctx := context.WithValue(ctx, eventKey{}, ev)
+	var obj any
+	var cerr error
+	if p := protect(func() { obj, cerr = inst.cls.construct(tctx, inst.st) }); p != nil {
+		cerr = p
+	}
+	if err := inst.g.err(); err != nil {
+		// BlockConcurrencyWhile failed in the constructor: already broken.
+		ev.active.Store(false)
+		inst.rollbackTurn()
+		inst.releaseGate()
+		return
+	}
+	if cerr != nil {
+		ev.active.Store(false)
+		inst.rollbackTurn()
+		inst.failActivation(fmt.Errorf("constructor: %w", cerr))
+		return
+	}
+	inst.obj = obj
+	if err := inst.endTurn(ctx, ev); err != nil {
+		ev.active.Store(false)
+		inst.releaseGate()
+		return
+	}
+	ev.active.Store(false)
+	inst.releaseGate()
+}
+
+// open acquires the lease, opens the database and the log, and creates
+// celld's tables.
+func (inst *instance) open(ctx context.Context) error {
+	rt := inst.rt
+	grant, err := rt.lease.TryAcquire(ctx, inst.key)
+	if err != nil {
+		return err
+	}
+	inst.grant = grant
+	path, err := DatabasePath(rt.opts.DataDir, inst.key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	capture := rt.opts.Driver.Capabilities().PageCapture && !isLocalLog(rt.log)
+	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: path, PageCapture: capture})
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	inst.conn = conn
+	if capture {
+		if pc, ok := conn.(driver.PageCapturer); ok {
+			inst.capturer = pc
+		}
+	}
+	pages, err := conn.PageCount(ctx)
+	if err != nil {
+		return fmt.Errorf("database size: %w", err)
+	}
+	restore := grant.BucketWins() || pages == 0
+	cl, err := rt.log.Open(ctx, inst.key, grant.Epoch(), conn, restore)
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	inst.log = cl
+	if err := conn.SetAuthorizer(inst.authorize); err != nil {
+		return fmt.Errorf("install authorizer: %w", err)
+	}
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	if inst.capturer == nil {
+		if inst.mark, err = inst.readMarkLocked(ctx); err != nil {
+			return err
+		}
+	}
+	if err := conn.Begin(ctx); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, schemaSQL); err != nil {
+		conn.Rollback(ctx)
+		return fmt.Errorf("create celld tables: %w", err)
+	}
+	if name := inst.id.Name(); name != "" {
+		if _, err := conn.Exec(ctx, sqlPutMetadata, inst.key, name); err != nil {
+			conn.Rollback(ctx)
+			return fmt.Errorf("record actor name: %w", err)
+		}
+	}
+	inst.alarmSet = true // schedule whatever alarm the database holds
+	go inst.watchLease()
+	return nil
+}
+
+func isLocalLog(l durability.Log) bool {
+	switch l.(type) {
+	case durability.Local, *durability.Local:
+		return true
+	}
+	return false
+}
+
+// failActivation fails every waiter with an ActivationError and releases
+// whatever was opened. The next call tries afresh.
+func (inst *instance) failActivation(err error) {
+	aerr := &ActivationError{Key: inst.key, Err: err}
+	inst.rt.logger.Warn("cell activation failed", "cell", inst.key, "err", err)
+	inst.g.failHeld(aerr)
+	inst.rt.forget(inst)
+	inst.shutdown(inst.rt.bg, false)
+}
+
+// watchLease breaks the instance when its grant is lost.
+func (inst *instance) watchLease() {
+	select {
+	case <-inst.grant.Lost():
+		if cause := inst.grant.Err(); !errors.Is(cause, lease.ErrReleased) {
+			inst.breakNow(fmt.Sprintf("the cell's lease was lost: %v", cause), cause)
+		}
+	case <-inst.done:
+	}
+}
+
+// run executes fn as one event: it waits for the gate, runs fn in a turn,
+// commits, releases the gate and waits behind the output gate.
+func (inst *instance) run(ctx context.Context, fn func(ctx context.Context, obj any) error) error {
+	if err := inst.g.enter(ctx); err != nil {
+		return err
+	}
+	defer inst.g.leave()
+	ev := &event{inst: inst, holding: true}
+	ev.active.Store(true)
+	return inst.turn(ctx, ev, fn)
+}
+
+// turn runs fn while ev holds the gate and finishes the event.
+func (inst *instance) turn(ctx context.Context, ev *event, fn func(ctx context.Context, obj any) error) error {
+	tctx := context.WithValue(ctx, eventKey{}, ev)
+	var userErr error
+	if p := protect(func() { userErr = fn(tctx, inst.obj) }); p != nil {
+		return inst.panicked(ev, "a handler panicked: "+fmt.Sprint(p.Value), p)
+	}
+	return inst.finish(ctx, ev, userErr)
+}
+
+// panicked handles a panic in user code: roll back the turn's open
+// transaction and reset the object.
+func (inst *instance) panicked(ev *event, reason string, p *PanicError) error {
+	inst.rt.logger.Error("cell handler panicked", "cell", inst.key, "panic", p.Value, "stack", string(p.Stack))
+	if !ev.holding {
+		return inst.breakNow(reason, p)
+	}
+	ev.active.Store(false)
+	inst.rollbackTurn()
+	berr := inst.breakNow(reason, p)
+	ev.holding = false
+	inst.releaseGate()
+	return berr
+}
+
+// finish ends the event's last turn and waits behind the output gate.
+func (inst *instance) finish(ctx context.Context, ev *event, userErr error) error {
+	if !ev.holding {
+		// A yield could not get the gate back (the object broke, or ctx
+		// ended); the handler saw that error.
+		if err := inst.g.err(); err != nil {
+			return err
+		}
+		if userErr != nil {
+			return userErr
+		}
+		return ctx.Err()
+	}
+	err := inst.endTurn(ctx, ev)
+	if err == nil && ev.breakAfter != nil {
+		err = inst.breakNow(ev.breakAfter.Reason, ev.breakAfter.Err)
+	}
+	snap := inst.pendingSnapshot()
+	ev.active.Store(false)
+	ev.holding = false
+	inst.releaseGate()
+	if err != nil {
+		return err
+	}
+	if err := inst.awaitDurable(ctx, snap); err != nil {
+		return err
+	}
+	return userErr
+}
+
+// releaseGate hands the gate on, or shuts the instance down if it broke.
+func (inst *instance) releaseGate() {
+	if inst.g.release() {
+		go inst.shutdown(inst.rt.bg, false)
+	}
+}
+
+// yield ends the turn of the handler ctx belongs to (committing its
+// transaction), runs fn without the gate, and queues the handler again at
+// the back of the gate. Outside a turn it just runs fn. Inside
+// BlockConcurrencyWhile the turn still commits but the gate is kept.
+func yield(ctx context.Context, fn func(ctx context.Context) error) error {
+	ev := eventFrom(ctx)
+	if ev == nil || !ev.active.Load() {
+		return fn(ctx)
+	}
+	inst := ev.inst
+	inst.mu.Lock()
+	inSavepoint := inst.spDepth > 0
+	inst.mu.Unlock()
+	if inSavepoint {
+		return ErrYieldInTransaction
+	}
+	if err := inst.endTurn(ctx, ev); err != nil {
+		return err
+	}
+	ev.active.Store(false)
+	if ev.bcw > 0 {
+		err := fn(ctx)
+		if gerr := inst.g.err(); gerr != nil {
+			return gerr
+		}
+		ev.active.Store(true)
+		return err
+	}
+	ev.holding = false
+	inst.releaseGate()
+	ferr := fn(ctx)
+	if err := inst.g.acquire(ctx); err != nil {
+		return err
+	}
+	ev.holding = true
+	ev.active.Store(true)
+	return ferr
+}
+
+// Await runs fn outside the object's gate: the calling handler's turn ends
+// (its transaction commits), other events may run while fn blocks, and the
+// handler continues in a new turn once fn returns and the gate comes round
+// again. Use it for any blocking I/O that is not a stub call (stub calls
+// yield by themselves). fn must not use the object's storage; called
+// outside a handler, Await just runs fn.
+//
+// Inside BlockConcurrencyWhile the gate is kept: no other event runs.
+func Await[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	var out T
+	err := yield(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = fn(ctx)
+		return err
+	})
+	return out, err
+}
+
+// breakNow resets the object: queued and later callers of this instance
+// get a BrokenObjectError, the open transaction never commits, and the
+// next call builds a fresh instance. The first reason wins.
+func (inst *instance) breakNow(reason string, cause error) *BrokenObjectError {
+	berr := &BrokenObjectError{Key: inst.key, Reason: reason, Err: cause}
+	first, shutdown := inst.g.fail(berr)
+	if first == error(berr) {
+		inst.rt.logger.Warn("cell reset", "cell", inst.key, "reason", reason)
+		inst.rt.forget(inst)
+	}
+	if shutdown {
+		go inst.shutdown(inst.rt.bg, false)
+	}
+	var out *BrokenObjectError
+	if errors.As(first, &out) {
+		return out
+	}
+	return &BrokenObjectError{Key: inst.key, Reason: "it was retired: " + first.Error(), Err: first}
+}
+
+// evictIfIdle retires an object with no event in flight.
+func (inst *instance) evictIfIdle() {
+	if !inst.g.retireIfIdle(errRetired) {
+		return
+	}
+	inst.rt.forget(inst)
+	inst.shutdown(inst.rt.bg, true)
+}
+
+// shutdown releases the instance's resources once. final says whether
+// the log may flush (an orderly close or eviction) or is dropped (a reset
+// or EvictAll, modelling a crash).
+func (inst *instance) shutdown(ctx context.Context, final bool) error {
+	inst.mu.Lock()
+	if inst.closed {
+		inst.mu.Unlock()
+		<-inst.done
+		return nil
+	}
+	inst.closed = true
+	inst.closeRowsLocked()
+	var errs []error
+	if inst.conn != nil && inst.conn.InTransaction() {
+		if err := inst.conn.Rollback(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if inst.log != nil {
+		if err := inst.log.Close(ctx, final); err != nil {
+			errs = append(errs, fmt.Errorf("close log: %w", err))
+		}
+	}
+	if inst.conn != nil {
+		if err := inst.conn.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close database: %w", err))
+		}
+	}
+	if inst.grant != nil {
+		if err := inst.grant.Release(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("release lease: %w", err))
+		}
+	}
+	inst.mu.Unlock()
+	inst.rt.forget(inst)
+	inst.rt.retired(inst)
+	close(inst.done)
+	err := errors.Join(errs...)
+	if err != nil {
+		inst.rt.logger.Warn("cell shutdown", "cell", inst.key, "err", err)
+		return fmt.Errorf("cell %s: %w", inst.key, err)
+	}
+	return nil
+}
+
+// protect runs fn and turns a panic into a *PanicError.
+func protect(fn func()) (p *PanicError) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	fn()
+	return nil
+}

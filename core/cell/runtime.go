@@ -1,0 +1,255 @@
+package cell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/store"
+)
+
+// DefaultIdleTimeout is how long an object stays in memory with no event
+// in flight before it is evicted, when Options.IdleTimeout is zero.
+const DefaultIdleTimeout = 70 * time.Second
+
+// Options are a Runtime's ports and settings.
+type Options struct {
+	// ScriptName is the deployment name celld calls script_name. It keys
+	// IDFromName, so a CellB runtime and a celld node agree on ids only when
+	// they use the same name.
+	ScriptName string
+	// Driver opens cell databases. Required.
+	Driver driver.Driver
+	// DataDir holds one SQLite file per cell (see DatabasePath). Required.
+	DataDir string
+	// Store is the bucket, for the wiring around the runtime (logs, leases
+	// and tools built on it); the runtime itself only hands it out through
+	// Runtime.Store. Optional.
+	Store store.Store
+	// Lease grants write ownership per cell. Default: lease.None{}.
+	Lease lease.Lease
+	// Log makes commits durable. Default: durability.Local{} (the local
+	// commit is durable).
+	Log durability.Log
+	// Clock drives alarms and idle eviction. Default: the real clock.
+	Clock clock.Clock
+	// Logger receives the runtime's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// IdleTimeout evicts an object after this long with no event in
+	// flight. Zero means DefaultIdleTimeout; negative means never.
+	IdleTimeout time.Duration
+}
+
+// Runtime hosts cells. It is safe for concurrent use.
+type Runtime struct {
+	opts   Options
+	clk    clock.Clock
+	lease  lease.Lease
+	log    durability.Log
+	logger *slog.Logger
+	idle   time.Duration
+	alarms *alarmScheduler
+
+	// bg is the context of work the runtime starts on its own (activation,
+	// alarms, eviction); Close cancels it last.
+	bg       context.Context
+	cancelBg context.CancelFunc
+
+	mu       sync.Mutex
+	closing  bool
+	classes  map[string]*class
+	cells    map[string]*instance // live instances by cell key
+	retiring map[string]*instance // instances shutting down, by cell key
+}
+
+// New makes a Runtime from its ports.
+func New(opts Options) (*Runtime, error) {
+	if opts.Driver == nil {
+		return nil, errors.New("cell: Options.Driver is required")
+	}
+	if opts.DataDir == "" {
+		return nil, errors.New("cell: Options.DataDir is required")
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cell: data directory: %w", err)
+	}
+	rt := &Runtime{
+		opts:     opts,
+		clk:      clock.Or(opts.Clock),
+		lease:    opts.Lease,
+		log:      opts.Log,
+		logger:   opts.Logger,
+		idle:     opts.IdleTimeout,
+		classes:  map[string]*class{},
+		cells:    map[string]*instance{},
+		retiring: map[string]*instance{},
+	}
+	if rt.lease == nil {
+		rt.lease = lease.None{}
+	}
+	if rt.log == nil {
+		rt.log = durability.Local{}
+	}
+	if rt.logger == nil {
+		rt.logger = slog.Default()
+	}
+	if rt.idle == 0 {
+		rt.idle = DefaultIdleTimeout
+	}
+	rt.bg, rt.cancelBg = context.WithCancel(context.Background())
+	rt.alarms = newAlarmScheduler(rt)
+	return rt, nil
+}
+
+// Store is Options.Store (nil when none was given).
+func (rt *Runtime) Store() store.Store { return rt.opts.Store }
+
+// ScriptName is Options.ScriptName.
+func (rt *Runtime) ScriptName() string { return rt.opts.ScriptName }
+
+// instanceFor returns the live instance of a cell, activating one if there
+// is none.
+func (rt *Runtime) instanceFor(cls *class, id ID) (*instance, error) {
+	key := CellKey(cls.name, id)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closing {
+		return nil, ErrClosed
+	}
+	if inst := rt.cells[key]; inst != nil {
+		return inst, nil
+	}
+	inst := newInstance(rt, cls, id, rt.retiring[key])
+	rt.cells[key] = inst
+	go inst.activate()
+	return inst, nil
+}
+
+// forget removes a failing instance from the live map; it stays known as
+// retiring until its resources are released, so its successor waits.
+func (rt *Runtime) forget(inst *instance) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.cells[inst.key] == inst {
+		delete(rt.cells, inst.key)
+	}
+	rt.retiring[inst.key] = inst
+}
+
+// retired drops a fully shut-down instance.
+func (rt *Runtime) retired(inst *instance) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.retiring[inst.key] == inst {
+		delete(rt.retiring, inst.key)
+	}
+	if rt.cells[inst.key] == inst {
+		delete(rt.cells, inst.key)
+	}
+}
+
+// errRetired fails events that reached an instance just as it was retired
+// (evicted or closed); they retry on a fresh instance.
+var errRetired = errors.New("cell: instance retired")
+
+// dispatch runs fn as one event of the cell (cls, id), yielding the
+// calling handler (if ctx belongs to one) for the duration of the call.
+func (rt *Runtime) dispatch(ctx context.Context, cls *class, id ID, fn func(ctx context.Context, obj any) error) error {
+	return yield(ctx, func(ctx context.Context) error {
+		for {
+			inst, err := rt.instanceFor(cls, id)
+			if err != nil {
+				return err
+			}
+			err = inst.run(ctx, fn)
+			if errors.Is(err, errRetired) {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+	})
+}
+
+// Close stops the runtime: new calls fail with ErrClosed, events in flight
+// (including yielded ones) run to completion and their replies wait for
+// durability, then every cell's log is closed, its database closed and its
+// grant released. If ctx ends first, the remaining cells are dropped as
+// EvictAll would and ctx's error is returned.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.mu.Lock()
+	if rt.closing {
+		rt.mu.Unlock()
+		return nil
+	}
+	rt.closing = true
+	rt.mu.Unlock()
+	rt.alarms.stopAll()
+
+	var errs []error
+	for {
+		rt.mu.Lock()
+		var live []*instance
+		for _, inst := range rt.cells {
+			live = append(live, inst)
+		}
+		for _, inst := range rt.retiring {
+			live = append(live, inst)
+		}
+		rt.mu.Unlock()
+		if len(live) == 0 {
+			break
+		}
+		for _, inst := range live {
+			mine, err := inst.g.waitQuiet(ctx, ErrClosed)
+			if err != nil {
+				rt.EvictAll()
+				rt.cancelBg()
+				return err
+			}
+			if mine {
+				if err := inst.shutdown(ctx, true); err != nil {
+					errs = append(errs, err)
+				}
+			} else {
+				select {
+				case <-inst.done:
+				case <-ctx.Done():
+					rt.EvictAll()
+					rt.cancelBg()
+					return ctx.Err()
+				}
+			}
+		}
+	}
+	rt.cancelBg()
+	return errors.Join(errs...)
+}
+
+// EvictAll drops every instance at once, without waiting for events in
+// flight or for durability: it models a crash, for tests. Uncommitted
+// transactions are rolled back, queued and in-flight callers get a
+// BrokenObjectError, logs are closed with final=false, and the next call
+// to each cell builds a fresh instance from what its database and log
+// hold. Alarm timers keep running.
+func (rt *Runtime) EvictAll() {
+	rt.mu.Lock()
+	var live []*instance
+	for _, inst := range rt.cells {
+		live = append(live, inst)
+	}
+	rt.mu.Unlock()
+	for _, inst := range live {
+		inst.breakNow("the runtime evicted every object (EvictAll)", nil)
+	}
+}

@@ -1,0 +1,148 @@
+package cell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/cellb/cellb/core/lease"
+)
+
+// Stub calls one object. A call made with the context of another object's
+// handler yields that handler for the duration of the call (its turn ends
+// and its transaction commits, as with Await).
+type Stub[O any] struct {
+	ns *Namespace[O]
+	id ID
+}
+
+// ID is the object's id.
+func (s *Stub[O]) ID() ID { return s.id }
+
+// Key is the object's cell key.
+func (s *Stub[O]) Key() string { return CellKey(s.ns.cls.name, s.id) }
+
+// Call runs fn on the object inside one event: fn holds the object's input
+// gate, its storage calls join the implicit transaction, and its result is
+// returned only once every commit made before it is durable (the output
+// gate). fn must use the context it is given for storage calls.
+//
+// An error returned by fn is an ordinary reply: writes made before it are
+// committed. A panic in fn rolls back the open transaction, resets the
+// object and returns a *BrokenObjectError.
+func Call[O, R any](ctx context.Context, s *Stub[O], fn func(ctx context.Context, obj O) (R, error)) (R, error) {
+	var out R
+	err := s.ns.rt.dispatch(ctx, s.ns.cls, s.id, func(ctx context.Context, obj any) error {
+		o, ok := obj.(O)
+		if !ok {
+			return fmt.Errorf("cell: object of class %s is %T, not %T", s.ns.cls.name, obj, *new(O))
+		}
+		var err error
+		out, err = fn(ctx, o)
+		return err
+	})
+	return out, err
+}
+
+// Fetch delivers req to the object's ServeHTTP inside one event. The
+// response is buffered and returned only once every commit made before it
+// is durable. The handler's request carries the event's context (use
+// r.Context() for storage calls). Streaming and hijacking are not
+// supported: the whole response is buffered.
+func (s *Stub[O]) Fetch(ctx context.Context, req *http.Request) (*http.Response, error) {
+	var rec *responseBuffer
+	err := s.ns.rt.dispatch(ctx, s.ns.cls, s.id, func(ctx context.Context, obj any) error {
+		h, ok := obj.(http.Handler)
+		if !ok {
+			return ErrNotHTTPHandler
+		}
+		rec = newResponseBuffer()
+		h.ServeHTTP(rec, req.WithContext(ctx))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec.response(req), nil
+}
+
+// ServeHTTP makes a stub an http.Handler: it forwards r with Fetch and
+// writes the reply. Failures become 503 (object reset, owned elsewhere,
+// runtime closed) or 500 (anything else) with the error as the body.
+func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	resp, err := s.Fetch(r.Context(), r)
+	if err != nil {
+		http.Error(w, err.Error(), statusFor(err))
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+func statusFor(err error) int {
+	var broken *BrokenObjectError
+	var owned *lease.CellOwnedElsewhereError
+	switch {
+	case errors.As(err, &broken), errors.As(err, &owned), errors.Is(err, ErrClosed):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// responseBuffer is the http.ResponseWriter a handler writes to: nothing
+// reaches the caller before the output gate opens.
+type responseBuffer struct {
+	header      http.Header
+	status      int
+	wroteHeader bool
+	body        bytes.Buffer
+}
+
+func newResponseBuffer() *responseBuffer { return &responseBuffer{header: http.Header{}} }
+
+func (b *responseBuffer) Header() http.Header { return b.header }
+
+func (b *responseBuffer) WriteHeader(code int) {
+	if b.wroteHeader {
+		return
+	}
+	b.wroteHeader = true
+	b.status = code
+}
+
+func (b *responseBuffer) Write(p []byte) (int, error) {
+	if !b.wroteHeader {
+		b.WriteHeader(http.StatusOK)
+	}
+	return b.body.Write(p)
+}
+
+func (b *responseBuffer) response(req *http.Request) *http.Response {
+	if !b.wroteHeader {
+		b.status = http.StatusOK
+	}
+	h := b.header.Clone()
+	if h.Get("Content-Type") == "" && b.body.Len() > 0 {
+		h.Set("Content-Type", http.DetectContentType(b.body.Bytes()))
+	}
+	body := b.body.Bytes()
+	return &http.Response{
+		Status:        strconv.Itoa(b.status) + " " + http.StatusText(b.status),
+		StatusCode:    b.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
+}
