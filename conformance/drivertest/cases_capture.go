@@ -1,0 +1,228 @@
+package drivertest
+
+import (
+	"errors"
+
+	"github.com/cellb/cellb/core/driver"
+)
+
+// captureCases check page capture: the declaration matches the
+// connection, and under every kind of write the captured commits replay
+// exactly onto the previous image.
+func captureCases() []caseDef {
+	return []caseDef{
+		{"capture/declared", caseCaptureDeclared},
+		{"capture/commit-time", caseCaptureCommitTime},
+		{"capture/workload", caseCaptureWorkload},
+		{"capture/bulk", caseCaptureBulk},
+		{"capture/rollback", caseCaptureRollback},
+		{"capture/restore-resets", caseCaptureRestoreResets},
+		{"capture/memory", caseCaptureMemory},
+	}
+}
+
+func (c *checkT) needCapture() {
+	if !c.caps.PageCapture {
+		c.skip("the driver does not declare PageCapture")
+	}
+}
+
+func caseCaptureDeclared(c *checkT) {
+	conn := c.open(c.path("declared.db"), true)
+	pc, ok := conn.(driver.PageCapturer)
+	if c.caps.PageCapture {
+		if !ok {
+			c.fatalf("the driver declares PageCapture but a Conn opened with PageCapture does not implement driver.PageCapturer")
+		}
+		if _, err := pc.TakeCommits(c.ctx); err != nil {
+			c.errorf("TakeCommits on a fresh capturing Conn: %v", err)
+		}
+		return
+	}
+	if ok {
+		commits, err := pc.TakeCommits(c.ctx)
+		if !errors.Is(err, driver.ErrUnsupported) {
+			c.errorf("the driver does not declare PageCapture, yet its Conn implements PageCapturer and TakeCommits returns (%d commits, %v) instead of driver.ErrUnsupported", len(commits), err)
+		}
+	}
+	// PageCapture is ignored by drivers without the capability.
+	c.exec(conn, "CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+}
+
+// caseCaptureCommitTime makes several commits that change the same pages
+// and takes them together, snapshotting after each: every commit must carry
+// its pages as they were when it committed, not as they are now.
+func caseCaptureCommitTime(c *checkT) {
+	c.needCapture()
+	w := newCapWorkload(c, c.path("commit-time.db"))
+	w.snapshot = true
+	w.insertTx()
+	for range 3 {
+		w.updateAuto()
+		w.insertAuto()
+	}
+	w.verify()
+	w.snapshot = true
+	w.updateTx()
+	w.deleteAuto()
+	w.updateTx()
+	w.verify()
+}
+
+func caseCaptureWorkload(c *checkT) {
+	c.needCapture()
+	w := newCapWorkload(c, c.path("workload.db"))
+	w.run(c.h.Steps)
+}
+
+func caseCaptureBulk(c *checkT) {
+	c.needCapture()
+	w := newCapWorkload(c, c.path("bulk.db"))
+	w.exec("CREATE TABLE bulk(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)")
+	w.done("create bulk", 1)
+	w.verify()
+
+	c.begin(w.conn)
+	for i := range c.h.BulkRows {
+		w.exec("INSERT INTO bulk(id, a, b) VALUES (?, ?, ?)", i, c.rng.Int64(), randTag(c.rng))
+	}
+	c.commit(w.conn)
+	commits, err := w.pc.TakeCommits(c.ctx)
+	if err != nil {
+		c.fatalf("TakeCommits after %d rows in one transaction: %v", c.h.BulkRows, err)
+	}
+	if len(commits) != 1 {
+		c.errorf("one transaction of %d rows was reported as %d commits, want 1", c.h.BulkRows, len(commits))
+	}
+	w.check("one transaction of many rows", commits, c.serialize(w.conn))
+	grown := len(w.base) / w.ps
+	c.logf("%d rows in one transaction: %d pages", c.h.BulkRows, grown)
+
+	// Shrink: delete most rows, then VACUUM.
+	w.exec("DELETE FROM bulk WHERE id % 10 <> 0")
+	w.done("delete 90%", 1)
+	w.exec("VACUUM")
+	w.done("vacuum", 1)
+	w.verify()
+	if shrunk := len(w.base) / w.ps; shrunk >= grown {
+		c.errorf("after deleting 90%% of the rows and VACUUM the database has %d pages, it had %d: it should have shrunk", shrunk, grown)
+	}
+}
+
+func caseCaptureRollback(c *checkT) {
+	c.needCapture()
+	w := newCapWorkload(c, c.path("rollback.db"))
+	for range 20 {
+		w.insertTx()
+	}
+	w.verify()
+	w.exec("PRAGMA cache_size = 10") // make large transactions spill
+	w.done("cache-size", 0)
+	w.verify()
+
+	steps := []struct {
+		name string
+		fn   func()
+	}{
+		{"small rollback", func() {
+			c.begin(w.conn)
+			w.insertRow()
+			w.bumpMeta()
+			c.rollback(w.conn)
+		}},
+		{"rollback of a transaction larger than the page cache", func() {
+			c.begin(w.conn)
+			for range 2000 {
+				w.insertRow()
+			}
+			w.exec("DELETE FROM kv WHERE k % 2 = 0")
+			c.rollback(w.conn)
+		}},
+		{"rollback by SQL", func() {
+			w.exec("BEGIN; INSERT INTO kv(tag) VALUES ('x'); UPDATE meta SET n = -1")
+			w.exec("ROLLBACK")
+		}},
+		{"rollback forced by a failed statement (OR ROLLBACK)", func() {
+			c.begin(w.conn)
+			w.insertRow()
+			if _, err := w.conn.Exec(c.ctx, "INSERT OR ROLLBACK INTO kv(k) VALUES (?)", w.live[0]); err == nil {
+				c.fatalf("INSERT OR ROLLBACK of a duplicate key succeeded")
+			}
+			if w.conn.InTransaction() {
+				c.errorf("a statement that failed with OR ROLLBACK left the transaction open")
+				c.rollback(w.conn)
+			}
+		}},
+		{"rollback of a schema change", func() {
+			c.begin(w.conn)
+			w.exec("CREATE TABLE gone(x); CREATE INDEX gone_x ON gone(x); DROP TABLE meta")
+			c.rollback(w.conn)
+		}},
+	}
+	for _, s := range steps {
+		s.fn()
+		commits, err := w.pc.TakeCommits(c.ctx)
+		if err != nil {
+			c.fatalf("TakeCommits after %s: %v", s.name, err)
+		}
+		if len(commits) != 0 {
+			c.errorf("%s yielded %d commits, want none", s.name, len(commits))
+		}
+		w.check(s.name, commits, c.serialize(w.conn))
+	}
+	// A commit after a large rollback reuses the space the rollback
+	// touched (WAL frames, file pages): it must still replay exactly.
+	c.begin(w.conn)
+	for range 2000 {
+		w.insertRow()
+	}
+	c.rollback(w.conn)
+	w.done("large rollback", 0)
+	w.insertTx()
+	w.verify()
+}
+
+func caseCaptureRestoreResets(c *checkT) {
+	c.needCapture()
+	w := newCapWorkload(c, c.path("restore.db"))
+	for range 5 {
+		w.insertTx()
+	}
+	w.verify()
+	early := w.base
+	for range 10 {
+		w.insertTx()
+		w.updateTx()
+	}
+	w.verify()
+	w.history = [][]byte{early}
+	for range 3 {
+		w.restoreEarlier()
+		w.insertTx()
+		w.deleteTx()
+		w.verify()
+		w.history = [][]byte{early}
+	}
+	// An image from another database, possibly larger.
+	other := c.open(c.path("other.db"), false)
+	c.fill(other, 400)
+	c.exec(other, "CREATE TABLE meta(id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO meta VALUES (1, 0)")
+	w.history = [][]byte{c.serialize(other)}
+	w.restoreEarlier()
+	w.insertTx()
+	w.verify()
+}
+
+func caseCaptureMemory(c *checkT) {
+	c.needCapture()
+	conn, err := c.h.Driver.Open(c.ctx, driver.Config{PageCapture: true})
+	if err != nil {
+		if err.Error() == "" {
+			c.errorf("Open(Path \"\", PageCapture) failed with an empty error message")
+		}
+		c.skip("in-memory databases refuse page capture: %v", err)
+	}
+	conn.Close()
+	w := newCapWorkload(c, "")
+	w.run(min(c.h.Steps, 15))
+}

@@ -1,0 +1,391 @@
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cellb/cellb/core/driver"
+)
+
+// Report is the outcome of RunReport: one result per selected case.
+type Report struct {
+	Driver  string
+	Seed    int64
+	Results []CaseResult
+}
+
+// CaseResult is the outcome of one case.
+type CaseResult struct {
+	Name string
+	// Skipped is set when the case does not apply (e.g. a capability the
+	// driver does not declare); Reason says why.
+	Skipped bool
+	Reason  string
+	// Failures are the broken claims, each a complete sentence.
+	Failures []string
+	// Log is informational output (what was checked, sizes).
+	Log []string
+}
+
+// Failed reports whether the case found a broken claim.
+func (r CaseResult) Failed() bool { return len(r.Failures) > 0 }
+
+// Failed returns the names of the failed cases, in run order.
+func (r Report) Failed() []string {
+	var names []string
+	for _, c := range r.Results {
+		if c.Failed() {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// OK reports whether no case failed.
+func (r Report) OK() bool { return len(r.Failed()) == 0 }
+
+// Result returns the result of the named case, if it ran.
+func (r Report) Result(name string) (CaseResult, bool) {
+	for _, c := range r.Results {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return CaseResult{}, false
+}
+
+// String summarises the report: every failure, and the seed to replay it.
+func (r Report) String() string {
+	var b strings.Builder
+	failed := r.Failed()
+	fmt.Fprintf(&b, "drivertest %s: %d cases, %d failed (seed %d; replay with %s=%d)\n",
+		r.Driver, len(r.Results), len(failed), r.Seed, SeedEnv, r.Seed)
+	for _, c := range r.Results {
+		for _, f := range c.Failures {
+			fmt.Fprintf(&b, "  %s: %s\n", c.Name, f)
+		}
+	}
+	return b.String()
+}
+
+// CaseNames lists every case of the suite, in run order.
+func CaseNames() []string {
+	names := make([]string, 0, len(allCases()))
+	for _, c := range allCases() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// Run runs the suite as subtests of t (one per case, named like
+// "capture/workload", so -run selects them) and fails t for every broken
+// claim.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	h, err := h.resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Dir == "" {
+		h.Dir = t.TempDir()
+	}
+	t.Logf("drivertest %s: seed %d (replay with %s=%d)", h.Driver.Name(), h.Seed, SeedEnv, h.Seed)
+	for _, def := range allCases() {
+		if !h.selects(def.name) {
+			continue
+		}
+		t.Run(def.name, func(t *testing.T) {
+			res := runCase(t.Context(), h, def)
+			for _, l := range res.Log {
+				t.Log(l)
+			}
+			if res.Skipped {
+				t.Skip(res.Reason)
+			}
+			for _, f := range res.Failures {
+				t.Error(f)
+			}
+			if res.Failed() {
+				t.Logf("seed %d: replay with %s=%d", h.Seed, SeedEnv, h.Seed)
+			}
+		})
+	}
+}
+
+// RunReport runs the suite without a testing.T and returns what each case
+// found. It is how the negative twins are shown to be rejected; a
+// third-party tool can also use it to print a conformance report. Only a
+// malformed harness is an error.
+func RunReport(ctx context.Context, h Harness) (Report, error) {
+	h, err := h.resolved()
+	if err != nil {
+		return Report{}, err
+	}
+	if h.Dir == "" {
+		dir, err := os.MkdirTemp("", "drivertest-")
+		if err != nil {
+			return Report{}, err
+		}
+		defer os.RemoveAll(dir)
+		h.Dir = dir
+	}
+	rep := Report{Driver: h.Driver.Name(), Seed: h.Seed}
+	for _, def := range allCases() {
+		if !h.selects(def.name) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, runCase(ctx, h, def))
+	}
+	return rep, nil
+}
+
+// caseDef is one named check.
+type caseDef struct {
+	name string
+	run  func(c *checkT)
+}
+
+// allCases is the suite in run order. It is built on each call so the
+// package holds no mutable state.
+func allCases() []caseDef {
+	var all []caseDef
+	all = append(all, sqlCases()...)
+	all = append(all, authCases()...)
+	all = append(all, imageCases()...)
+	all = append(all, captureCases()...)
+	all = append(all, sessionCases()...)
+	all = append(all, checkpointCases()...)
+	return all
+}
+
+// abortCase and skipCase unwind a case after a fatal failure or a skip; the
+// runner recovers them.
+type (
+	abortCase struct{}
+	skipCase  struct{}
+)
+
+// runCase runs one case in its own directory, turning a panic in the driver
+// into a failure and closing every connection the case opened.
+func runCase(ctx context.Context, h Harness, def caseDef) (res CaseResult) {
+	res.Name = def.name
+	c := &checkT{ctx: ctx, h: h, caps: h.Driver.Capabilities(), res: &res}
+	c.rng = rand.New(rand.NewPCG(uint64(h.Seed), nameHash(def.name)))
+	defer func() {
+		if r := recover(); r != nil {
+			switch r.(type) {
+			case abortCase, skipCase:
+			default:
+				res.Failures = append(res.Failures, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
+			}
+		}
+		c.closeAll()
+		if c.dir != "" {
+			os.RemoveAll(c.dir)
+		}
+	}()
+	dir, err := os.MkdirTemp(h.Dir, strings.ReplaceAll(def.name, "/", "-")+"-")
+	if err != nil {
+		c.fatalf("cannot create the case directory: %v", err)
+	}
+	c.dir = dir
+	def.run(c)
+	return res
+}
+
+func nameHash(s string) uint64 {
+	f := fnv.New64a()
+	f.Write([]byte(s))
+	return f.Sum64()
+}
+
+// checkT is what a case sees: the harness, a seeded random source, a
+// private directory, and failure reporting that works with or without a
+// testing.T.
+type checkT struct {
+	ctx   context.Context
+	h     Harness
+	caps  driver.Capabilities
+	rng   *rand.Rand
+	dir   string
+	res   *CaseResult
+	conns []driver.Conn
+}
+
+func (c *checkT) errorf(format string, args ...any) {
+	c.res.Failures = append(c.res.Failures, fmt.Sprintf(format, args...))
+}
+
+func (c *checkT) fatalf(format string, args ...any) {
+	c.errorf(format, args...)
+	panic(abortCase{})
+}
+
+func (c *checkT) logf(format string, args ...any) {
+	c.res.Log = append(c.res.Log, fmt.Sprintf(format, args...))
+}
+
+func (c *checkT) skip(format string, args ...any) {
+	c.res.Skipped = true
+	c.res.Reason = fmt.Sprintf(format, args...)
+	panic(skipCase{})
+}
+
+// path names a file in the case's directory.
+func (c *checkT) path(name string) string { return filepath.Join(c.dir, name) }
+
+// open opens a database and remembers to close it.
+func (c *checkT) open(path string, capture bool) driver.Conn {
+	conn, err := c.h.Driver.Open(c.ctx, driver.Config{Path: path, PageCapture: capture})
+	if err != nil {
+		c.fatalf("Open(Path=%q, PageCapture=%v): %v", path, capture, err)
+	}
+	if conn == nil {
+		c.fatalf("Open(Path=%q, PageCapture=%v) returned a nil Conn and no error", path, capture)
+	}
+	c.conns = append(c.conns, conn)
+	return conn
+}
+
+// close closes conn now, failing the case on error.
+func (c *checkT) close(conn driver.Conn) {
+	if i := slices.Index(c.conns, conn); i >= 0 {
+		c.conns = slices.Delete(c.conns, i, i+1)
+	}
+	if err := conn.Close(); err != nil {
+		c.fatalf("Close: %v", err)
+	}
+}
+
+func (c *checkT) closeAll() {
+	for i := len(c.conns) - 1; i >= 0; i-- {
+		func() {
+			defer func() { recover() }()
+			c.conns[i].Close()
+		}()
+	}
+	c.conns = nil
+}
+
+// exec runs sql and fails the case on error.
+func (c *checkT) exec(conn driver.Conn, sql string, args ...any) driver.Result {
+	r, err := conn.Exec(c.ctx, sql, args...)
+	if err != nil {
+		c.fatalf("Exec(%s): %v", clip(sql), err)
+	}
+	return r
+}
+
+// query runs sql and returns every row, copied.
+func (c *checkT) query(conn driver.Conn, sql string, args ...any) [][]any {
+	rows, err := queryAll(c.ctx, conn, sql, args...)
+	if err != nil {
+		c.fatalf("Query(%s): %v", clip(sql), err)
+	}
+	return rows
+}
+
+// queryOne runs sql expecting exactly one row with one column.
+func (c *checkT) queryOne(conn driver.Conn, sql string, args ...any) any {
+	rows := c.query(conn, sql, args...)
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		c.fatalf("Query(%s) returned %d rows, want one row of one column", clip(sql), len(rows))
+	}
+	return rows[0][0]
+}
+
+func (c *checkT) begin(conn driver.Conn) {
+	if err := conn.Begin(c.ctx); err != nil {
+		c.fatalf("Begin: %v", err)
+	}
+}
+
+func (c *checkT) commit(conn driver.Conn) {
+	if err := conn.Commit(c.ctx); err != nil {
+		c.fatalf("Commit: %v", err)
+	}
+}
+
+func (c *checkT) rollback(conn driver.Conn) {
+	if err := conn.Rollback(c.ctx); err != nil {
+		c.fatalf("Rollback: %v", err)
+	}
+}
+
+func (c *checkT) serialize(conn driver.Conn) []byte {
+	img, err := conn.Serialize(c.ctx)
+	if err != nil {
+		c.fatalf("Serialize: %v", err)
+	}
+	return img
+}
+
+func (c *checkT) restore(conn driver.Conn, img []byte) {
+	if err := conn.Restore(c.ctx, img); err != nil {
+		c.fatalf("Restore(%d bytes): %v", len(img), err)
+	}
+}
+
+func (c *checkT) pageSize(conn driver.Conn) int {
+	n, err := conn.PageSize(c.ctx)
+	if err != nil {
+		c.fatalf("PageSize: %v", err)
+	}
+	return n
+}
+
+func (c *checkT) pageCount(conn driver.Conn) int64 {
+	n, err := conn.PageCount(c.ctx)
+	if err != nil {
+		c.fatalf("PageCount: %v", err)
+	}
+	return n
+}
+
+// queryAll runs sql and copies every row out of the driver's buffers.
+func queryAll(ctx context.Context, conn driver.Conn, sql string, args ...any) ([][]any, error) {
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]any
+	for rows.Next() {
+		out = append(out, copyRow(rows.Values()))
+	}
+	err = rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return out, err
+}
+
+func copyRow(vals []any) []any {
+	row := make([]any, len(vals))
+	for i, v := range vals {
+		if b, ok := v.([]byte); ok {
+			v = append([]byte{}, b...)
+		}
+		row[i] = v
+	}
+	return row
+}
+
+// clip shortens SQL for messages.
+func clip(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 120 {
+		return s[:117] + "..."
+	}
+	return s
+}

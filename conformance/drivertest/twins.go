@@ -1,0 +1,435 @@
+package drivertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cellb/cellb/core/driver"
+)
+
+// Negative twins: wrappers that break one claim of the driver they wrap,
+// the way real drivers get it wrong. The suite must reject each one in the
+// cases its Twin entry names; RunTwins shows that it does.
+
+// Twin is one deliberately broken variant of a driver.
+type Twin struct {
+	// Name says what is broken.
+	Name string
+	// Wrap builds the broken driver around the driver under test.
+	Wrap func(driver.Driver) driver.Driver
+	// Applies reports whether the fault can show on a driver with these
+	// capabilities (a capture fault needs page capture).
+	Applies func(driver.Capabilities) bool
+	// CaughtBy are the cases that must each fail on the twin.
+	CaughtBy []string
+}
+
+func always(driver.Capabilities) bool        { return true }
+func withCapture(c driver.Capabilities) bool { return c.PageCapture }
+
+// Twins lists every shipped twin.
+func Twins() []Twin {
+	return []Twin{
+		{"drop-page", DropPage, withCapture, []string{"capture/commit-time", "capture/restore-resets"}},
+		{"later-page", LaterPage, withCapture, []string{"capture/commit-time"}},
+		{"stale-restore", StaleRestore, withCapture, []string{"capture/restore-resets"}},
+		{"rollback-commits", RollbackCommits, withCapture, []string{"capture/rollback"}},
+		{"wrong-image", WrongImage, always, []string{"image/round-trip"}},
+		{"false-sessions", FalseSessions, always, []string{"sessions/workload", "sessions/conflict"}},
+		{"opaque-errors", OpaqueErrors, always, []string{"auth/deny-read", "auth/deny-pragma"}},
+		{"lost-authorizer", LostAuthorizer, always, []string{"auth/survives-restore"}},
+		{"authorized-internals", AuthorizedInternals, always, []string{"auth/driver-internals"}},
+		{"no-cancel", NoCancel, always, []string{"sql/context"}},
+		{"deferred-begin", DeferredBegin, always, []string{"sql/begin-immediate"}},
+	}
+}
+
+// DropPage leaves the highest-numbered page out of every captured commit,
+// like a capture that misses the last write of a batch.
+func DropPage(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "drop-page", nil, func(c *twinConn) {
+		c.takeCommits = func(ctx context.Context) ([]driver.CapturedCommit, error) {
+			commits, err := c.innerTake(ctx)
+			for i := range commits {
+				if n := len(commits[i].Pages); n > 0 {
+					commits[i].Pages = commits[i].Pages[:n-1]
+				}
+			}
+			return commits, err
+		}
+	})
+}
+
+// LaterPage reports each captured page with its content at TakeCommits
+// time instead of commit time: a driver that records page numbers and
+// reads the pages lazily.
+func LaterPage(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "later-page", nil, func(c *twinConn) {
+		c.takeCommits = func(ctx context.Context) ([]driver.CapturedCommit, error) {
+			commits, err := c.innerTake(ctx)
+			if err != nil || len(commits) == 0 {
+				return commits, err
+			}
+			now, err := c.Conn.Serialize(ctx)
+			if err != nil {
+				return nil, err
+			}
+			for i := range commits {
+				ps := commits[i].PageSize
+				for j, p := range commits[i].Pages {
+					off := int(p.Pgno-1) * ps
+					if off+ps <= len(now) {
+						commits[i].Pages[j].Data = bytes.Clone(now[off : off+ps])
+					}
+				}
+			}
+			return commits, nil
+		}
+	})
+}
+
+// StaleRestore keeps the commits made before a Restore and reports them
+// afterwards, as a driver that forgets to reset capture on Restore would.
+func StaleRestore(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "stale-restore", nil, func(c *twinConn) {
+		var stale []driver.CapturedCommit
+		c.restore = func(ctx context.Context, img []byte) error {
+			commits, err := c.innerTake(ctx)
+			if err != nil {
+				return err
+			}
+			stale = append(stale, commits...)
+			return c.Conn.Restore(ctx, img)
+		}
+		c.takeCommits = func(ctx context.Context) ([]driver.CapturedCommit, error) {
+			commits, err := c.innerTake(ctx)
+			out := append(stale, commits...)
+			stale = nil
+			return out, err
+		}
+	})
+}
+
+// RollbackCommits reports an (empty) commit for every rolled-back
+// transaction, like a capture that does not know the batch was abandoned.
+func RollbackCommits(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "rollback-commits", nil, func(c *twinConn) {
+		var queue []driver.CapturedCommit
+		c.rollback = func(ctx context.Context) error {
+			open := c.Conn.InTransaction()
+			commits, err := c.innerTake(ctx)
+			if err != nil {
+				return err
+			}
+			queue = append(queue, commits...)
+			if err := c.Conn.Rollback(ctx); err != nil || !open {
+				return err
+			}
+			ps, err := c.Conn.PageSize(ctx)
+			if err != nil {
+				return err
+			}
+			n, err := c.Conn.PageCount(ctx)
+			if err != nil {
+				return err
+			}
+			queue = append(queue, driver.CapturedCommit{PageSize: ps, PageCount: uint32(n)})
+			return nil
+		}
+		c.takeCommits = func(ctx context.Context) ([]driver.CapturedCommit, error) {
+			commits, err := c.innerTake(ctx)
+			out := append(queue, commits...)
+			queue = nil
+			return out, err
+		}
+	})
+}
+
+// WrongImage returns images whose change counter was bumped, as copying
+// through SQLite's backup API does: not the exact file content.
+func WrongImage(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "wrong-image", nil, func(c *twinConn) {
+		c.serialize = func(ctx context.Context) ([]byte, error) {
+			img, err := c.Conn.Serialize(ctx)
+			if err != nil || len(img) < 100 {
+				return img, err
+			}
+			img = bytes.Clone(img)
+			counter := binary.BigEndian.Uint32(img[24:28]) + 1
+			binary.BigEndian.PutUint32(img[24:28], counter)
+			binary.BigEndian.PutUint32(img[92:96], counter)
+			return img, nil
+		}
+	})
+}
+
+// FalseSessions declares Sessions but records nothing, like a library
+// whose pre-update hook is a silent stub; its ApplyChangeset forwards to
+// the real one when there is one and otherwise pretends to succeed.
+func FalseSessions(d driver.Driver) driver.Driver {
+	caps := d.Capabilities()
+	caps.Sessions = true
+	return wrapDriver(d, "false-sessions", &caps, func(c *twinConn) {
+		c.startSession = func(ctx context.Context, tables ...string) (driver.Session, error) {
+			return nullSession{}, nil
+		}
+		c.applyChangeset = func(ctx context.Context, cs []byte) error {
+			if s, ok := c.Conn.(driver.Sessioner); ok {
+				return s.ApplyChangeset(ctx, cs)
+			}
+			return nil
+		}
+	})
+}
+
+type nullSession struct{}
+
+func (nullSession) Changeset() ([]byte, error) { return []byte{}, nil }
+func (nullSession) Close() error               { return nil }
+
+// OpaqueErrors flattens every error to its text, losing the identity
+// callers match with errors.Is and errors.As (ErrNotAuthorized, context
+// errors, *SQLiteError).
+func OpaqueErrors(d driver.Driver) driver.Driver {
+	opaque := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return errors.New(err.Error())
+	}
+	return wrapDriver(d, "opaque-errors", nil, func(c *twinConn) {
+		c.exec = func(ctx context.Context, sql string, args ...any) (driver.Result, error) {
+			r, err := c.Conn.Exec(ctx, sql, args...)
+			return r, opaque(err)
+		}
+		c.query = func(ctx context.Context, sql string, args ...any) (driver.Rows, error) {
+			rows, err := c.Conn.Query(ctx, sql, args...)
+			if err != nil {
+				return nil, opaque(err)
+			}
+			return opaqueRows{rows, opaque}, nil
+		}
+		c.begin = func(ctx context.Context) error { return opaque(c.Conn.Begin(ctx)) }
+	})
+}
+
+type opaqueRows struct {
+	driver.Rows
+	opaque func(error) error
+}
+
+func (r opaqueRows) Err() error { return r.opaque(r.Rows.Err()) }
+
+// LostAuthorizer drops the authorizer when it restores, like a driver that
+// reopens the database and forgets to reinstall it.
+func LostAuthorizer(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "lost-authorizer", nil, func(c *twinConn) {
+		c.restore = func(ctx context.Context, img []byte) error {
+			if err := c.Conn.Restore(ctx, img); err != nil {
+				return err
+			}
+			return c.Conn.SetAuthorizer(nil)
+		}
+	})
+}
+
+// AuthorizedInternals answers PageSize and PageCount with PRAGMA
+// statements subject to the user's authorizer, so a policy that forbids
+// pragmas breaks the driver's own bookkeeping.
+func AuthorizedInternals(d driver.Driver) driver.Driver {
+	pragma := func(c *twinConn, ctx context.Context, name string) (int64, error) {
+		rows, err := c.Conn.Query(ctx, "PRAGMA "+name)
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			return 0, fmt.Errorf("PRAGMA %s returned no row: %v", name, rows.Err())
+		}
+		n, _ := rows.Values()[0].(int64)
+		return n, rows.Err()
+	}
+	return wrapDriver(d, "authorized-internals", nil, func(c *twinConn) {
+		c.pageSize = func(ctx context.Context) (int, error) {
+			n, err := pragma(c, ctx, "page_size")
+			return int(n), err
+		}
+		c.pageCount = func(ctx context.Context) (int64, error) { return pragma(c, ctx, "page_count") }
+	})
+}
+
+// NoCancel ignores the caller's context: statements run to the end.
+func NoCancel(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "no-cancel", nil, func(c *twinConn) {
+		c.exec = func(ctx context.Context, sql string, args ...any) (driver.Result, error) {
+			return c.Conn.Exec(context.WithoutCancel(ctx), sql, args...)
+		}
+		c.query = func(ctx context.Context, sql string, args ...any) (driver.Rows, error) {
+			return c.Conn.Query(context.WithoutCancel(ctx), sql, args...)
+		}
+		c.begin = func(ctx context.Context) error { return c.Conn.Begin(context.WithoutCancel(ctx)) }
+	})
+}
+
+// DeferredBegin opens transactions with a plain (deferred) BEGIN, which
+// takes the write lock only at the first write.
+func DeferredBegin(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "deferred-begin", nil, func(c *twinConn) {
+		c.begin = func(ctx context.Context) error {
+			_, err := c.Conn.Exec(ctx, "BEGIN DEFERRED")
+			return err
+		}
+	})
+}
+
+// twinDriver wraps a driver, opening twinConns configured by setup.
+type twinDriver struct {
+	inner driver.Driver
+	name  string
+	caps  driver.Capabilities
+	setup func(*twinConn)
+}
+
+func wrapDriver(d driver.Driver, fault string, caps *driver.Capabilities, setup func(*twinConn)) driver.Driver {
+	td := &twinDriver{inner: d, name: d.Name() + "+" + fault, caps: d.Capabilities(), setup: setup}
+	if caps != nil {
+		td.caps = *caps
+	}
+	return td
+}
+
+func (d *twinDriver) Name() string                      { return d.name }
+func (d *twinDriver) Capabilities() driver.Capabilities { return d.caps }
+
+func (d *twinDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	conn, err := d.inner.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tc := &twinConn{Conn: conn}
+	d.setup(tc)
+	return tc, nil
+}
+
+// twinConn forwards every method, optional interfaces included (answering
+// ErrUnsupported where the wrapped Conn lacks one, which the Capabilities
+// contract allows), unless a twin replaced it.
+type twinConn struct {
+	driver.Conn
+
+	exec           func(ctx context.Context, sql string, args ...any) (driver.Result, error)
+	query          func(ctx context.Context, sql string, args ...any) (driver.Rows, error)
+	begin          func(ctx context.Context) error
+	rollback       func(ctx context.Context) error
+	pageSize       func(ctx context.Context) (int, error)
+	pageCount      func(ctx context.Context) (int64, error)
+	serialize      func(ctx context.Context) ([]byte, error)
+	restore        func(ctx context.Context, img []byte) error
+	takeCommits    func(ctx context.Context) ([]driver.CapturedCommit, error)
+	startSession   func(ctx context.Context, tables ...string) (driver.Session, error)
+	applyChangeset func(ctx context.Context, cs []byte) error
+}
+
+func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Result, error) {
+	if c.exec != nil {
+		return c.exec(ctx, sql, args...)
+	}
+	return c.Conn.Exec(ctx, sql, args...)
+}
+
+func (c *twinConn) Query(ctx context.Context, sql string, args ...any) (driver.Rows, error) {
+	if c.query != nil {
+		return c.query(ctx, sql, args...)
+	}
+	return c.Conn.Query(ctx, sql, args...)
+}
+
+func (c *twinConn) Begin(ctx context.Context) error {
+	if c.begin != nil {
+		return c.begin(ctx)
+	}
+	return c.Conn.Begin(ctx)
+}
+
+func (c *twinConn) Rollback(ctx context.Context) error {
+	if c.rollback != nil {
+		return c.rollback(ctx)
+	}
+	return c.Conn.Rollback(ctx)
+}
+
+func (c *twinConn) PageSize(ctx context.Context) (int, error) {
+	if c.pageSize != nil {
+		return c.pageSize(ctx)
+	}
+	return c.Conn.PageSize(ctx)
+}
+
+func (c *twinConn) PageCount(ctx context.Context) (int64, error) {
+	if c.pageCount != nil {
+		return c.pageCount(ctx)
+	}
+	return c.Conn.PageCount(ctx)
+}
+
+func (c *twinConn) Serialize(ctx context.Context) ([]byte, error) {
+	if c.serialize != nil {
+		return c.serialize(ctx)
+	}
+	return c.Conn.Serialize(ctx)
+}
+
+func (c *twinConn) Restore(ctx context.Context, img []byte) error {
+	if c.restore != nil {
+		return c.restore(ctx, img)
+	}
+	return c.Conn.Restore(ctx, img)
+}
+
+// innerTake takes the wrapped Conn's commits; none when it cannot capture.
+func (c *twinConn) innerTake(ctx context.Context) ([]driver.CapturedCommit, error) {
+	if pc, ok := c.Conn.(driver.PageCapturer); ok {
+		return pc.TakeCommits(ctx)
+	}
+	return nil, nil
+}
+
+func (c *twinConn) TakeCommits(ctx context.Context) ([]driver.CapturedCommit, error) {
+	if c.takeCommits != nil {
+		return c.takeCommits(ctx)
+	}
+	if pc, ok := c.Conn.(driver.PageCapturer); ok {
+		return pc.TakeCommits(ctx)
+	}
+	return nil, driver.ErrUnsupported
+}
+
+func (c *twinConn) StartSession(ctx context.Context, tables ...string) (driver.Session, error) {
+	if c.startSession != nil {
+		return c.startSession(ctx, tables...)
+	}
+	if s, ok := c.Conn.(driver.Sessioner); ok {
+		return s.StartSession(ctx, tables...)
+	}
+	return nil, driver.ErrUnsupported
+}
+
+func (c *twinConn) ApplyChangeset(ctx context.Context, cs []byte) error {
+	if c.applyChangeset != nil {
+		return c.applyChangeset(ctx, cs)
+	}
+	if s, ok := c.Conn.(driver.Sessioner); ok {
+		return s.ApplyChangeset(ctx, cs)
+	}
+	return driver.ErrUnsupported
+}
+
+func (c *twinConn) Checkpoint(ctx context.Context, mode driver.CheckpointMode) error {
+	if cp, ok := c.Conn.(driver.Checkpointer); ok {
+		return cp.Checkpoint(ctx, mode)
+	}
+	return driver.ErrUnsupported
+}
