@@ -1,0 +1,114 @@
+// Package ltxlog is the LTX log: a durability.Log that uploads every commit
+// of a cell to a bucket in celld's format, so CellB and celld nodes can
+// restore and continue each other's cells.
+//
+// Per cell and epoch the log writes level-0 files
+// cells/<cell>/ltx/e<epoch>/0000/<min>-<max>.ltx. The first commit of an
+// epoch is a snapshot (every page, TXID 1); later commits carry only the
+// pages they changed. Uploads go strictly in order, one at a time; commits
+// that arrive while an upload is in flight are merged (newest page wins)
+// into the next file, which then spans their TXID range — group commit, so
+// one upload acknowledges many turns. A commit is durable when the upload
+// holding it has succeeded; a failed upload fails that commit and every
+// later one, which breaks the cell.
+//
+// Compaction keeps restores proportional to the cell's size: after enough
+// level-0 files the log merges the epoch's chain into one level-1 file from
+// TXID 1 and only then deletes what it covers, so the bucket always holds a
+// complete chain.
+package ltxlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Options configure a Log.
+type Options struct {
+	// Store is the bucket. Required.
+	Store store.Store
+	// Clock stamps headers and paces retries; the real clock by default.
+	Clock clock.Clock
+	// Logger receives upload failures and compactions; slog.Default() if nil.
+	Logger *slog.Logger
+	// CompactAfter is how many level-0 files an epoch collects before the
+	// log merges its chain into level 1 (default 64; negative disables).
+	CompactAfter int
+	// UploadRetries is how often a failed level-0 upload is retried before
+	// the cell breaks (default 3). Level-0 writes are plain PUTs of the same
+	// bytes to the same key, so a retry cannot do harm.
+	UploadRetries int
+	// RetryDelay is the first retry's delay, doubled each time (default
+	// 100ms).
+	RetryDelay time.Duration
+}
+
+// Log is the LTX log. It implements durability.Log.
+type Log struct {
+	opts Options
+}
+
+// New returns an LTX log writing to opts.Store.
+func New(opts Options) (*Log, error) {
+	if opts.Store == nil {
+		return nil, errors.New("ltxlog: Options.Store is required")
+	}
+	opts.Clock = clock.Or(opts.Clock)
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.CompactAfter == 0 {
+		opts.CompactAfter = 64
+	}
+	if opts.UploadRetries == 0 {
+		opts.UploadRetries = 3
+	}
+	if opts.RetryDelay == 0 {
+		opts.RetryDelay = 100 * time.Millisecond
+	}
+	return &Log{opts: opts}, nil
+}
+
+var _ durability.Log = (*Log)(nil)
+
+// Open starts the cell's log for epoch. With restore, the newest chain in
+// the bucket replaces the database first (an empty bucket leaves it as it
+// is); the runtime asks for that when the bucket wins (fleet ownership) or
+// when the local database is empty. Either way, the epoch's first commit
+// uploads a snapshot of the whole database.
+func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
+	if restore {
+		res, err := Restore(ctx, l.opts.Store, cellKey, RestoreOptions{})
+		switch {
+		case errors.Is(err, ErrNothingToRestore):
+			// A bucket that holds nothing for the cell starts it as it is.
+		case err != nil:
+			return nil, fmt.Errorf("restore %s: %w", cellKey, err)
+		default:
+			if err := conn.Restore(ctx, res.Image); err != nil {
+				return nil, fmt.Errorf("restore %s into the database: %w", cellKey, err)
+			}
+			l.opts.Logger.Info("restored cell from bucket", "cell", cellKey, "txid", res.TXID, "epoch", res.Epoch, "bytes", len(res.Image))
+		}
+	}
+	base, err := conn.Serialize(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ltxlog: read %s at open: %w", cellKey, err)
+	}
+	pageSize, err := conn.PageSize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, capture := conn.(driver.PageCapturer)
+	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, capture)
+	go c.run()
+	return c, nil
+}
