@@ -1,0 +1,131 @@
+package fleet
+
+import (
+	"time"
+
+	"github.com/cellb/cellb/core/store"
+)
+
+// ActionKind is what the acquisition protocol does next.
+type ActionKind int
+
+const (
+	// ReadOwnerLease: the record names another node; read its lease.
+	ReadOwnerLease ActionKind = iota + 1
+	// ListLTX: the record is missing; look for LTX before creating one.
+	ListLTX
+	// Create: write Record create-only (first activation; start empty).
+	Create
+	// Swap: compare-and-swap Record over the version read (raise the
+	// epoch; restore from the bucket).
+	Swap
+	// OwnedElsewhere: another node's live lease holds the cell.
+	OwnedElsewhere
+	// OwnerNeedsRecovery: the owner is dead but its node log must be
+	// recovered by celld before anyone may take its cells.
+	OwnerNeedsRecovery
+	// RecordLost: own.json is missing next to existing LTX; refuse.
+	RecordLost
+)
+
+func (k ActionKind) String() string {
+	return [...]string{"?", "read-owner-lease", "list-ltx", "create", "swap", "owned-elsewhere", "owner-needs-recovery", "record-lost"}[k]
+}
+
+// AcquireState is what a node has read so far while taking a cell.
+type AcquireState struct {
+	Self  string
+	NowMs uint64 // the reader's wall clock, as celld compares expires_ms
+
+	// Own is the ownership record, nil when the key is absent.
+	Own        *OwnRecord
+	OwnVersion store.Version
+
+	// OwnerLease is the lease of Own.Node when OwnerLeaseRead; nil when that
+	// key is absent.
+	OwnerLeaseRead bool
+	OwnerLease     *NodeLease
+
+	// LTXListed is set once the cell's LTX prefix was listed (only needed
+	// when Own is nil); NewestLTXEpoch is 0 when there is none.
+	LTXListed      bool
+	NewestLTXEpoch uint64
+	NewestLTXKey   string
+}
+
+// Action is the protocol's next step.
+type Action struct {
+	Kind ActionKind
+	// Record and Cond are the write for Create and Swap.
+	Record OwnRecord
+	Cond   store.Condition
+	// Fresh is true for Create: there is nothing to restore.
+	Fresh bool
+	// Owner and Addr name the live owner for OwnedElsewhere.
+	Owner, Addr string
+	// LostEpoch is the newest LTX epoch for RecordLost.
+	LostEpoch uint64
+}
+
+// DecideAcquire is the pure core of taking a cell: given what has been read,
+// it returns the next step. Every activation takes a new epoch, so an epoch
+// has exactly one writer:
+//
+//   - no record and no LTX: create {self, 1} create-only;
+//   - no record but LTX exists: the record was lost — refuse, never guess;
+//   - record names self or nobody: swap to {self, epoch+1};
+//   - record names another node: read its lease; live → owned elsewhere;
+//     missing or expired → swap to {self, epoch+1} (after celld has
+//     recovered its node log, if it has one open).
+func DecideAcquire(s AcquireState) Action {
+	if s.Own == nil {
+		if !s.LTXListed {
+			return Action{Kind: ListLTX}
+		}
+		if s.NewestLTXEpoch > 0 || s.NewestLTXKey != "" {
+			return Action{Kind: RecordLost, LostEpoch: s.NewestLTXEpoch}
+		}
+		return Action{Kind: Create, Record: OwnRecord{Node: s.Self, Epoch: 1}, Cond: store.IfAbsent, Fresh: true}
+	}
+	next := OwnRecord{Node: s.Self, Epoch: s.Own.Epoch + 1}
+	swap := Action{Kind: Swap, Record: next, Cond: store.IfVersion(s.OwnVersion)}
+	if s.Own.Node == s.Self || s.Own.Node == "" {
+		return swap
+	}
+	if !s.OwnerLeaseRead {
+		return Action{Kind: ReadOwnerLease}
+	}
+	if s.OwnerLease != nil && s.OwnerLease.Live(s.NowMs) {
+		return Action{Kind: OwnedElsewhere, Owner: s.Own.Node, Addr: s.OwnerLease.Addr}
+	}
+	if s.OwnerLease != nil && s.OwnerLease.Log.NeedsRecovery() {
+		return Action{Kind: OwnerNeedsRecovery, Owner: s.Own.Node}
+	}
+	return swap
+}
+
+// Reconciled reports whether an ambiguous Create or Swap of want in fact
+// applied, judged from a fresh read of the record (nil when absent).
+func Reconciled(want OwnRecord, read *OwnRecord) bool {
+	return read != nil && *read == want
+}
+
+// MayRelease reports whether a node holding epoch may write the
+// released record over what it read: only its own record at its own epoch.
+func MayRelease(self string, epoch uint64, read *OwnRecord) bool {
+	return read != nil && read.Node == self && read.Epoch == epoch
+}
+
+// FenceDeadline is the monotonic instant after which a node must stop
+// acknowledging writes: the expiry it published (computed at sentAt, before
+// the renewal was sent, so the bucket's copy can only expire later) minus a
+// safety margin for clock drift between nodes.
+func FenceDeadline(sentAt time.Time, ttl, margin time.Duration) time.Time {
+	return sentAt.Add(ttl - margin)
+}
+
+// RenewInterval is how often a node renews its lease: every TTL/3, at
+// least 1 ms, as celld does.
+func RenewInterval(ttl time.Duration) time.Duration {
+	return max(ttl/3, time.Millisecond)
+}

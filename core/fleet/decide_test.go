@@ -1,0 +1,62 @@
+package fleet
+
+import (
+	"testing"
+
+	"github.com/cellb/cellb/core/store"
+)
+
+func TestDecideAcquire(t *testing.T) {
+	live := &NodeLease{Node: "b", ExpiresMs: 2000, Addr: "h:1"}
+	dead := &NodeLease{Node: "b", ExpiresMs: 1000, Addr: "h:1"}
+	deadWithLog := &NodeLease{Node: "b", ExpiresMs: 999, Log: &NodeLog{State: "open"}}
+	sealed := &NodeLease{Node: "b", ExpiresMs: 999, Log: &NodeLog{State: "sealed"}}
+	rec := func(node string, e uint64) *OwnRecord { return &OwnRecord{Node: node, Epoch: e} }
+	cases := []struct {
+		name string
+		s    AcquireState
+		want ActionKind
+		rec  OwnRecord
+	}{
+		{"absent, unlisted", AcquireState{}, ListLTX, OwnRecord{}},
+		{"absent, no ltx", AcquireState{LTXListed: true}, Create, OwnRecord{"a", 1}},
+		{"absent, ltx", AcquireState{LTXListed: true, NewestLTXEpoch: 4}, RecordLost, OwnRecord{}},
+		{"self", AcquireState{Own: rec("a", 3)}, Swap, OwnRecord{"a", 4}},
+		{"released", AcquireState{Own: rec("", 9)}, Swap, OwnRecord{"a", 10}},
+		{"other, unread", AcquireState{Own: rec("b", 2)}, ReadOwnerLease, OwnRecord{}},
+		{"other, live", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: live}, OwnedElsewhere, OwnRecord{}},
+		{"other, expiring exactly now", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: dead}, Swap, OwnRecord{"a", 3}},
+		{"other, lease missing", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true}, Swap, OwnRecord{"a", 3}},
+		{"other, dead with open log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: deadWithLog}, OwnerNeedsRecovery, OwnRecord{}},
+		{"other, dead with sealed log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: sealed}, Swap, OwnRecord{"a", 3}},
+	}
+	for _, c := range cases {
+		c.s.Self, c.s.NowMs, c.s.OwnVersion = "a", 1000, "v1"
+		got := DecideAcquire(c.s)
+		if got.Kind != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got.Kind, c.want)
+			continue
+		}
+		if c.want == Create || c.want == Swap {
+			if got.Record != c.rec {
+				t.Errorf("%s: record %+v, want %+v", c.name, got.Record, c.rec)
+			}
+			wantCond := store.IfVersion("v1")
+			if c.want == Create {
+				wantCond = store.IfAbsent
+			}
+			if got.Cond != wantCond {
+				t.Errorf("%s: condition %v", c.name, got.Cond)
+			}
+		}
+	}
+}
+
+func TestReleaseAndReconcile(t *testing.T) {
+	if !MayRelease("a", 3, &OwnRecord{"a", 3}) || MayRelease("a", 3, &OwnRecord{"a", 4}) || MayRelease("a", 3, &OwnRecord{"b", 3}) || MayRelease("a", 3, nil) {
+		t.Fatal("MayRelease")
+	}
+	if !Reconciled(OwnRecord{"a", 2}, &OwnRecord{"a", 2}) || Reconciled(OwnRecord{"a", 2}, &OwnRecord{"b", 2}) || Reconciled(OwnRecord{"a", 2}, nil) {
+		t.Fatal("Reconciled")
+	}
+}
