@@ -1,0 +1,95 @@
+package faultstore
+
+import "time"
+
+// Fault is a scripted fault kind.
+type Fault int
+
+const (
+	// NoFault injects nothing; a Rule with only a Delay uses it.
+	NoFault Fault = iota
+	// Fail fails the call before it reaches the store (Rule.Err, or
+	// ErrInjected).
+	Fail
+	// Drop loses a write before it reaches the store: nothing applies and
+	// the caller gets an ambiguous error.
+	Drop
+	// LoseResponse applies a write and then gives the caller an ambiguous
+	// error.
+	LoseResponse
+	// StaleList makes a List show the view before the recent writes.
+	StaleList
+)
+
+// Rule scripts a fault for the calls it matches. Rules are checked in the
+// order they were added; the first match with calls left wins and replaces
+// the random faults for that call.
+type Rule struct {
+	// Op restricts the rule to one operation; empty matches every one.
+	Op Op
+	// Key restricts the rule to one key (the prefix, for List); empty
+	// matches every key.
+	Key string
+	// Fault is what happens to a matching call.
+	Fault Fault
+	// Times is how many matching calls the rule affects: 0 means once, a
+	// negative number means every matching call from now on.
+	Times int
+	// Err replaces ErrInjected for Fail. Use store.ErrAmbiguous to make a
+	// failure that applied nothing look ambiguous.
+	Err error
+	// Delay is added to the call's latency.
+	Delay time.Duration
+}
+
+// Script adds rules.
+func (s *Store) Script(rules ...Rule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rules {
+		if r.Times == 0 {
+			r.Times = 1
+		}
+		s.rules = append(s.rules, &r)
+	}
+}
+
+// FailNext fails the next call of op on key ("" for any key).
+func (s *Store) FailNext(op Op, key string) { s.Script(Rule{Op: op, Key: key, Fault: Fail}) }
+
+// LoseNext applies the next write of op on key and loses its response.
+func (s *Store) LoseNext(op Op, key string) { s.Script(Rule{Op: op, Key: key, Fault: LoseResponse}) }
+
+// DropNext loses the next write of op on key before it reaches the store.
+func (s *Store) DropNext(op Op, key string) { s.Script(Rule{Op: op, Key: key, Fault: Drop}) }
+
+// ClearScript removes every rule, used up or not.
+func (s *Store) ClearScript() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = nil
+}
+
+// Pending is the number of scripted rules with calls left.
+func (s *Store) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.rules)
+}
+
+// matchRule finds and uses up the first matching rule. Caller holds s.mu.
+func (s *Store) matchRule(op Op, key string) *Rule {
+	for i, r := range s.rules {
+		if (r.Op != "" && r.Op != op) || (r.Key != "" && r.Key != key) {
+			continue
+		}
+		if r.Times > 0 {
+			r.Times--
+			if r.Times == 0 {
+				s.rules = append(s.rules[:i:i], s.rules[i+1:]...)
+			}
+		}
+		return r
+	}
+	return nil
+}
