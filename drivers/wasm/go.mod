@@ -1,7 +1,16 @@
 module github.com/cellb/cellb/drivers/wasm
 
-go 1.26
+go 1.26.0
 
-require github.com/cellb/cellb/core v0.0.0
+require (
+	github.com/cellb/cellb/core v0.0.0
+	github.com/ncruces/go-sqlite3 v0.37.0
+)
+
+require (
+	github.com/ncruces/go-sqlite3-wasm/v6 v6.5.35401 // indirect
+	github.com/ncruces/julianday v1.0.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
 
 replace github.com/cellb/cellb/core => ../../core

@@ -1,0 +1,211 @@
+package wasm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/ncruces/go-sqlite3/vfs"
+)
+
+// ErrCaptureLost is returned by TakeCommits once the connection can no
+// longer vouch for the pages it reports (the database left rollback-journal
+// mode, or reading a committed page failed). It stays until Restore, which
+// starts capture afresh from a known image.
+var ErrCaptureLost = errors.New("drivers/wasm: page capture lost")
+
+var errWALOpened = errors.New("the database opened a write-ahead log, whose pages bypass the main file")
+
+// recorder turns the writes SQLite makes to one main database file into
+// commits.
+//
+// In rollback-journal mode SQLite changes the main file only while it holds
+// the exclusive lock, and it releases that lock as soon as the transaction
+// has committed or rolled back; so the changes between the first write and
+// the next Unlock are exactly one transaction. At that Unlock, still under
+// the lock, the recorder reads the final content of every page the
+// transaction touched: that is the commit, copied at commit time. Writes
+// made outside SQLite's batch-atomic bracket (journaled commits, the first
+// CREATE on an empty file, VACUUM, a transaction too large for the cache)
+// are covered the same way, because nothing depends on the bracket.
+//
+// A transaction that wrote pages and then rolled back (a cache spill
+// followed by ROLLBACK, or a failed commit) has put the old bytes back by
+// the time of the Unlock; SQLite's rollback hook marks it so it is dropped.
+//
+// The recorder is used only from the goroutine that drives the connection
+// (SQLite calls the VFS synchronously), so it needs no lock.
+type recorder struct {
+	active     bool   // a transaction has changed the file since the last Unlock
+	startSize  int64  // file size before the first change
+	spans      []span // byte ranges written since then
+	rolledBack bool   // the rollback hook fired during this transaction
+
+	commits []driver.CapturedCommit
+	err     error
+}
+
+type span struct{ off, end int64 }
+
+// onRollback is installed as the connection's rollback hook.
+func (r *recorder) onRollback() { r.rolledBack = true }
+
+// beforeChange starts a transaction's record at its first change.
+func (r *recorder) beforeChange(f vfs.File) {
+	if r.active {
+		return
+	}
+	size, err := f.Size()
+	if err != nil {
+		r.fail(fmt.Errorf("reading the database size: %w", err))
+	}
+	r.active = true
+	r.startSize = size
+	r.spans = r.spans[:0]
+	r.rolledBack = false
+}
+
+func (r *recorder) wrote(off, n int64) {
+	if n <= 0 {
+		return
+	}
+	if k := len(r.spans); k > 0 && r.spans[k-1].end == off {
+		r.spans[k-1].end = off + n // sequential writes: one span
+		return
+	}
+	r.spans = append(r.spans, span{off, off + n})
+}
+
+// abandon forgets an unfinished transaction (the file is being closed;
+// SQLite has rolled it back).
+func (r *recorder) abandon() {
+	r.active = false
+	r.spans = r.spans[:0]
+}
+
+func (r *recorder) fail(err error) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %w", ErrCaptureLost, err)
+	}
+}
+
+// reset forgets everything, as after Restore.
+func (r *recorder) reset() {
+	r.abandon()
+	r.rolledBack = false
+	r.commits = nil
+	r.err = nil
+}
+
+// take hands over the finished commits.
+func (r *recorder) take() ([]driver.CapturedCommit, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	out := r.commits
+	r.commits = nil
+	return out, nil
+}
+
+// finish closes the transaction's record when SQLite drops its lock, while
+// the file still holds exactly what the transaction committed.
+func (r *recorder) finish(f vfs.File) {
+	if !r.active {
+		return
+	}
+	r.active = false
+	if r.rolledBack {
+		r.spans = r.spans[:0]
+		return
+	}
+	c, err := readCommit(f, r.startSize, r.spans)
+	r.spans = r.spans[:0]
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	if r.err == nil {
+		r.commits = append(r.commits, c)
+	}
+}
+
+// readCommit reads, from a file the caller holds exclusively, the pages a
+// transaction wrote (spans) plus every page the database grew by since it
+// was startSize bytes long.
+func readCommit(f vfs.File, startSize int64, spans []span) (driver.CapturedCommit, error) {
+	size, err := f.Size()
+	if err != nil {
+		return driver.CapturedCommit{}, fmt.Errorf("reading the database size: %w", err)
+	}
+	if size == 0 {
+		return driver.CapturedCommit{}, fmt.Errorf("the database file is empty after a commit")
+	}
+	var hdr [headerSize]byte
+	if err := readAt(f, hdr[:], 0); err != nil {
+		return driver.CapturedCommit{}, fmt.Errorf("reading the database header: %w", err)
+	}
+	h, err := parseHeader(hdr[:])
+	if err != nil {
+		return driver.CapturedCommit{}, err
+	}
+	ps := int64(h.pageSize)
+	count := h.pageCount(size)
+	if int64(count)*ps > size {
+		return driver.CapturedCommit{}, fmt.Errorf("the header counts %d pages but the file holds %d bytes", count, size)
+	}
+
+	var pgnos []uint32
+	for _, s := range spans {
+		first := s.off/ps + 1
+		last := min((s.end-1)/ps+1, int64(count))
+		for p := first; p <= last; p++ {
+			pgnos = append(pgnos, uint32(p))
+		}
+	}
+	for p := startSize/ps + 1; p <= int64(count); p++ {
+		pgnos = append(pgnos, uint32(p))
+	}
+	slices.Sort(pgnos)
+	pgnos = slices.Compact(pgnos)
+
+	buf := make([]byte, len(pgnos)*int(ps))
+	pages := make([]driver.Page, len(pgnos))
+	for i := 0; i < len(pgnos); {
+		// Read each run of consecutive pages at once.
+		j := i + 1
+		for j < len(pgnos) && pgnos[j] == pgnos[j-1]+1 {
+			j++
+		}
+		run := buf[i*int(ps) : j*int(ps)]
+		if err := readAt(f, run, int64(pgnos[i]-1)*ps); err != nil {
+			return driver.CapturedCommit{}, fmt.Errorf("reading pages %d-%d: %w", pgnos[i], pgnos[j-1], err)
+		}
+		for k := i; k < j; k++ {
+			pages[k] = driver.Page{Pgno: pgnos[k], Data: run[(k-i)*int(ps) : (k-i+1)*int(ps) : (k-i+1)*int(ps)]}
+		}
+		i = j
+	}
+	return driver.CapturedCommit{PageSize: int(ps), PageCount: count, Pages: pages}, nil
+}
+
+// readChunk bounds single reads: memdb cannot read across its 64 KiB
+// sectors, and the operating system gains nothing from larger reads here.
+const readChunk = 64 << 10
+
+// readAt fills p from f at off, in pieces that never cross a 64 KiB
+// boundary.
+func readAt(f vfs.File, p []byte, off int64) error {
+	for len(p) > 0 {
+		n := min(int64(len(p)), readChunk-off%readChunk)
+		got, err := f.ReadAt(p[:n], off)
+		if int64(got) != n {
+			if err == nil {
+				err = fmt.Errorf("short read: %d of %d bytes at offset %d", got, n, off)
+			}
+			return err
+		}
+		p, off = p[n:], off+n
+	}
+	return nil
+}

@@ -1,0 +1,477 @@
+package wasm
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/vfs/memdb"
+)
+
+// busyTimeout bounds how long a statement waits for a lock held by another
+// process (a reader such as `cellb inspect`); the cell itself is the only
+// writer.
+const busyTimeout = 5 * time.Second
+
+// Conn is one open database. Like every driver.Conn it is used by one
+// goroutine at a time.
+type Conn struct {
+	drv     *Driver
+	path    string // absolute file path; empty for an in-memory database
+	mem     bool
+	capture bool
+
+	db   *sqlite3.Conn
+	file *captureFile // the main database file, under SQLite
+	rec  *recorder    // nil without capture
+	auth authState
+	rows map[*Rows]struct{}
+	// broken is set when a Restore failed after closing the old database
+	// and could not reopen: the connection is unusable.
+	broken error
+}
+
+var (
+	_ driver.Conn         = (*Conn)(nil)
+	_ driver.PageCapturer = (*Conn)(nil)
+)
+
+func absPath(p string) (string, error) {
+	return filepath.Abs(p)
+}
+
+// uri is the URI SQLite opens: the file path (or a memdb name) and the
+// driver's VFS.
+func (c *Conn) uri(memName string) string {
+	u := url.URL{Scheme: "file", OmitHost: true}
+	q := url.Values{}
+	if c.mem {
+		u.Path = "/" + memName
+		q.Set("vfs", memVFSName)
+	} else {
+		u.Path = filepath.ToSlash(c.path)
+		q.Set("vfs", osVFSName)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// open opens the database and makes it the connection's.
+func (c *Conn) open(ctx context.Context) error {
+	db, f, err := c.openDB(ctx, nil)
+	if err != nil {
+		return err
+	}
+	c.install(db, f)
+	return nil
+}
+
+// openDB opens the database with the connection's settings, without
+// making it the connection's yet. For an in-memory database, memImage
+// (nil for an empty one) is its content.
+func (c *Conn) openDB(ctx context.Context, memImage []byte) (*sqlite3.Conn, *captureFile, error) {
+	var memName string
+	if c.mem {
+		// memdb databases are shared by name; a random name used once and
+		// dropped from memdb's table right after the open keeps this one
+		// private to the connection.
+		memName = "cellb-" + rand.Text()
+		memdb.Create(memName, memImage)
+		defer memdb.Delete(memName)
+	}
+	db, err := sqlite3.OpenContext(ctx, c.uri(memName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("drivers/wasm: open %s: %w", c.describe(), sqliteError(ctx, err))
+	}
+	f, err := c.setup(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("drivers/wasm: open %s: %w", c.describe(), err)
+	}
+	return db, f, nil
+}
+
+func (c *Conn) describe() string {
+	if c.mem {
+		return "in-memory database"
+	}
+	return c.path
+}
+
+// setup applies the driver's settings to a freshly opened database.
+func (c *Conn) setup(ctx context.Context, db *sqlite3.Conn) (*captureFile, error) {
+	if err := db.BusyTimeout(busyTimeout); err != nil {
+		return nil, sqliteError(ctx, err)
+	}
+	if err := db.SetAuthorizer(c.auth.authorize); err != nil {
+		return nil, sqliteError(ctx, err)
+	}
+	if ctx.Done() != nil {
+		old := db.SetInterrupt(ctx)
+		defer db.SetInterrupt(old)
+	}
+	defer func() { c.auth.mode = authUser }()
+
+	c.auth.mode = authInternal
+	// memdb keeps its journal in memory (it has no journal files), so only
+	// a file gets the configured mode. Setting it also converts a WAL-mode
+	// file, checkpointing its log first.
+	if !c.mem {
+		mode, err := queryText(ctx, db, "PRAGMA journal_mode="+string(c.drv.journal))
+		if err != nil {
+			return nil, err
+		}
+		if !strings.EqualFold(mode, string(c.drv.journal)) {
+			return nil, fmt.Errorf("journal_mode is %q after asking for %q", mode, c.drv.journal)
+		}
+	}
+	// The configured pragmas pass the same guard as user SQL.
+	c.auth.mode = authSetup
+	for _, p := range c.drv.pragmas {
+		if err := db.Exec("PRAGMA " + p); err != nil {
+			return nil, fmt.Errorf("pragma %q: %w", p, c.userError(ctx, err))
+		}
+	}
+	c.auth.mode = authInternal
+	// Reading the schema checks that the file is a database (and rolls
+	// back a hot journal left by a crash, before capture starts).
+	if _, err := queryText(ctx, db, "SELECT count(*) FROM sqlite_schema"); err != nil {
+		return nil, err
+	}
+	return mainFile(db)
+}
+
+// install makes db (set up by openDB) the connection's database and
+// starts capture afresh on it.
+func (c *Conn) install(db *sqlite3.Conn, f *captureFile) {
+	c.db, c.file = db, f
+	if c.rec != nil {
+		c.rec.reset()
+		db.RollbackHook(c.rec.onRollback)
+		f.rec = c.rec
+	}
+}
+
+// bind makes ctx interrupt what runs on the connection until the returned
+// func is called.
+func (c *Conn) bind(ctx context.Context) func() {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	old := c.db.SetInterrupt(ctx)
+	return func() { c.db.SetInterrupt(old) }
+}
+
+func (c *Conn) usable() error {
+	if c.broken != nil {
+		return c.broken
+	}
+	if c.db == nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// queryText runs driver SQL that returns one value and returns it as text.
+func queryText(ctx context.Context, db *sqlite3.Conn, sql string) (string, error) {
+	s, _, err := db.Prepare(sql)
+	if err != nil {
+		return "", sqliteError(ctx, err)
+	}
+	defer s.Close()
+	if !s.Step() {
+		if err := s.Err(); err != nil {
+			return "", sqliteError(ctx, err)
+		}
+		return "", fmt.Errorf("drivers/wasm: %s returned no row", sql)
+	}
+	return s.ColumnText(0), nil
+}
+
+// queryInt runs a driver PRAGMA that returns one integer.
+func (c *Conn) queryInt(ctx context.Context, sql string) (int64, error) {
+	if err := c.usable(); err != nil {
+		return 0, err
+	}
+	defer c.bind(ctx)()
+	c.auth.mode = authInternal
+	defer func() { c.auth.mode = authUser }()
+	s, _, err := c.db.Prepare(sql)
+	if err != nil {
+		return 0, sqliteError(ctx, err)
+	}
+	defer s.Close()
+	if !s.Step() {
+		if err := s.Err(); err != nil {
+			return 0, sqliteError(ctx, err)
+		}
+		return 0, fmt.Errorf("drivers/wasm: %s returned no row", sql)
+	}
+	return s.ColumnInt64(0), nil
+}
+
+// Exec runs one or more statements; args bind to the first statement that
+// has parameters.
+func (c *Conn) Exec(ctx context.Context, sql string, args ...any) (driver.Result, error) {
+	if err := c.usable(); err != nil {
+		return driver.Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return driver.Result{}, err
+	}
+	args, err := normalizeArgs(args)
+	if err != nil {
+		return driver.Result{}, err
+	}
+	defer c.bind(ctx)()
+	before := c.db.TotalChanges()
+	bound := len(args) == 0
+	for n := 1; ; n++ {
+		s, tail, err := c.db.Prepare(sql)
+		if err != nil {
+			return driver.Result{}, c.userError(ctx, err)
+		}
+		if s == nil { // only whitespace or comments left
+			break
+		}
+		if params := s.BindCount(); params > 0 {
+			if bound {
+				s.Close()
+				return driver.Result{}, fmt.Errorf("%w: statement %d has %d parameters, but the arguments were already bound to an earlier statement", ErrArguments, n, params)
+			}
+			if err := bindArgs(s, args); err != nil {
+				s.Close()
+				return driver.Result{}, err
+			}
+			bound = true
+		}
+		err = s.Exec()
+		s.Close()
+		if err != nil {
+			return driver.Result{}, c.userError(ctx, err)
+		}
+		if tail == "" {
+			break
+		}
+		sql = tail
+	}
+	if !bound {
+		return driver.Result{}, fmt.Errorf("%w: %d arguments given, but no statement has parameters", ErrArguments, len(args))
+	}
+	var res driver.Result
+	if c.db.TotalChanges() != before {
+		res.RowsAffected = c.db.Changes()
+	}
+	res.LastInsertID = c.db.LastInsertRowID()
+	return res, nil
+}
+
+func normalizeArgs(args []any) ([]any, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	out := make([]any, len(args))
+	for i, a := range args {
+		v, err := driver.NormalizeArg(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: argument %d: %w", ErrArguments, i+1, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func bindArgs(s *sqlite3.Stmt, args []any) error {
+	if n := s.BindCount(); n != len(args) {
+		return fmt.Errorf("%w: the statement has %d parameters, %d arguments given", ErrArguments, n, len(args))
+	}
+	for i, a := range args {
+		var err error
+		switch v := a.(type) {
+		case nil:
+			err = s.BindNull(i + 1)
+		case int64:
+			err = s.BindInt64(i+1, v)
+		case float64:
+			err = s.BindFloat(i+1, v)
+		case string:
+			err = s.BindText(i+1, v)
+		case []byte:
+			err = s.BindBlob(i+1, v)
+		default:
+			err = fmt.Errorf("%w: argument %d has type %T", ErrArguments, i+1, a)
+		}
+		if err != nil {
+			return fmt.Errorf("binding argument %d: %w", i+1, sqliteError(context.Background(), err))
+		}
+	}
+	return nil
+}
+
+// Query runs one statement and returns its rows.
+func (c *Conn) Query(ctx context.Context, sql string, args ...any) (driver.Rows, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	args, err := normalizeArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	restore := c.bind(ctx)
+	defer restore()
+	s, tail, err := c.db.Prepare(sql)
+	if err != nil {
+		return nil, c.userError(ctx, err)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("drivers/wasm: Query: no statement in %q", clip(sql))
+	}
+	if strings.TrimSpace(tail) != "" {
+		// The tail may be only comments; preparing it tells.
+		if t, _, err := c.db.Prepare(tail); err != nil || t != nil {
+			if t != nil {
+				t.Close()
+			}
+			s.Close()
+			return nil, fmt.Errorf("drivers/wasm: Query runs one statement; %q follows the first", clip(tail))
+		}
+	}
+	if err := bindArgs(s, args); err != nil {
+		s.Close()
+		return nil, err
+	}
+	r := newRows(c, s, ctx)
+	if c.rows == nil {
+		c.rows = map[*Rows]struct{}{}
+	}
+	c.rows[r] = struct{}{}
+	return r, nil
+}
+
+func clip(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+// Begin opens a transaction with BEGIN IMMEDIATE.
+func (c *Conn) Begin(ctx context.Context) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if !c.db.GetAutocommit() {
+		return ErrInTransaction
+	}
+	return c.control(ctx, "BEGIN IMMEDIATE")
+}
+
+// Commit commits the open transaction.
+func (c *Conn) Commit(ctx context.Context) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if c.db.GetAutocommit() {
+		return ErrNoTransaction
+	}
+	return c.control(ctx, "COMMIT")
+}
+
+// Rollback abandons the open transaction, if any.
+func (c *Conn) Rollback(ctx context.Context) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if c.db.GetAutocommit() {
+		return nil
+	}
+	// A rollback must not be interrupted: ctx only bounds waiting.
+	return c.control(context.WithoutCancel(ctx), "ROLLBACK")
+}
+
+// control runs transaction control statements, which the user's
+// authorizer (that may well forbid BEGIN and COMMIT in user SQL) does not
+// see.
+func (c *Conn) control(ctx context.Context, sql string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	defer c.bind(ctx)()
+	c.auth.mode = authInternal
+	defer func() { c.auth.mode = authUser }()
+	return sqliteError(ctx, c.db.Exec(sql))
+}
+
+// InTransaction reports whether a transaction is open.
+func (c *Conn) InTransaction() bool {
+	return c.db != nil && !c.db.GetAutocommit()
+}
+
+// PageSize is the database page size in bytes.
+func (c *Conn) PageSize(ctx context.Context) (int, error) {
+	n, err := c.queryInt(ctx, "PRAGMA page_size")
+	return int(n), err
+}
+
+// PageCount is the database size in pages.
+func (c *Conn) PageCount(ctx context.Context) (int64, error) {
+	return c.queryInt(ctx, "PRAGMA page_count")
+}
+
+// TakeCommits returns the commits made since the previous call. It fails
+// with ErrCaptureLost once capture can no longer be trusted, and with
+// driver.ErrUnsupported on a connection opened without PageCapture.
+func (c *Conn) TakeCommits(ctx context.Context) ([]driver.CapturedCommit, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	if c.rec == nil {
+		return nil, fmt.Errorf("drivers/wasm: the connection was opened without PageCapture: %w", driver.ErrUnsupported)
+	}
+	return c.rec.take()
+}
+
+// Close closes the database, its open Rows included. Pending captured
+// commits are discarded.
+func (c *Conn) Close() error {
+	if c.db == nil {
+		return nil
+	}
+	err := c.closeDB()
+	c.broken = nil
+	if c.rec != nil {
+		c.rec.reset()
+	}
+	return err
+}
+
+// closeDB finalizes every statement and closes the SQLite connection.
+func (c *Conn) closeDB() error {
+	for r := range c.rows {
+		r.Close()
+	}
+	var stmts []*sqlite3.Stmt
+	for s := range c.db.Stmts() {
+		stmts = append(stmts, s)
+	}
+	for _, s := range stmts {
+		s.Close()
+	}
+	err := c.db.Close()
+	c.db = nil
+	c.file = nil
+	if err != nil {
+		return fmt.Errorf("drivers/wasm: close %s: %w", c.describe(), sqliteError(context.Background(), err))
+	}
+	return nil
+}

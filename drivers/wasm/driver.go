@@ -1,0 +1,124 @@
+// Package wasm is CellB's default SQLite driver, built on
+// github.com/ncruces/go-sqlite3: SQLite compiled to WebAssembly and
+// translated to Go, so it needs no cgo and no C toolchain.
+//
+// Databases run in rollback-journal mode. With Config.PageCapture, the
+// connection's main database file is opened through a Go VFS wrapper that
+// watches every write SQLite makes to it; when SQLite releases its
+// exclusive lock at the end of a write transaction, the wrapper copies the
+// pages that transaction changed. Those copies are what TakeCommits returns.
+// Capture works for file and in-memory databases alike.
+//
+// The driver does not offer sessions (this SQLite build has no session
+// extension) nor checkpoints (there is no write-ahead log).
+package wasm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cellb/cellb/core/driver"
+)
+
+// Name is the driver's stable name.
+const Name = "wasm"
+
+// JournalMode is a rollback-journal mode for the driver's databases.
+type JournalMode string
+
+// The rollback-journal modes the driver accepts. They differ in what
+// SQLite does with the journal file when a transaction ends.
+const (
+	JournalDelete   JournalMode = "delete"
+	JournalTruncate JournalMode = "truncate"
+	JournalPersist  JournalMode = "persist"
+)
+
+// DefaultJournalMode keeps the journal file and invalidates its header at
+// each commit, which avoids creating and deleting a file per transaction.
+const DefaultJournalMode = JournalPersist
+
+// Driver opens SQLite databases with github.com/ncruces/go-sqlite3. It
+// holds only its options; it is safe for concurrent use.
+type Driver struct {
+	journal JournalMode
+	pragmas []string
+}
+
+// Option configures a Driver.
+type Option func(*Driver)
+
+// WithJournalMode selects the rollback-journal mode (default
+// DefaultJournalMode).
+func WithJournalMode(m JournalMode) Option { return func(d *Driver) { d.journal = m } }
+
+// WithPragmas adds PRAGMA settings (without the PRAGMA keyword, e.g.
+// "synchronous=NORMAL" or "cache_size=-8000") that the driver runs, in
+// order, each time it opens a database, including the reopen after
+// Restore. A setting made with Exec is lost at Restore; one given here is
+// not.
+func WithPragmas(pragmas ...string) Option {
+	return func(d *Driver) { d.pragmas = append(d.pragmas, pragmas...) }
+}
+
+// New returns a driver with the given options.
+func New(opts ...Option) *Driver {
+	d := &Driver{journal: DefaultJournalMode}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
+}
+
+// Name returns "wasm".
+func (d *Driver) Name() string { return Name }
+
+// Capabilities declares page capture only.
+func (d *Driver) Capabilities() driver.Capabilities {
+	return driver.Capabilities{PageCapture: true}
+}
+
+// Open opens (creating if needed) the database at cfg.Path, or a private
+// in-memory database when cfg.Path is empty. The directory of cfg.Path
+// must exist.
+func (d *Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := d.validate(); err != nil {
+		return nil, err
+	}
+	registerVFS()
+	c := &Conn{drv: d, capture: cfg.PageCapture}
+	if cfg.Path == "" {
+		c.mem = true
+	} else {
+		p, err := absPath(cfg.Path)
+		if err != nil {
+			return nil, fmt.Errorf("drivers/wasm: database path %q: %w", cfg.Path, err)
+		}
+		c.path = p
+	}
+	if c.capture {
+		c.rec = &recorder{}
+	}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (d *Driver) validate() error {
+	switch d.journal {
+	case JournalDelete, JournalTruncate, JournalPersist:
+	default:
+		return fmt.Errorf("drivers/wasm: journal mode %q is not a rollback-journal mode (want delete, truncate or persist)", d.journal)
+	}
+	for _, p := range d.pragmas {
+		if strings.ContainsAny(p, ";") || strings.TrimSpace(p) == "" {
+			return fmt.Errorf("drivers/wasm: pragma %q must be a single non-empty setting", p)
+		}
+	}
+	return nil
+}

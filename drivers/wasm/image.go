@@ -1,0 +1,220 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Serialize returns the database image: pages 1..PageCount exactly as the
+// file holds them. In rollback-journal mode the file is the whole database
+// between transactions, so the image is read straight from it (under a
+// shared lock), with no header byte rewritten as a backup copy would.
+func (c *Conn) Serialize(ctx context.Context) ([]byte, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	if c.InTransaction() {
+		return nil, fmt.Errorf("Serialize: %w", ErrInTransaction)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	defer c.bind(ctx)()
+	c.auth.mode = authInternal
+	defer func() { c.auth.mode = authUser }()
+
+	if err := c.db.Exec("BEGIN DEFERRED"); err != nil {
+		return nil, sqliteError(ctx, err)
+	}
+	img, err := c.readImage(ctx)
+	if cerr := c.db.Exec("COMMIT"); err == nil && cerr != nil {
+		err = sqliteError(ctx, cerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+// readImage reads the whole database inside the caller's read
+// transaction (whose first read takes the shared lock).
+func (c *Conn) readImage(ctx context.Context) ([]byte, error) {
+	ps, err := queryText(ctx, c.db, "PRAGMA page_size")
+	if err != nil {
+		return nil, err
+	}
+	var pageSize, pages int64
+	if _, err := fmt.Sscan(ps, &pageSize); err != nil {
+		return nil, fmt.Errorf("drivers/wasm: page_size %q: %w", ps, err)
+	}
+	pc, err := queryText(ctx, c.db, "PRAGMA page_count")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Sscan(pc, &pages); err != nil {
+		return nil, fmt.Errorf("drivers/wasm: page_count %q: %w", pc, err)
+	}
+	img := make([]byte, pageSize*pages)
+	if err := readAt(c.file.File, img, 0); err != nil {
+		return nil, fmt.Errorf("drivers/wasm: reading %s: %w", c.describe(), err)
+	}
+	return img, nil
+}
+
+// Restore replaces the database with image (a whole number of pages, or
+// empty for an empty database). An image from a WAL-mode database is
+// switched to rollback-journal mode first. The image is checked before
+// anything is replaced: a bad image returns an error wrapping ErrBadImage
+// and leaves the database as it was. After Restore, page capture starts
+// from the restored image.
+func (c *Conn) Restore(ctx context.Context, image []byte) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if c.InTransaction() {
+		return fmt.Errorf("Restore: %w", ErrInTransaction)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	img, err := prepareImage(image)
+	if err != nil {
+		return err
+	}
+	if c.mem {
+		return c.restoreMemory(ctx, img)
+	}
+	return c.restoreFile(ctx, img)
+}
+
+// prepareImage checks image and returns the bytes to install: a copy (the
+// caller keeps its slice), cut to the header's page count, in
+// rollback-journal mode.
+func prepareImage(image []byte) ([]byte, error) {
+	if len(image) == 0 {
+		return nil, nil
+	}
+	h, err := checkImage(image)
+	if err != nil {
+		return nil, err
+	}
+	n := len(image)
+	if h.inHeaderPages != 0 {
+		n = int(h.inHeaderPages) * h.pageSize
+	}
+	img := make([]byte, n)
+	copy(img, image)
+	img[offWriteVersion] = journalModeRollback
+	img[offReadVersion] = journalModeRollback
+	return img, nil
+}
+
+func (c *Conn) restoreMemory(ctx context.Context, img []byte) error {
+	// The new database opens before the old one closes, so a failure
+	// leaves the old one in place.
+	db, f, err := c.openDB(ctx, img)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadImage, err)
+	}
+	if err := c.closeDB(); err != nil {
+		db.Close()
+		return err
+	}
+	c.install(db, f)
+	return nil
+}
+
+func (c *Conn) restoreFile(ctx context.Context, img []byte) error {
+	dir := filepath.Dir(c.path)
+	tmp, err := writeTemp(dir, filepath.Base(c.path)+".restore-*", img)
+	if err != nil {
+		return fmt.Errorf("drivers/wasm: Restore %s: %w", c.path, err)
+	}
+	defer os.Remove(tmp) // a no-op once renamed
+	if img != nil {
+		if err := checkDatabaseFile(ctx, tmp); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadImage, err)
+		}
+	}
+
+	// From here on the old database is gone; a failure leaves the
+	// connection broken rather than half-restored.
+	if err := c.closeDB(); err != nil {
+		return err
+	}
+	err = replaceFile(tmp, c.path)
+	if err == nil {
+		err = c.open(ctx)
+	}
+	if err != nil {
+		c.broken = fmt.Errorf("drivers/wasm: Restore %s failed, the connection is unusable: %w", c.path, err)
+		return c.broken
+	}
+	return nil
+}
+
+// writeTemp writes data to a new file in dir and syncs it.
+func writeTemp(dir, pattern string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// checkDatabaseFile opens path read-only and reads its schema.
+func checkDatabaseFile(ctx context.Context, path string) error {
+	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(path), RawQuery: "mode=ro"}
+	db, err := sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
+	if err != nil {
+		return sqliteError(ctx, err)
+	}
+	defer db.Close()
+	_, err = queryText(ctx, db, "SELECT count(*) FROM sqlite_schema")
+	return err
+}
+
+// replaceFile puts tmp in place of path. The old database's journal files
+// go first: a journal left next to the new file could be taken for a hot
+// journal and "roll back" the new content with old pages.
+func replaceFile(tmp, path string) error {
+	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

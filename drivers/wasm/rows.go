@@ -1,0 +1,101 @@
+package wasm
+
+import (
+	"context"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// Rows iterates over a query's results. Values returns SQLite's storage
+// classes: nil, int64, float64, string or []byte (a zero-length BLOB is an
+// empty, non-nil slice).
+type Rows struct {
+	c      *Conn
+	s      *sqlite3.Stmt
+	ctx    context.Context
+	cols   []string
+	vals   []any
+	blobs  [][]byte // per-column buffers reused from row to row
+	err    error
+	closed bool
+}
+
+var _ driver.Rows = (*Rows)(nil)
+
+func newRows(c *Conn, s *sqlite3.Stmt, ctx context.Context) *Rows {
+	n := s.ColumnCount()
+	r := &Rows{c: c, s: s, ctx: ctx, cols: make([]string, n), vals: make([]any, n), blobs: make([][]byte, n)}
+	for i := range n {
+		r.cols[i] = s.ColumnName(i)
+	}
+	return r
+}
+
+// Columns are the result's column names.
+func (r *Rows) Columns() []string { return r.cols }
+
+// Next steps to the next row. The query's context interrupts the step.
+func (r *Rows) Next() bool {
+	if r.closed || r.err != nil {
+		return false
+	}
+	if err := r.ctx.Err(); err != nil {
+		r.err = err
+		return false
+	}
+	restore := r.c.bind(r.ctx)
+	ok := r.s.Step()
+	restore()
+	if !ok {
+		if err := r.s.Err(); err != nil {
+			r.err = r.c.userError(r.ctx, err)
+		}
+		return false
+	}
+	for i := range r.vals {
+		switch r.s.ColumnType(i) {
+		case sqlite3.INTEGER:
+			r.vals[i] = r.s.ColumnInt64(i)
+		case sqlite3.FLOAT:
+			r.vals[i] = r.s.ColumnFloat(i)
+		case sqlite3.TEXT:
+			r.vals[i] = r.s.ColumnText(i)
+		case sqlite3.BLOB:
+			b := r.s.ColumnBlob(i, r.blobs[i][:0])
+			if b == nil {
+				b = []byte{}
+			}
+			r.blobs[i] = b
+			r.vals[i] = b
+		default:
+			r.vals[i] = nil
+		}
+	}
+	return true
+}
+
+// Values is the current row; the slice and its []byte values are reused
+// by the next call to Next.
+func (r *Rows) Values() []any { return r.vals }
+
+// Err is the error that ended iteration, if any.
+func (r *Rows) Err() error { return r.err }
+
+// Close releases the statement. A write statement (INSERT ... RETURNING)
+// finishes, and in autocommit mode commits, here at the latest.
+func (r *Rows) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	delete(r.c.rows, r)
+	if r.c.db == nil {
+		return nil
+	}
+	err := r.s.Close()
+	if err != nil && r.err == nil {
+		return r.c.userError(r.ctx, err)
+	}
+	return nil
+}
