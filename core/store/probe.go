@@ -247,7 +247,7 @@ func (r *probeRun) steps() error {
 		case err != nil:
 			return r.fail(ProbeStaleSwap, "reading the probe key back failed", err)
 		case !bytes.Equal(o.Data, body(3)) || o.Version != second:
-			return r.fail(ProbeStaleSwap, "a write reported as rejected changed the object", nil)
+			return r.fail(ProbeStaleSwap, "the object read back is not the last write that applied (a write reported as rejected changed it, or reads are stale)", nil)
 		}
 		return nil
 	})

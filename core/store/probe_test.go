@@ -115,7 +115,7 @@ func TestProbeNamesTheFailingStep(t *testing.T) {
 				}
 				return v, err
 			}
-		}, store.ProbeStaleSwap, "changed the object", nil, false},
+		}, store.ProbeStaleSwap, "not the last write that applied", nil, false},
 		{"delete fails", func(b *bent) {
 			b.del = func(context.Context, string) error { return failure }
 		}, store.ProbeDelete, "deleting the probe key failed", failure, true},

@@ -1,0 +1,312 @@
+// Package brokenstore holds deliberately broken stores: wrappers that give
+// any correct store.Store one flaw each, the way real buckets and adapters
+// go wrong. They exist to prove that storetest catches each flaw; the
+// package's tests run the suite against every one and check that the cases
+// that should notice it fail.
+package brokenstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/cellb/cellb/core/store"
+)
+
+// Twin is one broken store.
+type Twin struct {
+	Name string
+	// Flaw says what the store gets wrong.
+	Flaw string
+	// Wrap gives a correct store the flaw.
+	Wrap func(store.Store) store.Store
+}
+
+// All lists every twin.
+func All() []Twin {
+	return []Twin{
+		{"ignores-if-none-match", "create-only writes overwrite existing objects", IgnoreIfNoneMatch},
+		{"ignores-if-match", "writes conditioned on a version apply whatever the current version", IgnoreIfMatch},
+		{"stale-reads", "Get returns the object as it was before its latest write", StaleReads},
+		{"unordered-list", "listing pages come back in reverse order", UnorderedList},
+		{"acks-failed-writes", "a write that failed is reported as a success", AcksFailedWrites},
+		{"loses-writes", "every seventh write is acknowledged but never made", LosesWrites},
+		{"tears-large-objects", "objects over 1 MiB are stored with 64 KiB in the middle zeroed", TearsLargeObjects},
+		{"ignores-cancel", "calls run to completion whatever their context says", IgnoresCancel},
+		{"accepts-invalid-keys", "malformed keys are silently rewritten and written", AcceptsInvalidKeys},
+		{"drops-metadata", "metadata is not stored", DropsMetadata},
+		{"repeats-across-pages", "each page repeats the last entry of the page before it", RepeatsAcrossPages},
+	}
+}
+
+// wrapper forwards to the inner store; each twin overrides what it breaks.
+type wrapper struct{ store.Store }
+
+func (w wrapper) Close() error { return store.Close(w.Store) }
+
+// IgnoreIfNoneMatch treats create-only writes as unconditional, like a
+// bucket that drops the If-None-Match header.
+func IgnoreIfNoneMatch(s store.Store) store.Store {
+	return &ignoreCondition{wrapper{s}, store.CreateOnly}
+}
+
+// IgnoreIfMatch treats version-conditioned writes as unconditional.
+func IgnoreIfMatch(s store.Store) store.Store {
+	return &ignoreCondition{wrapper{s}, store.MatchVersion}
+}
+
+type ignoreCondition struct {
+	wrapper
+	kind store.ConditionKind
+}
+
+func (b *ignoreCondition) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	if opts.Condition.Kind == b.kind {
+		opts.Condition = store.Condition{}
+	}
+	return b.Store.Put(ctx, key, data, opts)
+}
+
+// StaleReads serves every Get from a cache that lags one write behind,
+// like a read replica or an eventually consistent bucket.
+func StaleReads(s store.Store) store.Store {
+	return &staleReads{wrapper: wrapper{s}, previous: map[string]*store.Object{}}
+}
+
+type staleReads struct {
+	wrapper
+	mu       sync.Mutex
+	previous map[string]*store.Object
+}
+
+func (b *staleReads) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	before, berr := b.Store.Get(ctx, key)
+	v, err := b.Store.Put(ctx, key, data, opts)
+	if err == nil && berr == nil {
+		b.mu.Lock()
+		b.previous[key] = before
+		b.mu.Unlock()
+	}
+	return v, err
+}
+
+func (b *staleReads) Get(ctx context.Context, key string) (*store.Object, error) {
+	b.mu.Lock()
+	old, ok := b.previous[key]
+	b.mu.Unlock()
+	if ok {
+		cp := *old
+		cp.Data = slices.Clone(old.Data)
+		return &cp, nil
+	}
+	return b.Store.Get(ctx, key)
+}
+
+func (b *staleReads) Delete(ctx context.Context, key string) error {
+	b.mu.Lock()
+	delete(b.previous, key)
+	b.mu.Unlock()
+	return b.Store.Delete(ctx, key)
+}
+
+// UnorderedList reverses the entries of every page, like a listing built
+// from a hash map or a directory read without sorting.
+func UnorderedList(s store.Store) store.Store { return &unorderedList{wrapper{s}} }
+
+type unorderedList struct{ wrapper }
+
+func (b *unorderedList) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	p, err := b.Store.List(ctx, opts)
+	slices.Reverse(p.Objects)
+	slices.Reverse(p.Prefixes)
+	return p, err
+}
+
+// AcksFailedWrites reports success for every Put and Delete, whatever the
+// inner store said, like an adapter that ignores the response status.
+func AcksFailedWrites(s store.Store) store.Store { return &acksFailed{wrapper: wrapper{s}} }
+
+type acksFailed struct {
+	wrapper
+	n atomic.Uint64
+}
+
+func (b *acksFailed) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	v, err := b.Store.Put(ctx, key, data, opts)
+	if err != nil {
+		return store.Version(fmt.Sprintf("acked-%d", b.n.Add(1))), nil
+	}
+	return v, nil
+}
+
+func (b *acksFailed) Delete(ctx context.Context, key string) error {
+	_ = b.Store.Delete(ctx, key)
+	return nil
+}
+
+// LosesWrites acknowledges every seventh Put with a made-up version and
+// never makes it, like a write-back cache that drops its buffer.
+func LosesWrites(s store.Store) store.Store { return &losesWrites{wrapper: wrapper{s}} }
+
+type losesWrites struct {
+	wrapper
+	n atomic.Uint64
+}
+
+func (b *losesWrites) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	if n := b.n.Add(1); n%7 == 0 {
+		return store.Version(fmt.Sprintf("lost-%d", n)), nil
+	}
+	return b.Store.Put(ctx, key, data, opts)
+}
+
+// TearThreshold is the size above which TearsLargeObjects damages a body.
+const TearThreshold = 1 << 20
+
+// TearsLargeObjects zeroes 64 KiB in the middle of every object over
+// TearThreshold, like a multipart upload that lost a part's contents. The
+// size stays right, so only a byte-for-byte comparison notices.
+func TearsLargeObjects(s store.Store) store.Store { return &tears{wrapper{s}} }
+
+type tears struct{ wrapper }
+
+func (b *tears) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	if len(data) > TearThreshold {
+		data = slices.Clone(data)
+		mid := len(data) / 2
+		clear(data[mid : mid+64<<10])
+	}
+	return b.Store.Put(ctx, key, data, opts)
+}
+
+// IgnoresCancel runs every call with a context that never ends.
+func IgnoresCancel(s store.Store) store.Store { return &ignoresCancel{wrapper{s}} }
+
+type ignoresCancel struct{ wrapper }
+
+func (b *ignoresCancel) Get(ctx context.Context, key string) (*store.Object, error) {
+	return b.Store.Get(context.WithoutCancel(ctx), key)
+}
+
+func (b *ignoresCancel) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	return b.Store.Put(context.WithoutCancel(ctx), key, data, opts)
+}
+
+func (b *ignoresCancel) Delete(ctx context.Context, key string) error {
+	return b.Store.Delete(context.WithoutCancel(ctx), key)
+}
+
+func (b *ignoresCancel) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	return b.Store.List(context.WithoutCancel(ctx), opts)
+}
+
+// AcceptsInvalidKeys rewrites malformed keys into valid ones instead of
+// rejecting them, so two different keys can land on one object.
+func AcceptsInvalidKeys(s store.Store) store.Store { return &acceptsInvalid{wrapper{s}} }
+
+type acceptsInvalid struct{ wrapper }
+
+func (b *acceptsInvalid) Get(ctx context.Context, key string) (*store.Object, error) {
+	return b.Store.Get(ctx, sanitize(key))
+}
+
+func (b *acceptsInvalid) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	return b.Store.Put(ctx, sanitize(key), data, opts)
+}
+
+func (b *acceptsInvalid) Delete(ctx context.Context, key string) error {
+	return b.Store.Delete(ctx, sanitize(key))
+}
+
+func (b *acceptsInvalid) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	if store.ValidatePrefix(opts.Prefix) != nil {
+		opts.Prefix = sanitize(opts.Prefix) + "/"
+	}
+	return b.Store.List(ctx, opts)
+}
+
+// sanitize turns any string into a valid key.
+func sanitize(key string) string {
+	if store.ValidateKey(key) == nil {
+		return key
+	}
+	key = strings.ToValidUTF8(key, "?")
+	key = strings.NewReplacer("\\", "/", "\x00", "_").Replace(key)
+	var segs []string
+	for _, seg := range strings.Split(key, "/") {
+		switch seg {
+		case "", ".":
+		case "..":
+			segs = append(segs, "dotdot")
+		default:
+			segs = append(segs, seg)
+		}
+	}
+	key = strings.Join(segs, "/")
+	for len(key) > store.MaxKeyLen {
+		_, size := utf8.DecodeLastRuneInString(key)
+		key = key[:len(key)-size]
+	}
+	key = strings.TrimSuffix(key, "/")
+	if key == "" {
+		return "empty-key"
+	}
+	return key
+}
+
+// DropsMetadata stores objects without their metadata.
+func DropsMetadata(s store.Store) store.Store { return &dropsMetadata{wrapper{s}} }
+
+type dropsMetadata struct{ wrapper }
+
+func (b *dropsMetadata) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	opts.Metadata = nil
+	return b.Store.Put(ctx, key, data, opts)
+}
+
+// RepeatsAcrossPages starts every continued page with the last entry of
+// the page before, like a listing that resumes at its token inclusively.
+func RepeatsAcrossPages(s store.Store) store.Store {
+	return &repeats{wrapper: wrapper{s}, last: map[string]store.ListPage{}}
+}
+
+type repeats struct {
+	wrapper
+	mu   sync.Mutex
+	last map[string]store.ListPage // token -> the entry to repeat
+}
+
+func (b *repeats) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	p, err := b.Store.List(ctx, opts)
+	if err != nil {
+		return p, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if prev, ok := b.last[opts.Token]; ok && opts.Token != "" {
+		p.Objects = append(prev.Objects, p.Objects...)
+		p.Prefixes = append(prev.Prefixes, p.Prefixes...)
+	}
+	if p.NextToken != "" {
+		var tail store.ListPage
+		lastObj, lastPre := "", ""
+		if n := len(p.Objects); n > 0 {
+			lastObj = p.Objects[n-1].Key
+		}
+		if n := len(p.Prefixes); n > 0 {
+			lastPre = p.Prefixes[n-1]
+		}
+		switch {
+		case lastObj > lastPre:
+			tail.Objects = []store.ObjectInfo{p.Objects[len(p.Objects)-1]}
+		case lastPre != "":
+			tail.Prefixes = []string{lastPre}
+		}
+		b.last[p.NextToken] = tail
+	}
+	return p, nil
+}
