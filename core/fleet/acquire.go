@@ -56,7 +56,11 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 	reconciles := 0
 	for step := 0; step < maxSteps; step++ {
 		st.NowMs = uint64(n.clock.Now().UnixMilli())
-		act := DecideAcquire(st)
+		decide := DecideAcquire
+		if n.sim.decide != nil {
+			decide = n.sim.decide
+		}
+		act := decide(st)
 		switch act.Kind {
 		case ListLTX:
 			epoch, newest, err := newestLTX(ctx, n.opts.Store, cell)

@@ -74,6 +74,18 @@ type Node struct {
 
 	stop chan struct{}
 	done chan struct{}
+
+	// Simulation hooks (set only by tests in this package): renewals
+	// driven by the simulator's thread instead of a goroutine, and
+	// deliberately broken protocol variants the simulator must catch.
+	sim simHooks
+}
+
+type simHooks struct {
+	manual    bool                      // no renewal goroutine; the simulator calls renewDue
+	nextRenew time.Time                 // when renewDue renews next
+	decide    func(AcquireState) Action // replaces DecideAcquire
+	noFence   bool                      // never self-fence
 }
 
 type refusal struct {
@@ -98,6 +110,10 @@ func (e *NodeRecordError) Error() string {
 
 // Join installs the node lease and starts renewing it.
 func Join(ctx context.Context, opts Options) (*Node, error) {
+	return join(ctx, opts, simHooks{})
+}
+
+func join(ctx context.Context, opts Options, hooks simHooks) (*Node, error) {
 	if opts.Store == nil {
 		return nil, errors.New("fleet: Options.Store is required")
 	}
@@ -138,9 +154,15 @@ func Join(ctx context.Context, opts Options) (*Node, error) {
 		log:    opts.Logger.With("node", opts.Node),
 		grants: map[string]*grant{}, refused: map[string]refusal{},
 		stop: make(chan struct{}), done: make(chan struct{}),
+		sim: hooks,
 	}
 	if err := n.install(ctx); err != nil {
 		return nil, err
+	}
+	if n.sim.manual {
+		n.sim.nextRenew = n.clock.Now().Add(RenewInterval(n.opts.TTL))
+		close(n.done)
+		return n, nil
 	}
 	// The timer exists before Join returns, so a fake clock advanced right
 	// after Join fires it.
@@ -244,7 +266,7 @@ func (n *Node) renewed(sentAt time.Time, v store.Version) {
 // process, an unreachable bucket): every owned cell breaks.
 func (n *Node) deadlinePassed() {
 	n.mu.Lock()
-	if n.closed || n.clock.Now().Before(n.deadline) {
+	if n.closed || n.sim.noFence || n.clock.Now().Before(n.deadline) {
 		n.mu.Unlock()
 		return
 	}
@@ -271,6 +293,9 @@ func (n *Node) fence(why error) {
 func (n *Node) writable(cell string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.sim.noFence {
+		return nil
+	}
 	if n.fenced != nil || !n.clock.Now().Before(n.deadline) {
 		return &lease.LeaseLapsedError{Cell: cell}
 	}
@@ -362,7 +387,9 @@ func (n *Node) Close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	close(n.stop)
+	if !n.sim.manual {
+		close(n.stop)
+	}
 	<-n.done
 	if err := n.opts.Store.Delete(ctx, NodeKey(n.opts.Node)); err != nil {
 		errs = append(errs, fmt.Errorf("delete node lease: %w", err))
@@ -385,9 +412,26 @@ func (n *Node) Kill() {
 	grants := n.grants
 	n.grants = map[string]*grant{}
 	n.mu.Unlock()
-	close(n.stop)
+	if !n.sim.manual {
+		close(n.stop)
+	}
 	<-n.done
 	for _, g := range grants {
 		g.lose(ErrNodeClosed)
+	}
+}
+
+// renewDue runs every renewal that is due by the node's clock, on the
+// caller's thread (simulation only).
+func (n *Node) renewDue() {
+	for !n.clock.Now().Before(n.sim.nextRenew) {
+		n.mu.Lock()
+		closed := n.closed
+		n.mu.Unlock()
+		if closed {
+			return
+		}
+		n.renewOnce(NodeKey(n.opts.Node))
+		n.sim.nextRenew = n.sim.nextRenew.Add(RenewInterval(n.opts.TTL))
 	}
 }

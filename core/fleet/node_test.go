@@ -29,7 +29,7 @@ func (s seeded) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func join(t *testing.T, s store.Store, clk clock.Clock, name string) *Node {
+func joinNode(t *testing.T, s store.Store, clk clock.Clock, name string) *Node {
 	t.Helper()
 	n, err := Join(context.Background(), Options{Store: s, Node: name, Clock: clk, Logger: quiet, Rand: seeded{rand.New(rand.NewPCG(1, uint64(len(name))))}})
 	if err != nil {
@@ -93,7 +93,7 @@ func step(t *testing.T, clk *clock.Fake, d time.Duration, nodes ...*Node) {
 func TestNodeLeaseRecordAndRenewal(t *testing.T) {
 	s := memstore.New()
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
-	n := join(t, s, clk, "node_a")
+	n := joinNode(t, s, clk, "node_a")
 	obj, err := s.Get(context.Background(), "nodes/node_a.json")
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +122,8 @@ func TestTakeReleaseAndTakeover(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	clk := clock.NewFake(time.UnixMilli(5_000_000))
-	a := join(t, s, clk, "node_a")
-	b := join(t, s, clk, "node_b")
+	a := joinNode(t, s, clk, "node_a")
+	b := joinNode(t, s, clk, "node_b")
 	const cell = "Counter:abc"
 	ga, err := a.TryAcquire(ctx, cell)
 	if err != nil {
@@ -177,7 +177,7 @@ func TestSelfFencing(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), faultstore.Config{})
 	clk := clock.NewFake(time.UnixMilli(9_000_000))
-	n := join(t, fs, clk, "node_a")
+	n := joinNode(t, fs, clk, "node_a")
 	g, err := n.TryAcquire(ctx, "Room:x")
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func TestLostRecordRefusal(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
-	n := join(t, s, clk, "node_a")
+	n := joinNode(t, s, clk, "node_a")
 	const cell = "Counter:lost"
 	key := ltx.Key(cell, 3, 0, 1, 1)
 	if _, err := s.Put(ctx, key, []byte("x"), store.PutOptions{}); err != nil {
@@ -243,7 +243,7 @@ func TestAmbiguousClaimIsReconciled(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), faultstore.Config{})
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
-	n := join(t, fs, clk, "node_a")
+	n := joinNode(t, fs, clk, "node_a")
 	fs.LoseNext(faultstore.OpPut, OwnKey("C:1"))
 	g, err := n.TryAcquire(ctx, "C:1")
 	if err != nil || g.Epoch() != 1 {
