@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,17 +31,24 @@ var errWALOpened = errors.New("the database opened a write-ahead log, whose page
 // CREATE on an empty file, VACUUM, a transaction too large for the cache)
 // are covered the same way, because nothing depends on the bracket.
 //
-// A transaction that wrote pages and then rolled back (a cache spill
-// followed by ROLLBACK, or a failed commit) has put the old bytes back by
-// the time of the Unlock; SQLite's rollback hook marks it so it is dropped.
+// A transaction can also write pages and then roll back (a cache spill
+// followed by ROLLBACK, or a failed commit): SQLite puts the old pages back
+// before it unlocks. Such a transaction is recognised by the file change
+// counter in the header, which every commit in rollback-journal mode
+// increments and a rollback restores; the only commits that leave it alone
+// are those of a file system with real batch-atomic writes, which report
+// themselves through CommitAtomicWrite. (SQLite's rollback hook cannot
+// serve: it runs after the lock is released.)
 //
 // The recorder is used only from the goroutine that drives the connection
 // (SQLite calls the VFS synchronously), so it needs no lock.
 type recorder struct {
-	active     bool   // a transaction has changed the file since the last Unlock
-	startSize  int64  // file size before the first change
-	spans      []span // byte ranges written since then
-	rolledBack bool   // the rollback hook fired during this transaction
+	active       bool   // a transaction has changed the file since the last Unlock
+	startSize    int64  // file size before the first change
+	startCounter uint32 // change counter before the first change
+	hadHeader    bool   // whether the file had a header then
+	batchCommit  bool   // a batch-atomic write committed
+	spans        []span // byte ranges written since then
 
 	commits []driver.CapturedCommit
 	err     error
@@ -48,22 +56,28 @@ type recorder struct {
 
 type span struct{ off, end int64 }
 
-// onRollback is installed as the connection's rollback hook.
-func (r *recorder) onRollback() { r.rolledBack = true }
-
 // beforeChange starts a transaction's record at its first change.
 func (r *recorder) beforeChange(f vfs.File) {
 	if r.active {
 		return
 	}
+	r.active = true
+	r.spans = r.spans[:0]
+	r.batchCommit = false
+	r.hadHeader = false
 	size, err := f.Size()
 	if err != nil {
 		r.fail(fmt.Errorf("reading the database size: %w", err))
 	}
-	r.active = true
 	r.startSize = size
-	r.spans = r.spans[:0]
-	r.rolledBack = false
+	if size >= headerSize {
+		var b [4]byte
+		if err := readAt(f, b[:], offChangeCounter); err != nil {
+			r.fail(fmt.Errorf("reading the change counter: %w", err))
+		}
+		r.startCounter = binary.BigEndian.Uint32(b[:])
+		r.hadHeader = true
+	}
 }
 
 func (r *recorder) wrote(off, n int64) {
@@ -75,6 +89,12 @@ func (r *recorder) wrote(off, n int64) {
 		return
 	}
 	r.spans = append(r.spans, span{off, off + n})
+}
+
+func (r *recorder) batchCommitted() {
+	if r.active {
+		r.batchCommit = true
+	}
 }
 
 // abandon forgets an unfinished transaction (the file is being closed;
@@ -93,7 +113,6 @@ func (r *recorder) fail(err error) {
 // reset forgets everything, as after Restore.
 func (r *recorder) reset() {
 	r.abandon()
-	r.rolledBack = false
 	r.commits = nil
 	r.err = nil
 }
@@ -115,17 +134,18 @@ func (r *recorder) finish(f vfs.File) {
 		return
 	}
 	r.active = false
-	if r.rolledBack {
-		r.spans = r.spans[:0]
+	defer func() { r.spans = r.spans[:0] }()
+	if r.err != nil {
 		return
 	}
-	c, err := readCommit(f, r.startSize, r.spans)
-	r.spans = r.spans[:0]
+	c, counter, err := readCommit(f, r.startSize, r.spans)
 	if err != nil {
 		r.fail(err)
 		return
 	}
-	if r.err == nil {
+	committed := r.batchCommit || !r.hadHeader || counter != r.startCounter ||
+		int64(c.PageCount)*int64(c.PageSize) != r.startSize
+	if committed {
 		r.commits = append(r.commits, c)
 	}
 }
@@ -133,26 +153,26 @@ func (r *recorder) finish(f vfs.File) {
 // readCommit reads, from a file the caller holds exclusively, the pages a
 // transaction wrote (spans) plus every page the database grew by since it
 // was startSize bytes long.
-func readCommit(f vfs.File, startSize int64, spans []span) (driver.CapturedCommit, error) {
+func readCommit(f vfs.File, startSize int64, spans []span) (_ driver.CapturedCommit, counter uint32, _ error) {
 	size, err := f.Size()
 	if err != nil {
-		return driver.CapturedCommit{}, fmt.Errorf("reading the database size: %w", err)
+		return driver.CapturedCommit{}, 0, fmt.Errorf("reading the database size: %w", err)
 	}
 	if size == 0 {
-		return driver.CapturedCommit{}, fmt.Errorf("the database file is empty after a commit")
+		return driver.CapturedCommit{}, 0, fmt.Errorf("the database file is empty after a commit")
 	}
 	var hdr [headerSize]byte
 	if err := readAt(f, hdr[:], 0); err != nil {
-		return driver.CapturedCommit{}, fmt.Errorf("reading the database header: %w", err)
+		return driver.CapturedCommit{}, 0, fmt.Errorf("reading the database header: %w", err)
 	}
 	h, err := parseHeader(hdr[:])
 	if err != nil {
-		return driver.CapturedCommit{}, err
+		return driver.CapturedCommit{}, 0, err
 	}
 	ps := int64(h.pageSize)
 	count := h.pageCount(size)
 	if int64(count)*ps > size {
-		return driver.CapturedCommit{}, fmt.Errorf("the header counts %d pages but the file holds %d bytes", count, size)
+		return driver.CapturedCommit{}, 0, fmt.Errorf("the header counts %d pages but the file holds %d bytes", count, size)
 	}
 
 	var pgnos []uint32
@@ -179,14 +199,14 @@ func readCommit(f vfs.File, startSize int64, spans []span) (driver.CapturedCommi
 		}
 		run := buf[i*int(ps) : j*int(ps)]
 		if err := readAt(f, run, int64(pgnos[i]-1)*ps); err != nil {
-			return driver.CapturedCommit{}, fmt.Errorf("reading pages %d-%d: %w", pgnos[i], pgnos[j-1], err)
+			return driver.CapturedCommit{}, 0, fmt.Errorf("reading pages %d-%d: %w", pgnos[i], pgnos[j-1], err)
 		}
 		for k := i; k < j; k++ {
 			pages[k] = driver.Page{Pgno: pgnos[k], Data: run[(k-i)*int(ps) : (k-i+1)*int(ps) : (k-i+1)*int(ps)]}
 		}
 		i = j
 	}
-	return driver.CapturedCommit{PageSize: int(ps), PageCount: count, Pages: pages}, nil
+	return driver.CapturedCommit{PageSize: int(ps), PageCount: count, Pages: pages}, binary.BigEndian.Uint32(hdr[offChangeCounter:]), nil
 }
 
 // readChunk bounds single reads: memdb cannot read across its 64 KiB

@@ -153,7 +153,6 @@ func (c *Conn) install(db *sqlite3.Conn, f *captureFile) {
 	c.db, c.file = db, f
 	if c.rec != nil {
 		c.rec.reset()
-		db.RollbackHook(c.rec.onRollback)
 		f.rec = c.rec
 	}
 }

@@ -228,6 +228,7 @@ func TestContextInterrupts(t *testing.T) {
 	// A long query stops when its context ends, and the connection is
 	// usable afterwards.
 	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
 	rows, err := c.Query(ctx, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) SELECT i FROM n")
 	if err != nil {
 		t.Fatal(err)

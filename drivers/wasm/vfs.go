@@ -122,12 +122,18 @@ func (f *captureFile) Close() error {
 	return f.File.Close()
 }
 
-// Batch-atomic brackets are forwarded as they are: the recorder reads
-// committed pages at the end of the transaction, so a batch that the file
-// system rolled back needs no special case (its pages simply read back
-// unchanged).
-func (f *captureFile) BeginAtomicWrite() error    { return vfsutil.WrapBeginAtomicWrite(f.File) }
-func (f *captureFile) CommitAtomicWrite() error   { return vfsutil.WrapCommitAtomicWrite(f.File) }
+// Batch-atomic brackets are forwarded. The recorder reads committed pages
+// at the end of the transaction, so a batch the file system rolled back
+// needs no special case (its pages read back unchanged); a committed batch
+// is noted, because it does not advance the change counter.
+func (f *captureFile) BeginAtomicWrite() error { return vfsutil.WrapBeginAtomicWrite(f.File) }
+func (f *captureFile) CommitAtomicWrite() error {
+	err := vfsutil.WrapCommitAtomicWrite(f.File)
+	if err == nil && f.rec != nil {
+		f.rec.batchCommitted()
+	}
+	return err
+}
 func (f *captureFile) RollbackAtomicWrite() error { return vfsutil.WrapRollbackAtomicWrite(f.File) }
 
 // Plain forwarding of the remaining optional interfaces.
