@@ -1,0 +1,50 @@
+// Package leasetest is the public conformance suite for implementations of
+// the lease.Lease port: whatever decides who may write a cell (celld's
+// fleet protocol on a bucket, shard locks on one host, your own).
+//
+// A Harness starts participants ("nodes") that share one backing (a bucket,
+// a directory) and controls their time; the suite checks exclusivity,
+// epochs, release, crash takeover and self-fencing. Run it with Run(t, h)
+// from a test, or RunReport for a report without a *testing.T. The package
+// also ships deliberately broken wrappers (twins.go) and its own tests show
+// that the suite rejects each of them.
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cellb/cellb/core/lease"
+)
+
+// Harness creates participants of one shared lease domain.
+type Harness interface {
+	// NewNode starts a participant.
+	NewNode(ctx context.Context) (Node, error)
+	// Advance moves every participant's time forward by d (fake clocks) or
+	// waits d (real time). Participants must have reacted to the new time
+	// (renewed, fenced) when Advance returns.
+	Advance(d time.Duration)
+	// TTL is how long a crashed participant may keep a cell before others
+	// can take it.
+	TTL() time.Duration
+	Close() error
+}
+
+// Node is one participant.
+type Node interface {
+	lease.Lease
+	// Close releases everything gracefully.
+	Close(ctx context.Context) error
+	// Crash stops the participant without releasing anything.
+	Crash()
+	// Isolate cuts the participant off from renewing its claim (while it
+	// keeps running), or restores it. Return ErrUnsupported when the
+	// implementation has no such failure mode (then the self-fencing case
+	// is skipped).
+	Isolate(cut bool) error
+}
+
+// ErrUnsupported is returned by optional harness operations.
+var ErrUnsupported = errors.New("leasetest: not supported by this harness")

@@ -1,0 +1,129 @@
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cellb/cellb/core/lease"
+)
+
+// The twins below wrap a working Harness and break one promise each. The
+// package's own tests prove the suite rejects every one of them; a suite
+// that passed a twin would be a broken suite.
+
+// Unexclusive hands out a grant even when another node holds the cell.
+func Unexclusive(h Harness) Harness { return &twin{Harness: h, kind: twinUnexclusive} }
+
+// StaticEpoch reports the same epoch for every acquisition.
+func StaticEpoch(h Harness) Harness { return &twin{Harness: h, kind: twinStaticEpoch} }
+
+// NeverFences keeps acknowledging writes whatever happens to the lease.
+func NeverFences(h Harness) Harness { return &twin{Harness: h, kind: twinNeverFences} }
+
+// ForgetfulRelease reports success from Release and Close without
+// releasing anything.
+func ForgetfulRelease(h Harness) Harness { return &twin{Harness: h, kind: twinForgetful} }
+
+type twinKind int
+
+const (
+	twinUnexclusive twinKind = iota
+	twinStaticEpoch
+	twinNeverFences
+	twinForgetful
+)
+
+type twin struct {
+	Harness
+	kind twinKind
+}
+
+func (t *twin) NewNode(ctx context.Context) (Node, error) {
+	n, err := t.Harness.NewNode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &twinNode{Node: n, kind: t.kind}, nil
+}
+
+type twinNode struct {
+	Node
+	kind twinKind
+}
+
+var fakeEpoch atomic.Uint64
+
+func (n *twinNode) TryAcquire(ctx context.Context, cell string) (lease.Grant, error) {
+	g, err := n.Node.TryAcquire(ctx, cell)
+	if err != nil {
+		if n.kind == twinUnexclusive && errors.As(err, new(*lease.CellOwnedElsewhereError)) {
+			return &fakeGrant{epoch: 1<<40 + fakeEpoch.Add(1), lost: make(chan struct{})}, nil
+		}
+		return nil, err
+	}
+	if n.kind == twinUnexclusive {
+		return g, nil
+	}
+	return &twinGrant{Grant: g, kind: n.kind}, nil
+}
+
+func (n *twinNode) Close(ctx context.Context) error {
+	if n.kind == twinForgetful {
+		n.Node.Crash()
+		return nil
+	}
+	return n.Node.Close(ctx)
+}
+
+type twinGrant struct {
+	lease.Grant
+	kind twinKind
+}
+
+func (g *twinGrant) Epoch() uint64 {
+	if g.kind == twinStaticEpoch {
+		return 1
+	}
+	return g.Grant.Epoch()
+}
+
+func (g *twinGrant) CheckWrite() error {
+	if g.kind == twinNeverFences {
+		return nil
+	}
+	return g.Grant.CheckWrite()
+}
+
+func (g *twinGrant) Lost() <-chan struct{} {
+	if g.kind == twinNeverFences {
+		return make(chan struct{})
+	}
+	return g.Grant.Lost()
+}
+
+func (g *twinGrant) Release(ctx context.Context) error {
+	if g.kind == twinForgetful {
+		return nil
+	}
+	return g.Grant.Release(ctx)
+}
+
+// fakeGrant is a grant that nothing backs.
+type fakeGrant struct {
+	epoch uint64
+	once  sync.Once
+	lost  chan struct{}
+}
+
+func (g *fakeGrant) Epoch() uint64         { return g.epoch }
+func (g *fakeGrant) BucketWins() bool      { return true }
+func (g *fakeGrant) Lost() <-chan struct{} { return g.lost }
+func (g *fakeGrant) Err() error            { return nil }
+func (g *fakeGrant) CheckWrite() error     { return nil }
+func (g *fakeGrant) Release(ctx context.Context) error {
+	g.once.Do(func() { close(g.lost) })
+	return nil
+}
+
