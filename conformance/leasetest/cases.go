@@ -26,7 +26,9 @@ type testCase struct {
 
 var cellSeq atomic.Uint64
 
-func freshCell() string { return fmt.Sprintf("LeaseTest:c%d_%d", time.Now().UnixNano(), cellSeq.Add(1)) }
+func freshCell() string {
+	return fmt.Sprintf("LeaseTest:c%d_%d", time.Now().UnixNano(), cellSeq.Add(1))
+}
 
 func newNode(t tb, ctx context.Context, h Harness) Node {
 	t.Helper()

@@ -126,4 +126,3 @@ func (g *fakeGrant) Release(ctx context.Context) error {
 	g.once.Do(func() { close(g.lost) })
 	return nil
 }
-
