@@ -1,7 +1,13 @@
 module github.com/cellb/cellb/adapters/fs
 
-go 1.26
+go 1.26.0
 
-require github.com/cellb/cellb/core v0.0.0
+require (
+	github.com/cellb/cellb/core v0.0.0
+	github.com/spf13/afero v1.15.0
+	golang.org/x/sys v0.49.0
+)
+
+require golang.org/x/text v0.28.0 // indirect
 
 replace github.com/cellb/cellb/core => ../../core

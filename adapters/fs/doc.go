@@ -1,0 +1,63 @@
+// Package fs is a store.Store on a directory of the local file system.
+//
+// A key is a real path below the directory: the object
+// "cells/Counter:abc/own.json" is the file root/cells/Counter:abc/own.json,
+// holding exactly the object's bytes, so a bucket can be read, copied and
+// laid out with ordinary tools. Open("/var/lib/cellb/bucket") gives a Store
+// that any number of goroutines and processes on the machine may share.
+//
+// # What it promises
+//
+//   - A Put is durable when it returns: the body is written to a temporary
+//     file and fsynced, renamed over the key's path, and the directory is
+//     fsynced. Readers see the old object or the new one, never part of
+//     one, and a crash at any moment leaves every object whole.
+//   - Create-only and compare-and-swap Puts, unconditional Puts and Deletes
+//     of one key are serialised across processes by flock(2), which the
+//     kernel releases when a process dies, even by SIGKILL.
+//   - Every write gets a fresh random version, even when the body repeats.
+//   - Get and List take no lock (except, rarely, when writers keep
+//     replacing the object they are reading).
+//   - List is in byte order of the full keys, with prefixes, delimiters and
+//     continuation tokens, and sees every write that returned.
+//   - No operation touches a file outside the directory. Keys are checked
+//     with store.ValidateKey; on Linux every path is then resolved by the
+//     kernel beneath the directory with openat2(2), refusing "..", absolute
+//     paths and symbolic links (ErrSymlink). Elsewhere os.Root confines
+//     paths to the directory but follows links that stay inside it.
+//
+// # Where versions and metadata live
+//
+// The directory ".cellb-meta" at the root holds the store's own files: a
+// sidecar record per key (its version, metadata and the identity of the
+// file it describes), the lock files and temporary files. No key may start
+// with that segment (in any letter case) and listings skip it. A sidecar
+// names a file by device, inode, size and modification time; since every
+// write publishes a new inode, a reader holding an open file can tell
+// which version it holds without a lock. Extended attributes were the
+// alternative, but tmpfs and several container file systems lack them,
+// and most copying tools drop them silently.
+//
+// A file that no sidecar describes (copied in, or edited in place, by
+// another program) is still an object: its version is derived from its
+// identity, and it has no metadata.
+//
+// # What it uses besides afero
+//
+// Files are read and written through github.com/spf13/afero (WithFs
+// replaces the file system, for example to inject faults in tests). Two
+// things afero cannot express come from golang.org/x/sys/unix: flock(2)
+// locks that die with their process, and, on Linux, openat2(2) with
+// RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS for the default file system.
+//
+// # What it does not promise
+//
+// It is made for one machine and a local file system (ext4, XFS, btrfs,
+// APFS, tmpfs). Network file systems (NFS, SMB, many FUSE systems) differ
+// in how they honour flock, rename, fsync and inode numbers, and several
+// machines sharing one directory are not supported. A directory cannot
+// hold both an object "a" and an object "a/b" (ErrKeyConflict). Programs
+// that write into the directory without this package are not locked out;
+// only replacing files by rename keeps readers safe from them. See
+// docs/adapters-fs.md.
+package fs
