@@ -138,4 +138,3 @@ func (l *locker) close() error {
 	}
 	return errors.Join(errs...)
 }
-

@@ -49,7 +49,7 @@ func (f rootFs) RemoveAll(name string) error                  { return f.r.Remov
 func (f rootFs) Rename(oldname, newname string) error         { return f.r.Rename(oldname, newname) }
 
 // Stat does not follow a link in the last component, like dirFs.Stat.
-func (f rootFs) Stat(name string) (os.FileInfo, error)    { return f.r.Lstat(name) }
+func (f rootFs) Stat(name string) (os.FileInfo, error)     { return f.r.Lstat(name) }
 func (f rootFs) Chmod(name string, mode os.FileMode) error { return f.r.Chmod(name, mode) }
 func (f rootFs) Chown(name string, uid, gid int) error     { return f.r.Chown(name, uid, gid) }
 func (f rootFs) Chtimes(name string, atime, mtime time.Time) error {
