@@ -1,0 +1,205 @@
+package modernc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Serialize returns the database image: every page, 1..PageCount, exactly
+// as a copy of the fully checkpointed file would hold it. It uses
+// sqlite3_serialize, which copies each page from SQLite's pager (the file
+// overlaid with the WAL's committed frames) and, unlike the backup API,
+// rewrites no header field; so the image is exactly what the captured pages
+// replay to. The file is not read behind SQLite's back, either: closing a
+// second descriptor of it would drop SQLite's POSIX locks on it. Serialize
+// must not be called inside a transaction.
+func (c *Conn) Serialize(ctx context.Context) ([]byte, error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
+	if c.InTransaction() {
+		return nil, ErrInTransaction
+	}
+	defer c.asInternal(true)() // sqlite3_serialize prepares PRAGMA page_count
+	out := c.tls.Alloc(8)
+	defer c.tls.Free(8)
+	p := sqlite3.Xsqlite3_serialize(c.tls, c.db, c.zMain, out, 0)
+	c.rethrow()
+	n := *(*int64)(cPointer(out))
+	if p == 0 {
+		if n <= 0 {
+			return []byte{}, nil
+		}
+		return nil, fmt.Errorf("modernc: serialize: SQLite could not copy %d bytes", n)
+	}
+	defer sqlite3.Xsqlite3_free(c.tls, p)
+	return bytes.Clone(cBytes(p, int(n))), nil
+}
+
+// Restore replaces the database with image (an empty image gives an empty
+// database). A WAL-mode image (header bytes 18/19 = 2, as celld writes)
+// works as is: file databases run in WAL mode anyway, and an in-memory
+// database gets the image switched to rollback-journal mode. The image is
+// checked before anything is touched, and an invalid one fails with
+// ErrInvalidImage, changing nothing. A file is replaced atomically (temp
+// file, fsync, rename, fsync of the directory), and the connection is
+// reopened with its settings and authorizer. Open Rows and Sessions stop
+// working; page capture starts afresh from the restored image.
+func (c *Conn) Restore(ctx context.Context, image []byte) error {
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
+	if c.InTransaction() {
+		return ErrInTransaction
+	}
+	if err := checkImage(image); err != nil {
+		return err
+	}
+	if c.path == "" {
+		return c.restoreMemory(image)
+	}
+	if err := c.closeDB(); err != nil {
+		return fmt.Errorf("modernc: restore: close: %w", err)
+	}
+	writeErr := replaceFile(c.path, image)
+	if err := c.openDB(); err != nil {
+		return fmt.Errorf("modernc: restore: reopen: %w", err)
+	}
+	if writeErr != nil {
+		return fmt.Errorf("modernc: restore (the database is unchanged): %w", writeErr)
+	}
+	return nil
+}
+
+// restoreMemory loads the image into a new in-memory database and swaps it
+// in only once that worked.
+func (c *Conn) restoreMemory(image []byte) error {
+	db, err := c.openHandle(":memory:")
+	if err != nil {
+		return err
+	}
+	if len(image) > 0 {
+		p := sqlite3.Xsqlite3_malloc64(c.tls, uint64(len(image)))
+		if p == 0 {
+			sqlite3.Xsqlite3_close_v2(c.tls, db)
+			return fmt.Errorf("modernc: restore: cannot allocate %d bytes", len(image))
+		}
+		mem := cBytes(p, len(image))
+		copy(mem, image)
+		if mem[18] == 2 && mem[19] == 2 {
+			mem[18], mem[19] = 1, 1 // an in-memory database cannot use a WAL
+		}
+		n := int64(len(image))
+		// FREEONCLOSE: SQLite frees p, even when this fails.
+		rc := sqlite3.Xsqlite3_deserialize(c.tls, db, c.zMain, p, n, n,
+			sqlite3.SQLITE_DESERIALIZE_FREEONCLOSE|sqlite3.SQLITE_DESERIALIZE_RESIZEABLE)
+		if rc != sqlite3.SQLITE_OK {
+			err := sqliteError(c.tls, db, rc)
+			sqlite3.Xsqlite3_close_v2(c.tls, db)
+			return fmt.Errorf("modernc: restore: %w", err)
+		}
+	}
+	if err := c.closeDB(); err != nil {
+		sqlite3.Xsqlite3_close_v2(c.tls, db)
+		return fmt.Errorf("modernc: restore: close: %w", err)
+	}
+	c.setDB(db)
+	if err := c.configure(); err != nil {
+		c.closeDB()
+		return fmt.Errorf("modernc: restore: %w", err)
+	}
+	return nil
+}
+
+// checkImage accepts an empty image or one that looks like a complete
+// SQLite database file: the magic string, a valid page size, a length that
+// is a whole number of pages, a known journal mode, and (when SQLite marked
+// it valid) a page count matching the length.
+func checkImage(img []byte) error {
+	if len(img) == 0 {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidImage}, args...)...)
+	}
+	const magic = "SQLite format 3\x00"
+	if len(img) < 100 || string(img[:16]) != magic {
+		return bad("no SQLite database header")
+	}
+	pageSize := int(binary.BigEndian.Uint16(img[16:]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize > 65536 || pageSize&(pageSize-1) != 0 {
+		return bad("page size %d", pageSize)
+	}
+	if len(img)%pageSize != 0 {
+		return bad("%d bytes is not a whole number of %d-byte pages", len(img), pageSize)
+	}
+	if w, r := img[18], img[19]; (w != 1 && w != 2) || (r != 1 && r != 2) {
+		return bad("file format bytes %d/%d", w, r)
+	}
+	changeCounter := binary.BigEndian.Uint32(img[24:])
+	inHeaderPages := binary.BigEndian.Uint32(img[28:])
+	validFor := binary.BigEndian.Uint32(img[92:])
+	if inHeaderPages != 0 && validFor == changeCounter && int64(inHeaderPages) != int64(len(img)/pageSize) {
+		return bad("the header says %d pages, the image holds %d", inHeaderPages, len(img)/pageSize)
+	}
+	return nil
+}
+
+// replaceFile atomically makes path hold data. The WAL, shared-memory and
+// rollback-journal files of the old database go first: left beside the new
+// file, SQLite would replay them onto it. (Closing the connection has
+// already checkpointed and removed the WAL.)
+func replaceFile(path string, data []byte) error {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".restore-*")
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
+	ok := false
+	if fi, err := os.Stat(path); err == nil {
+		_ = tmp.Chmod(fi.Mode().Perm()) // keep the old file's permissions
+	}
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return err
+	}
+	ok = true
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
