@@ -96,31 +96,6 @@ func testDelimiter(t tb, e *env) {
 	}
 }
 
-func testObjectAndPrefix(t tb, e *env) {
-	ctx := e.ctx
-	x, xy := e.key("x"), e.key("x/y")
-	bx, bxy := e.body("x"), e.body("x/y")
-	vx := mustPut(t, ctx, e.s, x, bx, store.PutOptions{})
-	vxy := mustPut(t, ctx, e.s, xy, bxy, store.PutOptions{})
-	checkBody(t, "the shorter key", mustGet(t, ctx, e.s2, x), bx, vx)
-	checkBody(t, "the longer key", mustGet(t, ctx, e.s2, xy), bxy, vxy)
-
-	l := listChecked(t, ctx, e.s, store.ListOptions{Prefix: e.prefix})
-	sameStrings(t, "flat listing", l.keys(), []string{x, xy})
-	l = listChecked(t, ctx, e.s, store.ListOptions{Prefix: e.prefix, Delimiter: "/"})
-	sameStrings(t, "delimiter listing: objects", l.keys(), []string{x})
-	sameStrings(t, "delimiter listing: common prefixes", l.prefixes, []string{x + "/"})
-
-	if err := e.s.Delete(ctx, x); err != nil {
-		t.Fatalf("delete %s: %v", x, err)
-	}
-	checkBody(t, "the longer key after deleting the shorter", mustGet(t, ctx, e.s, xy), bxy, vxy)
-	// And the other way round: a key appears where deeper keys exist.
-	bx2 := e.body("x again")
-	vx2 := mustPut(t, ctx, e.s2, x, bx2, store.PutOptions{Condition: store.IfAbsent})
-	checkBody(t, "the shorter key written after the longer", mustGet(t, ctx, e.s, x), bx2, vx2)
-}
-
 // Pagination layout: more than 1,000 keys directly under flat/, so even the
 // store's default page size must paginate, and a tree/ of directories, so
 // delimiter listings paginate over common prefixes.

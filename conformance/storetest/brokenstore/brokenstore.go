@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cellb/cellb/core/store"
@@ -40,6 +41,7 @@ func All() []Twin {
 		{"accepts-invalid-keys", "malformed keys are silently rewritten and written", AcceptsInvalidKeys},
 		{"drops-metadata", "metadata is not stored", DropsMetadata},
 		{"repeats-across-pages", "each page repeats the last entry of the page before it", RepeatsAcrossPages},
+		{"busy-directories", "a write fails while another write in the same directory is in progress", BusyDirectories},
 	}
 }
 
@@ -309,4 +311,53 @@ func (b *repeats) List(ctx context.Context, opts store.ListOptions) (store.ListP
 		b.last[p.NextToken] = tail
 	}
 	return p, nil
+}
+
+// BusyDirectories fails a Put or Delete while another one in the same
+// directory (the key up to its last '/') is in progress, like a file store
+// that locks whole directories and gives up instead of waiting. Each write
+// holds its directory for a millisecond so that concurrent writers meet.
+func BusyDirectories(s store.Store) store.Store {
+	return &busyDirs{wrapper: wrapper{s}, busy: map[string]bool{}}
+}
+
+type busyDirs struct {
+	wrapper
+	mu   sync.Mutex
+	busy map[string]bool
+}
+
+// enter marks key's directory busy, or reports that it already was.
+func (b *busyDirs) enter(op, key string) (leave func(), err error) {
+	dir := key[:strings.LastIndexByte(key, '/')+1]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.busy[dir] {
+		return nil, &store.OpError{Op: op, Key: key, Err: fmt.Errorf("directory %q is busy", dir)}
+	}
+	b.busy[dir] = true
+	return func() {
+		time.Sleep(time.Millisecond)
+		b.mu.Lock()
+		delete(b.busy, dir)
+		b.mu.Unlock()
+	}, nil
+}
+
+func (b *busyDirs) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	leave, err := b.enter("put", key)
+	if err != nil {
+		return "", err
+	}
+	defer leave()
+	return b.Store.Put(ctx, key, data, opts)
+}
+
+func (b *busyDirs) Delete(ctx context.Context, key string) error {
+	leave, err := b.enter("delete", key)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return b.Store.Delete(ctx, key)
 }
