@@ -96,7 +96,11 @@ type Conn interface {
 	Restore(ctx context.Context, image []byte) error
 
 	// SetAuthorizer installs fn as the SQLite authorizer for statements
-	// prepared from now on; nil removes it.
+	// prepared from now on; nil removes it. A denial fails the statement
+	// with an error matching ErrNotAuthorized. It governs the caller's SQL
+	// only: the driver's own statements (behind PageSize, PageCount,
+	// Serialize, Restore, TakeCommits, Checkpoint) keep working under any
+	// policy, and the authorizer survives Restore.
 	SetAuthorizer(fn Authorizer) error
 
 	// Close closes the database. Pending captured commits are discarded.
