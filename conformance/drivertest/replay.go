@@ -71,11 +71,13 @@ func verifyCommits(base []byte, commits []driver.CapturedCommit, snaps [][]byte,
 	img := base
 	j := 0
 	for i, want := range snaps {
+		from, fromImg := j, img
 		for !bytes.Equal(img, want) {
 			if j == len(commits) {
+				k, diff := closestPrefix(fromImg, commits[from:], want)
 				return &replayError{fmt.Sprintf(
-					"replaying the %d captured commits never reproduces the image serialized after committing operation %d of the step (closest: after all commits, %s); pages were not copied at commit time, or a change is missing",
-					len(commits), i+1, describeDiff(img, want))}
+					"replaying the %d captured commits never reproduces the image serialized after committing operation %d of the step (closest after commit %d: %s); pages were not copied at commit time, or a change is missing",
+					len(commits), i+1, from+k, diff)}
 			}
 			img = applyCommit(img, commits[j])
 			j++
@@ -90,6 +92,34 @@ func verifyCommits(base []byte, commits []driver.CapturedCommit, snaps [][]byte,
 			len(commits), describeDiff(img, final))}
 	}
 	return nil
+}
+
+// closestPrefix finds how many of commits, replayed onto img, come closest
+// to want (fewest differing pages), for error messages.
+func closestPrefix(img []byte, commits []driver.CapturedCommit, want []byte) (int, string) {
+	best, bestN := -1, 0
+	bestDiff := ""
+	for k := 0; ; k++ {
+		if n := differingPages(img, want); best < 0 || n < bestN {
+			best, bestN, bestDiff = k, n, describeDiff(img, want)
+		}
+		if k == len(commits) {
+			return best, bestDiff
+		}
+		img = applyCommit(img, commits[k])
+	}
+}
+
+// differingPages counts pages that differ, a missing page counting as one.
+func differingPages(a, b []byte) int {
+	ps := max(pageSizeOf(a), pageSizeOf(b), 512)
+	n := 0
+	for off := 0; off < max(len(a), len(b)); off += ps {
+		if off >= len(a) || off >= len(b) || !bytes.Equal(a[off:min(off+ps, len(a))], b[off:min(off+ps, len(b))]) {
+			n++
+		}
+	}
+	return n
 }
 
 // describeDiff says where two images first differ, in pages.
