@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,13 +33,17 @@ var errWALOpened = errors.New("the database opened a write-ahead log, whose page
 // are covered the same way, because nothing depends on the bracket.
 //
 // A transaction can also write pages and then roll back (a cache spill
-// followed by ROLLBACK, or a failed commit): SQLite puts the old pages back
-// before it unlocks. Such a transaction is recognised by the file change
-// counter in the header, which every commit in rollback-journal mode
-// increments and a rollback restores; the only commits that leave it alone
-// are those of a file system with real batch-atomic writes, which report
-// themselves through CommitAtomicWrite. (SQLite's rollback hook cannot
-// serve: it runs after the lock is released.)
+// followed by ROLLBACK, or a failed commit). Such a transaction is
+// recognised by the file change counter in the header, which every commit
+// in rollback-journal mode increments and a rollback restores; the only
+// commits that leave it alone are those of a file system with real
+// batch-atomic writes, which report themselves through CommitAtomicWrite.
+// (SQLite's rollback hook cannot serve: it runs after the lock is
+// released.) SQLite's rollback restores every page that matters, but not
+// the bytes of free pages it never journaled, so the recorder keeps each
+// page's content from before the transaction first wrote it and, after a
+// rollback, puts back any that still differ: the file is then byte for
+// byte what it was, and the rolled-back transaction rightly yields nothing.
 //
 // The recorder is used only from the goroutine that drives the connection
 // (SQLite calls the VFS synchronously), so it needs no lock.
@@ -46,9 +51,15 @@ type recorder struct {
 	active       bool   // a transaction has changed the file since the last Unlock
 	startSize    int64  // file size before the first change
 	startCounter uint32 // change counter before the first change
-	hadHeader    bool   // whether the file had a header then
+	startPS      int64  // page size before the first change; 0 for an empty file
 	batchCommit  bool   // a batch-atomic write committed
 	spans        []span // byte ranges written since then
+
+	// Content of the pages that existed before the transaction, as it
+	// was before the transaction's first write to each, keyed by page
+	// index (page number - 1); the bytes live in slab.
+	before map[int64][]byte
+	slab   []byte
 
 	commits []driver.CapturedCommit
 	err     error
@@ -64,19 +75,57 @@ func (r *recorder) beforeChange(f vfs.File) {
 	r.active = true
 	r.spans = r.spans[:0]
 	r.batchCommit = false
-	r.hadHeader = false
+	r.startPS = 0
+	clear(r.before)
+	r.slab = r.slab[:0]
 	size, err := f.Size()
 	if err != nil {
 		r.fail(fmt.Errorf("reading the database size: %w", err))
+		return
 	}
 	r.startSize = size
-	if size >= headerSize {
-		var b [4]byte
-		if err := readAt(f, b[:], offChangeCounter); err != nil {
-			r.fail(fmt.Errorf("reading the change counter: %w", err))
+	if size < headerSize {
+		return
+	}
+	var hdr [headerSize]byte
+	if err := readAt(f, hdr[:], 0); err != nil {
+		r.fail(fmt.Errorf("reading the database header: %w", err))
+		return
+	}
+	h, err := parseHeader(hdr[:])
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.startCounter = binary.BigEndian.Uint32(hdr[offChangeCounter:])
+	r.startPS = int64(h.pageSize)
+}
+
+// beforeWrite records the transaction's first change and keeps the
+// original content of the existing pages about to change in [off, end).
+func (r *recorder) beforeWrite(f vfs.File, off, end int64) {
+	r.beforeChange(f)
+	if r.startPS == 0 || r.err != nil {
+		return
+	}
+	end = min(end, r.startSize)
+	for p := off / r.startPS; p*r.startPS < end; p++ {
+		if _, ok := r.before[p]; ok {
+			continue
 		}
-		r.startCounter = binary.BigEndian.Uint32(b[:])
-		r.hadHeader = true
+		n := min(r.startPS, r.startSize-p*r.startPS)
+		at := len(r.slab)
+		r.slab = append(r.slab, make([]byte, n)...)
+		if err := readAt(f, r.slab[at:], p*r.startPS); err != nil {
+			r.fail(fmt.Errorf("reading page %d before its first write: %w", p+1, err))
+			return
+		}
+		if r.before == nil {
+			r.before = map[int64][]byte{}
+		}
+		// If the slab moves as it grows, earlier pages keep the old
+		// array alive; their bytes stay right.
+		r.before[p] = r.slab[at : at+int(n) : at+int(n)]
 	}
 }
 
@@ -102,6 +151,8 @@ func (r *recorder) batchCommitted() {
 func (r *recorder) abandon() {
 	r.active = false
 	r.spans = r.spans[:0]
+	clear(r.before)
+	r.slab = r.slab[:0]
 }
 
 func (r *recorder) fail(err error) {
@@ -133,8 +184,7 @@ func (r *recorder) finish(f vfs.File) {
 	if !r.active {
 		return
 	}
-	r.active = false
-	defer func() { r.spans = r.spans[:0] }()
+	defer r.abandon()
 	if r.err != nil {
 		return
 	}
@@ -143,11 +193,35 @@ func (r *recorder) finish(f vfs.File) {
 		r.fail(err)
 		return
 	}
-	committed := r.batchCommit || !r.hadHeader || counter != r.startCounter ||
+	committed := r.batchCommit || r.startPS == 0 || counter != r.startCounter ||
 		int64(c.PageCount)*int64(c.PageSize) != r.startSize
 	if committed {
 		r.commits = append(r.commits, c)
+		return
 	}
+	if err := r.undoFreePages(f); err != nil {
+		r.fail(err)
+	}
+}
+
+// undoFreePages runs after a rollback: it writes back the original bytes
+// of pages SQLite did not restore (free pages, whose content SQLite does
+// not journal). Their content means nothing to SQLite, so no journal
+// protects these writes.
+func (r *recorder) undoFreePages(f vfs.File) error {
+	var cur []byte
+	for p, old := range r.before {
+		cur = append(cur[:0], make([]byte, len(old))...)
+		if err := readAt(f, cur, p*r.startPS); err != nil {
+			return fmt.Errorf("reading page %d after a rollback: %w", p+1, err)
+		}
+		if !bytes.Equal(cur, old) {
+			if _, err := f.WriteAt(old, p*r.startPS); err != nil {
+				return fmt.Errorf("restoring free page %d after a rollback: %w", p+1, err)
+			}
+		}
+	}
+	return nil
 }
 
 // readCommit reads, from a file the caller holds exclusively, the pages a

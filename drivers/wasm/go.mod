@@ -3,6 +3,7 @@ module github.com/cellb/cellb/drivers/wasm
 go 1.26.0
 
 require (
+	github.com/cellb/cellb/conformance v0.0.0
 	github.com/cellb/cellb/core v0.0.0
 	github.com/ncruces/go-sqlite3 v0.37.0
 )
@@ -13,4 +14,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 )
 
-replace github.com/cellb/cellb/core => ../../core
+replace (
+	github.com/cellb/cellb/conformance => ../../conformance
+	github.com/cellb/cellb/core => ../../core
+)

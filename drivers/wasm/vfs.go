@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"math"
 	"sync"
 
 	"github.com/ncruces/go-sqlite3"
@@ -87,7 +88,7 @@ func (f *captureFile) Unwrap() vfs.File { return f.File }
 
 func (f *captureFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.rec != nil {
-		f.rec.beforeChange(f.File)
+		f.rec.beforeWrite(f.File, off, off+int64(len(p)))
 		defer f.rec.wrote(off, int64(len(p)))
 	}
 	return f.File.WriteAt(p, off)
@@ -95,7 +96,7 @@ func (f *captureFile) WriteAt(p []byte, off int64) (int, error) {
 
 func (f *captureFile) Truncate(size int64) error {
 	if f.rec != nil {
-		f.rec.beforeChange(f.File)
+		f.rec.beforeWrite(f.File, size, math.MaxInt64)
 	}
 	return f.File.Truncate(size)
 }
