@@ -34,6 +34,7 @@ type env struct {
 func commands() []command {
 	return []command{
 		// Each subcommand's file adds its entry here.
+		diagnoseCommand(),
 	}
 }
 
