@@ -214,6 +214,9 @@ type alarmEntry struct {
 	has     bool
 	timer   clock.Timer
 	running bool
+	// refire is set when the timer fired during a run; the run's end fires
+	// again so the stored alarm is looked at once more.
+	refire bool
 	// internal counts consecutive runs that failed inside the runtime
 	// (storage, reset): they retry on the backoff without counting.
 	internal int64
@@ -241,9 +244,7 @@ func (s *alarmScheduler) set(cls *class, id ID, row *alarmRow) {
 	} else {
 		e.has, e.at = true, time.UnixMilli(row.AtMs)
 	}
-	if !e.running {
-		s.armLocked(key, e, e.at, e.has)
-	}
+	s.armLocked(key, e, e.at, e.has)
 }
 
 func (s *alarmScheduler) armLocked(key string, e *alarmEntry, at time.Time, has bool) {
@@ -268,12 +269,17 @@ func (s *alarmScheduler) armLocked(key string, e *alarmEntry, at time.Time, has 
 func (s *alarmScheduler) fire(key string) {
 	s.mu.Lock()
 	e := s.entries[key]
-	if e == nil || s.stopped || e.running {
+	if e == nil || s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	if e.running {
+		e.refire = true
 		s.mu.Unlock()
 		return
 	}
 	e.running = true
-	e.timer = nil
+	e.refire = false
 	s.mu.Unlock()
 
 	err := s.rt.dispatch(s.rt.bg, e.cls, e.id, func(ctx context.Context, obj any) error {
@@ -296,7 +302,14 @@ func (s *alarmScheduler) fire(key string) {
 		return
 	}
 	e.internal = 0
-	s.armLocked(key, e, e.at, e.has)
+	if e.refire {
+		e.refire = false
+		go s.fire(key)
+		return
+	}
+	if !e.has && e.timer == nil {
+		delete(s.entries, key)
+	}
 }
 
 // stopAll cancels every timer (Close).

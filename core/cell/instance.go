@@ -216,8 +216,8 @@ func isLocalLog(l durability.Log) bool {
 func (inst *instance) failActivation(err error) {
 	aerr := &ActivationError{Key: inst.key, Err: err}
 	inst.rt.logger.Warn("cell activation failed", "cell", inst.key, "err", err)
-	inst.g.failHeld(aerr)
 	inst.rt.forget(inst)
+	inst.g.failHeld(aerr)
 	inst.shutdown(inst.rt.bg, false)
 }
 
@@ -368,10 +368,12 @@ func Await[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) 
 // next call builds a fresh instance. The first reason wins.
 func (inst *instance) breakNow(reason string, cause error) *BrokenObjectError {
 	berr := &BrokenObjectError{Key: inst.key, Reason: reason, Err: cause}
+	// Leave the live map before failing the waiters, so a caller that
+	// retries at once reaches a fresh instance.
+	inst.rt.forget(inst)
 	first, shutdown := inst.g.fail(berr)
 	if first == error(berr) {
 		inst.rt.logger.Warn("cell reset", "cell", inst.key, "reason", reason)
-		inst.rt.forget(inst)
 	}
 	if shutdown {
 		go inst.shutdown(inst.rt.bg, false)
@@ -389,6 +391,7 @@ func (inst *instance) evictIfIdle() {
 		return
 	}
 	inst.rt.forget(inst)
+
 	inst.shutdown(inst.rt.bg, true)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -112,6 +113,9 @@ func New(opts Options) (*Runtime, error) {
 // Store is Options.Store (nil when none was given).
 func (rt *Runtime) Store() store.Store { return rt.opts.Store }
 
+// DataDir is Options.DataDir.
+func (rt *Runtime) DataDir() string { return rt.opts.DataDir }
+
 // ScriptName is Options.ScriptName.
 func (rt *Runtime) ScriptName() string { return rt.opts.ScriptName }
 
@@ -141,6 +145,11 @@ func (rt *Runtime) forget(inst *instance) {
 	if rt.cells[inst.key] == inst {
 		delete(rt.cells, inst.key)
 	}
+	select {
+	case <-inst.done:
+		return // already shut down: nothing for a successor to wait for
+	default:
+	}
 	rt.retiring[inst.key] = inst
 }
 
@@ -154,6 +163,18 @@ func (rt *Runtime) retired(inst *instance) {
 	if rt.cells[inst.key] == inst {
 		delete(rt.cells, inst.key)
 	}
+}
+
+// ActiveCells lists the cell keys with an instance in memory, sorted.
+func (rt *Runtime) ActiveCells() []string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	keys := make([]string, 0, len(rt.cells))
+	for k := range rt.cells {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // errRetired fails events that reached an instance just as it was retired

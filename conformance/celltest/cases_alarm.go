@@ -1,0 +1,223 @@
+package celltest
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/clock"
+)
+
+func alarmCases() []caseDef {
+	return []caseDef{
+		{"alarm/timeline", caseAlarmTimeline},
+		{"alarm/rearm-wins", caseAlarmRearm},
+		{"alarm/survives-restart", caseAlarmRestart},
+	}
+}
+
+// alarmObj runs the case's alarm behaviour and reports every run.
+type alarmObj struct {
+	st   *cell.State
+	runs chan alarmRun
+	do   func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error
+}
+
+type alarmRun struct {
+	info     cell.AlarmInfo
+	getAlarm bool // what GetAlarm said inside the handler
+	err      error
+}
+
+func (o *alarmObj) Alarm(ctx context.Context, info cell.AlarmInfo) error {
+	_, set, gerr := o.st.GetAlarm(ctx)
+	if gerr != nil {
+		return gerr
+	}
+	if _, err := o.st.SQL().Exec(ctx, "INSERT INTO attempts(at) VALUES(?)", info.RetryCount); err != nil {
+		return err
+	}
+	err := o.do(ctx, o, info)
+	o.runs <- alarmRun{info, set, err}
+	return err
+}
+
+func (c *checkT) alarmClass(rt *cell.Runtime, name string, do func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error) (*cell.Namespace[*alarmObj], chan alarmRun) {
+	runs := make(chan alarmRun, 16)
+	ns, err := cell.Register(rt, name, func(ctx context.Context, st *cell.State) (*alarmObj, error) {
+		_, err := st.SQL().Exec(ctx, "CREATE TABLE IF NOT EXISTS attempts(at INTEGER)")
+		return &alarmObj{st: st, runs: runs, do: do}, err
+	})
+	if err != nil {
+		c.fatalf("Register: %v", err)
+	}
+	return ns, runs
+}
+
+var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// expectDeadline checks the fake clock's next timer.
+func (c *checkT) expectDeadline(clk *clock.Fake, want time.Time, what string) {
+	got, ok := clk.NextDeadline()
+	if !ok || !got.Equal(want) {
+		c.errorf("%s: next timer at %v (set %v), want %v", what, got.Sub(epoch), ok, want.Sub(epoch))
+	}
+}
+
+func (c *checkT) expectNoTimer(clk *clock.Fake, what string) {
+	if got, ok := clk.NextDeadline(); ok {
+		c.errorf("%s: a timer is still set for %v", what, got.Sub(epoch))
+	}
+}
+
+func alarmCall[R any](c *checkT, ns *cell.Namespace[*alarmObj], what string, fn func(ctx context.Context, o *alarmObj) (R, error)) R {
+	v, err := cell.Call(c.ctx, ns.Get(ns.IDFromName("a")), fn)
+	if err != nil {
+		c.fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// The whole timeline: success deletes the alarm; failures retry at
+// now + 2 s << min(retry, 6) with counters, keep their writes, and the
+// alarm is dropped after 6 counted failures.
+func caseAlarmTimeline(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	var fail atomic.Bool
+	ns, runs := c.alarmClass(rt, "Alarm", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error {
+		if fail.Load() {
+			return errors.New("alarm failed")
+		}
+		return nil
+	})
+	get := func(what string) (time.Time, bool) {
+		type r struct {
+			t  time.Time
+			ok bool
+		}
+		v := alarmCall(c, ns, what, func(ctx context.Context, o *alarmObj) (r, error) {
+			t, ok, err := o.st.GetAlarm(ctx)
+			return r{t, ok}, err
+		})
+		return v.t, v.ok
+	}
+	set := func(at time.Time) {
+		alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) { return 0, o.st.SetAlarm(ctx, at) })
+	}
+
+	// Success.
+	set(epoch.Add(10 * time.Second))
+	if at, ok := get("GetAlarm"); !ok || !at.Equal(epoch.Add(10*time.Second)) {
+		c.errorf("GetAlarm = %v, %v; want +10s", at, ok)
+	}
+	c.expectDeadline(clk, epoch.Add(10*time.Second), "after SetAlarm")
+	clk.Advance(9 * time.Second)
+	select {
+	case <-runs:
+		c.errorf("the alarm ran before it was due")
+	default:
+	}
+	clk.Advance(time.Second)
+	r := wait(c, runs, "the alarm at +10s")
+	if r.getAlarm || r.info.RetryCount != 0 || r.info.IsRetry || !r.info.ScheduledTime.Equal(epoch.Add(10*time.Second)) {
+		c.errorf("first run: GetAlarm set=%v, info %+v; want not set, retry 0, scheduled +10s", r.getAlarm, r.info)
+	}
+	if _, ok := get("GetAlarm after success"); ok {
+		c.errorf("the alarm is still set after a successful run")
+	}
+	c.expectNoTimer(clk, "after success")
+
+	// Failures: 6 counted failures, then dropped.
+	fail.Store(true)
+	start := clk.Now()
+	set(start.Add(time.Second))
+	clk.Advance(time.Second)
+	for i := 0; i < 6; i++ {
+		r := wait(c, runs, "a failing run")
+		if r.info.RetryCount != i || r.info.IsRetry != (i > 0) {
+			c.errorf("run %d: info %+v, want RetryCount %d", i+1, r.info, i)
+		}
+		at, ok := get("GetAlarm after a failure")
+		if i == 5 {
+			if ok {
+				c.errorf("the alarm is still set (%v) after 6 counted failures", at.Sub(epoch))
+			}
+			c.expectNoTimer(clk, "after the alarm was dropped")
+			break
+		}
+		want := clk.Now().Add(2 * time.Second << i)
+		if !ok || !at.Equal(want) {
+			c.errorf("after failure %d the alarm is at %v (set %v), want now + %v", i+1, at.Sub(epoch), ok, 2*time.Second<<i)
+		}
+		c.expectDeadline(clk, want, "retry timer")
+		clk.Set(want)
+	}
+	n := alarmCall(c, ns, "count attempts", func(ctx context.Context, o *alarmObj) (int64, error) {
+		var n int64
+		err := o.st.SQL().QueryRow(ctx, "SELECT count(*) FROM attempts").Scan(&n)
+		return n, err
+	})
+	if n != 7 {
+		c.errorf("%d attempts recorded, want 7 (writes of failed attempts are kept)", n)
+	}
+}
+
+// A handler's own SetAlarm wins over the deletion after success and over
+// the retry after failure.
+func caseAlarmRearm(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	var fail atomic.Bool
+	ns, runs := c.alarmClass(rt, "Rearm", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error {
+		if err := o.st.SetAlarm(ctx, info.ScheduledTime.Add(time.Minute)); err != nil {
+			return err
+		}
+		if _, ok, _ := o.st.GetAlarm(ctx); !ok {
+			return errors.New("GetAlarm does not see the handler's own SetAlarm")
+		}
+		if fail.Load() {
+			return errors.New("failed after re-arming")
+		}
+		return nil
+	})
+	alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) {
+		return 0, o.st.SetAlarm(ctx, epoch.Add(time.Second))
+	})
+	clk.Advance(time.Second)
+	if r := wait(c, runs, "the alarm"); r.err != nil {
+		c.errorf("the alarm handler: %v", r.err)
+	}
+	alarmCall(c, ns, "sync", func(ctx context.Context, o *alarmObj) (int, error) { return 0, nil })
+	c.expectDeadline(clk, epoch.Add(61*time.Second), "after a successful run that re-armed")
+	fail.Store(true)
+	clk.Set(epoch.Add(61 * time.Second))
+	wait(c, runs, "the re-armed alarm")
+	alarmCall(c, ns, "sync", func(ctx context.Context, o *alarmObj) (int, error) { return 0, nil })
+	c.expectDeadline(clk, epoch.Add(121*time.Second), "after a failed run that re-armed (the re-arm wins over the retry)")
+}
+
+// A stored alarm fires after the runtime restarts.
+func caseAlarmRestart(c *checkT) {
+	clk := clock.NewFake(epoch)
+	dir := filepath.Join(c.dir, "restart")
+	rt := c.runtime(rtConfig{clock: clk, dir: dir})
+	ns, _ := c.alarmClass(rt, "Restart", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error { return nil })
+	alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) {
+		return 0, o.st.SetAlarm(ctx, epoch.Add(time.Hour))
+	})
+	if err := rt.Close(c.ctx); err != nil {
+		c.fatalf("Close: %v", err)
+	}
+	c.expectNoTimer(clk, "after Close")
+	rt2 := c.runtime(rtConfig{clock: clk, dir: dir})
+	_, runs := c.alarmClass(rt2, "Restart", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error { return nil })
+	c.expectDeadline(clk, epoch.Add(time.Hour), "after the restart")
+	clk.Advance(time.Hour)
+	if r := wait(c, runs, "the alarm after a restart"); r.err != nil || !r.info.ScheduledTime.Equal(epoch.Add(time.Hour)) {
+		c.errorf("alarm after restart: %+v", r)
+	}
+}

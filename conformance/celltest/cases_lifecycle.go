@@ -1,0 +1,138 @@
+package celltest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/clock"
+)
+
+func lifecycleCases() []caseDef {
+	return []caseDef{
+		{"lifecycle/idle-eviction", caseIdleEviction},
+		{"lifecycle/close-drains", caseCloseDrains},
+	}
+}
+
+// An idle object is evicted after the idle timeout and comes back with its
+// data on the next call.
+func caseIdleEviction(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk, idle: time.Minute})
+	pc := c.probeClass(rt, "Idle", nil)
+	s := pc.stub("a")
+	must(c, s, "write", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	if !slices.Contains(rt.ActiveCells(), s.Key()) {
+		c.errorf("ActiveCells %v lacks the cell just called", rt.ActiveCells())
+	}
+	clk.Advance(59 * time.Second)
+	if !slices.Contains(rt.ActiveCells(), s.Key()) {
+		c.errorf("the cell was evicted before the idle timeout")
+	}
+	clk.Advance(time.Second)
+	deadline := time.Now().Add(c.h.Timeout)
+	for slices.Contains(rt.ActiveCells(), s.Key()) {
+		if time.Now().After(deadline) {
+			c.fatalf("the cell was not evicted after the idle timeout")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	v := must(c, s, "read after eviction", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
+	if v != 1 || pc.built.Load() != 2 {
+		c.errorf("after eviction n=%d with %d constructions, want n=1 and 2 constructions", v, pc.built.Load())
+	}
+}
+
+// Close lets events in flight finish and their replies wait for
+// durability, refuses new calls, and leaves everything committed.
+func caseCloseDrains(c *checkT) {
+	log := c.controlLog()
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Close", nil)
+	s := pc.stub("a")
+	must(c, s, "warm up", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	entered, release := make(chan struct{}), make(chan struct{})
+	inflight := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		close(entered)
+		<-release
+		return p.incr(ctx, "n")
+	})
+	wait(c, entered, "the in-flight handler")
+	closed := make(chan error, 1)
+	go func() { closed <- rt.Close(c.ctx) }()
+	time.Sleep(settle / 2)
+	if _, err := cell.Call(c.ctx, pc.stub("b"), func(ctx context.Context, p *probe) (int, error) { return 0, nil }); !errors.Is(err, cell.ErrClosed) {
+		c.errorf("a call during Close returned %v, want ErrClosed", err)
+	}
+	log.Hold()
+	close(release)
+	if !quiet(closed, settle) {
+		c.errorf("Close returned while a reply still waited for durability")
+	}
+	log.Release()
+	if r := wait(c, inflight, "the in-flight call"); r.err != nil || r.v != 2 {
+		c.errorf("the in-flight call during Close returned (%d, %v), want (2, nil)", r.v, r.err)
+	}
+	if err := wait(c, closed, "Close"); err != nil {
+		c.errorf("Close: %v", err)
+	}
+	conn := c.openRaw(rt.DataDir(), s.Key())
+	if rows := c.rawRows(conn, "SELECT v FROM t WHERE k = 'n'"); len(rows) != 1 || rows[0][0] != int64(2) {
+		c.errorf("after Close the database holds %v, want [[2]]", rows)
+	}
+}
+
+// page is an http.Handler object.
+type page struct{ st *cell.State }
+
+func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var n int64
+	sql := p.st.SQL()
+	if _, err := sql.Exec(r.Context(), "CREATE TABLE IF NOT EXISTS hits(n INTEGER)"); err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	if _, err := sql.Exec(r.Context(), "INSERT INTO hits VALUES(1)"); err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	sql.QueryRow(r.Context(), "SELECT count(*) FROM hits").Scan(&n)
+	w.Header().Set("X-Hits", "yes")
+	w.WriteHeader(http.StatusCreated)
+	io.WriteString(w, r.URL.Path+" "+strings.Repeat("!", int(n)))
+}
+
+// Fetch-style requests reach an http.Handler object and come back whole.
+func caseFetch(c *checkT) {
+	rt := c.runtime(rtConfig{})
+	ns, err := cell.Register(rt, "Page", func(ctx context.Context, st *cell.State) (*page, error) { return &page{st}, nil })
+	if err != nil {
+		c.fatalf("Register: %v", err)
+	}
+	s := ns.Get(ns.IDFromName("a"))
+	req := httptest.NewRequest("GET", "/hello", nil)
+	resp, err := s.Fetch(c.ctx, req)
+	if err != nil {
+		c.fatalf("Fetch: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("X-Hits") != "yes" || string(body) != "/hello !" {
+		c.errorf("Fetch returned %d %v %q", resp.StatusCode, resp.Header, body)
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/again", nil))
+	if rec.Code != http.StatusCreated || rec.Body.String() != "/again !!" {
+		c.errorf("ServeHTTP returned %d %q", rec.Code, rec.Body.String())
+	}
+	pcls := c.probeClass(rt, "NotHTTP", nil)
+	if _, err := pcls.stub("a").Fetch(c.ctx, req); !errors.Is(err, cell.ErrNotHTTPHandler) {
+		c.errorf("Fetch to an object without ServeHTTP: %v, want ErrNotHTTPHandler", err)
+	}
+}

@@ -1,0 +1,326 @@
+package celltest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/lease"
+)
+
+func outputCases() []caseDef {
+	return []caseDef{
+		{"output/held-until-durable", caseHeldUntilDurable},
+		{"output/counter-64", caseCounter64},
+	}
+}
+
+func resetCases() []caseDef {
+	return []caseDef{
+		{"reset/durability-failure", caseDurabilityFailure},
+		{"reset/block-concurrency-while", caseBlockConcurrencyWhile},
+		{"reset/lease-lost", caseLeaseLost},
+	}
+}
+
+func (c *checkT) controlLog() *ControlLog {
+	l := NewControlLog()
+	c.defer_(l.Release)
+	return l
+}
+
+// A reply waits for every commit made before it; later events keep
+// running; a reply with nothing pending leaves at once.
+func caseHeldUntilDurable(c *checkT) {
+	log := c.controlLog()
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Output", nil)
+	s := pc.stub("a")
+	must(c, s, "warm up", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+
+	log.Hold()
+	wrote := make(chan struct{})
+	w := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		defer close(wrote)
+		return p.incr(ctx, "n")
+	})
+	wait(c, wrote, "the writing handler")
+	readRan := make(chan struct{})
+	r := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		defer close(readRan)
+		return p.get(ctx, "n")
+	})
+	wait(c, readRan, "a later event to run while the first reply waits (commits must pipeline)")
+	if !quiet(w, settle) {
+		c.errorf("a reply left before its commit was durable")
+	}
+	if !quiet(r, settle) {
+		c.errorf("a read-only reply left while a commit made before it was not durable")
+	}
+	if log.Pending() == 0 {
+		c.errorf("the write reached no pending commit in the log")
+	}
+	log.Release()
+	if v := wait(c, w, "the write's reply after durability"); v.err != nil || v.v != 2 {
+		c.errorf("write reply %d (err %v), want 2", v.v, v.err)
+	}
+	if v := wait(c, r, "the read's reply after durability"); v.err != nil || v.v != 2 {
+		c.errorf("read reply %d (err %v), want 2", v.v, v.err)
+	}
+
+	// Quiet object: a read-only reply does not wait for the held log.
+	log.Hold()
+	q := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
+	if v := wait(c, q, "a read-only reply on a quiet object"); v.err != nil || v.v != 2 {
+		c.errorf("read-only reply %d (err %v), want 2", v.v, v.err)
+	}
+	log.Release()
+}
+
+// 64 concurrent increments of one counter: distinct, gap-free values, and
+// no reply before its commit is durable.
+func caseCounter64(c *checkT) {
+	log := c.controlLog()
+	log.SetDelay(200 * time.Microsecond)
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Counter", nil)
+	s := pc.stub("counter")
+	const n = 64
+	type reply struct {
+		v, appendedBefore, durableAtReply uint64
+		err                               error
+	}
+	out := make(chan reply, n)
+	var start sync.WaitGroup
+	start.Add(1)
+	for range n {
+		go func() {
+			start.Wait()
+			var before uint64
+			v, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+				before = log.Appended()
+				return p.incr(ctx, "n")
+			})
+			out <- reply{uint64(v), before, log.Durable(), err}
+		}()
+	}
+	start.Done()
+	var got []uint64
+	for range n {
+		r := wait(c, out, "the counter replies")
+		if r.err != nil {
+			c.errorf("increment: %v", r.err)
+			continue
+		}
+		if r.durableAtReply < r.appendedBefore+1 {
+			c.errorf("value %d was replied with %d commits durable, but its commit was at least number %d", r.v, r.durableAtReply, r.appendedBefore+1)
+		}
+		got = append(got, r.v)
+	}
+	slices.Sort(got)
+	for i, v := range got {
+		if v != uint64(i+1) {
+			c.errorf("values %v are not 1..%d without gaps or repeats", got, n)
+			break
+		}
+	}
+}
+
+// A commit that fails to become durable resets the object: its caller and
+// every reply waiting behind it get BrokenObjectError; the next call
+// builds a fresh instance.
+func caseDurabilityFailure(c *checkT) {
+	log := c.controlLog()
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Durable", nil)
+	s := pc.stub("a")
+	must(c, s, "warm up", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	log.Hold()
+	wrote := make(chan struct{})
+	w := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		defer close(wrote)
+		return p.incr(ctx, "n")
+	})
+	wait(c, wrote, "the write")
+	readRan := make(chan struct{})
+	r := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		defer close(readRan)
+		return p.get(ctx, "n")
+	})
+	wait(c, readRan, "the read")
+	log.Fail(errors.New("injected durability failure"))
+	for _, ch := range []<-chan result[int64]{w, r} {
+		v := wait(c, ch, "a reply after the failure")
+		if !isBroken(v.err) {
+			c.errorf("a reply waiting on a failed commit returned (%d, %v), want a BrokenObjectError", v.v, v.err)
+		} else if !strings.Contains(v.err.Error(), "durable") {
+			c.errorf("reset message %q does not say a commit failed to become durable", v.err)
+		}
+	}
+	log.Release()
+	if _, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") }); err != nil {
+		c.errorf("the call after a reset failed: %v", err)
+	}
+	if g := pc.built.Load(); g != 2 {
+		c.errorf("the object was constructed %d times, want 2", g)
+	}
+}
+
+// BlockConcurrencyWhile keeps the gate across yields, and its failure or
+// panic resets the object.
+func caseBlockConcurrencyWhile(c *checkT) {
+	rt := c.runtime(rtConfig{})
+	var attempt int
+	pc := c.probeClass(rt, "BCW", func(ctx context.Context, p *probe) error {
+		attempt++
+		n := attempt
+		return p.st.BlockConcurrencyWhile(ctx, func(ctx context.Context) error {
+			switch n {
+			case 1:
+				return errors.New("initialisation failed")
+			case 2:
+				panic("initialisation panicked")
+			}
+			_, err := p.incr(ctx, "init")
+			return err
+		})
+	})
+	s := pc.stub("a")
+	for i, want := range []string{"failed", "panicked"} {
+		_, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int, error) { return 0, nil })
+		if !isBroken(err) || !strings.Contains(err.Error(), "blockConcurrencyWhile") || !strings.Contains(err.Error(), want) {
+			c.errorf("call %d after a constructor's BlockConcurrencyWhile %s returned %v, want a BrokenObjectError naming it", i+1, want, err)
+		}
+	}
+	v := must(c, s, "call after the resets", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "init") })
+	if v != 1 {
+		c.errorf("the third construction's write reads %d, want 1", v)
+	}
+
+	// The gate is kept across a yield inside BlockConcurrencyWhile.
+	inAwait, resume := make(chan struct{}), make(chan struct{})
+	blocker := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int, error) {
+		err := p.st.BlockConcurrencyWhile(ctx, func(ctx context.Context) error {
+			_, err := cell.Await(ctx, func(ctx context.Context) (int, error) {
+				close(inAwait)
+				<-resume
+				return 0, nil
+			})
+			return err
+		})
+		return 0, err
+	})
+	wait(c, inAwait, "BlockConcurrencyWhile's Await")
+	otherRan := make(chan struct{})
+	other := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int, error) {
+		close(otherRan)
+		return 0, nil
+	})
+	if !quiet(otherRan, settle) {
+		c.errorf("an event ran while BlockConcurrencyWhile was yielded")
+	}
+	close(resume)
+	if r := wait(c, blocker, "the blocking call"); r.err != nil {
+		c.errorf("BlockConcurrencyWhile with a successful callback: %v", r.err)
+	}
+	if r := wait(c, other, "the event after BlockConcurrencyWhile"); r.err != nil {
+		c.errorf("the event after BlockConcurrencyWhile: %v", r.err)
+	}
+}
+
+// A lost lease breaks the instance: queued callers get BrokenObjectError
+// and the next call takes the lease again.
+func caseLeaseLost(c *checkT) {
+	ls := newTestLease()
+	rt := c.runtime(rtConfig{lease: ls})
+	pc := c.probeClass(rt, "Leased", nil)
+	s := pc.stub("a")
+	must(c, s, "warm up", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	entered, release := make(chan struct{}), make(chan struct{})
+	running := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		close(entered)
+		<-release
+		return p.incr(ctx, "n")
+	})
+	wait(c, entered, "the running handler")
+	queued := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	time.Sleep(settle / 2)
+	ls.revokeAll(errors.New("lease taken over"))
+	if r := wait(c, queued, "the queued call"); !isBroken(r.err) || !strings.Contains(r.err.Error(), "lease") {
+		c.errorf("a queued call after the lease was lost returned (%d, %v), want a BrokenObjectError about the lease", r.v, r.err)
+	}
+	close(release)
+	if r := wait(c, running, "the running call"); !isBroken(r.err) {
+		c.errorf("the running call after the lease was lost returned (%d, %v), want a BrokenObjectError", r.v, r.err)
+	}
+	v := must(c, s, "call with a new lease", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
+	if v != 1 {
+		c.errorf("after the reset n=%d, want 1 (the write of the broken turn must not commit)", v)
+	}
+	if n := ls.acquired(); n != 2 {
+		c.errorf("the lease was acquired %d times, want 2", n)
+	}
+}
+
+// testLease grants every cell and can revoke the grants.
+type testLease struct {
+	mu     sync.Mutex
+	grants []*testGrant
+}
+
+func newTestLease() *testLease { return &testLease{} }
+
+func (l *testLease) TryAcquire(ctx context.Context, key string) (lease.Grant, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := &testGrant{epoch: uint64(len(l.grants) + 1), lost: make(chan struct{})}
+	l.grants = append(l.grants, g)
+	return g, nil
+}
+
+func (l *testLease) acquired() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.grants)
+}
+
+func (l *testLease) revokeAll(err error) {
+	l.mu.Lock()
+	gs := slices.Clone(l.grants)
+	l.mu.Unlock()
+	for _, g := range gs {
+		g.end(err)
+	}
+}
+
+type testGrant struct {
+	epoch uint64
+	once  sync.Once
+	lost  chan struct{}
+	mu    sync.Mutex
+	err   error
+}
+
+func (g *testGrant) end(err error) {
+	g.once.Do(func() {
+		g.mu.Lock()
+		g.err = err
+		g.mu.Unlock()
+		close(g.lost)
+	})
+}
+
+func (g *testGrant) Epoch() uint64         { return g.epoch }
+func (g *testGrant) BucketWins() bool      { return false }
+func (g *testGrant) Lost() <-chan struct{} { return g.lost }
+func (g *testGrant) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+func (g *testGrant) CheckWrite() error                 { return g.Err() }
+func (g *testGrant) Release(ctx context.Context) error { g.end(lease.ErrReleased); return nil }

@@ -1,0 +1,194 @@
+package celltest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Harness describes what the suite runs on.
+type Harness struct {
+	// Driver is the SQLite driver under test.
+	Driver driver.Driver
+	// Store, if set, is handed to every runtime the suite builds.
+	Store store.Store
+	// Dir holds the cases' data directories (a fresh subdirectory per
+	// case). Empty means a temporary directory removed afterwards.
+	Dir string
+	// Cases, when not empty, restricts the run: an entry selects the case
+	// of that name, or every case under it when it ends in "/".
+	Cases []string
+	// WrapLog, if set, wraps the durability.Log of every runtime the suite
+	// builds (the negative twins use it to break durability).
+	WrapLog func(durability.Log) durability.Log
+	// Timeout bounds each wait in a case (default 10 s): a wait that runs
+	// out is a failure, never a pass.
+	Timeout time.Duration
+}
+
+func (h Harness) selects(name string) bool {
+	if len(h.Cases) == 0 {
+		return true
+	}
+	for _, c := range h.Cases {
+		if c == name || (strings.HasSuffix(c, "/") && strings.HasPrefix(name, c)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Report is the outcome of RunReport.
+type Report struct {
+	Results []CaseResult
+}
+
+// CaseResult is the outcome of one case.
+type CaseResult struct {
+	Name     string
+	Failures []string
+	Log      []string
+}
+
+// Failed reports whether the case found a broken guarantee.
+func (r CaseResult) Failed() bool { return len(r.Failures) > 0 }
+
+// Failed returns the names of the failed cases, in run order.
+func (r Report) Failed() []string {
+	var names []string
+	for _, c := range r.Results {
+		if c.Failed() {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// String lists every failure.
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "celltest: %d cases, %d failed\n", len(r.Results), len(r.Failed()))
+	for _, c := range r.Results {
+		for _, f := range c.Failures {
+			fmt.Fprintf(&b, "  %s: %s\n", c.Name, f)
+		}
+	}
+	return b.String()
+}
+
+// CaseNames lists every case, in run order.
+func CaseNames() []string {
+	var names []string
+	for _, c := range allCases() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// Run runs the suite as subtests of t, one per case.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.Driver == nil {
+		t.Fatal("celltest: Harness.Driver is nil")
+	}
+	if h.Dir == "" {
+		h.Dir = t.TempDir()
+	}
+	for _, def := range allCases() {
+		if !h.selects(def.name) {
+			continue
+		}
+		t.Run(def.name, func(t *testing.T) {
+			res := runCase(t.Context(), h, def)
+			for _, l := range res.Log {
+				t.Log(l)
+			}
+			for _, f := range res.Failures {
+				t.Error(f)
+			}
+		})
+	}
+}
+
+// RunReport runs the suite without a testing.T and returns what each case
+// found; only a malformed harness is an error.
+func RunReport(ctx context.Context, h Harness) (Report, error) {
+	if h.Driver == nil {
+		return Report{}, fmt.Errorf("celltest: Harness.Driver is nil")
+	}
+	if h.Dir == "" {
+		dir, err := os.MkdirTemp("", "celltest-")
+		if err != nil {
+			return Report{}, err
+		}
+		defer os.RemoveAll(dir)
+		h.Dir = dir
+	}
+	var rep Report
+	for _, def := range allCases() {
+		if !h.selects(def.name) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.Results = append(rep.Results, runCase(ctx, h, def))
+	}
+	return rep, nil
+}
+
+type caseDef struct {
+	name string
+	run  func(c *checkT)
+}
+
+// allCases is the suite in run order, built per call (no package state).
+func allCases() []caseDef {
+	var all []caseDef
+	all = append(all, turnCases()...)
+	all = append(all, outputCases()...)
+	all = append(all, resetCases()...)
+	all = append(all, sqlCases()...)
+	all = append(all, kvCases()...)
+	all = append(all, alarmCases()...)
+	all = append(all, lifecycleCases()...)
+	return all
+}
+
+type abortCase struct{}
+
+func runCase(ctx context.Context, h Harness, def caseDef) (res CaseResult) {
+	res.Name = def.name
+	ctx, cancel := context.WithCancel(ctx)
+	c := &checkT{ctx: ctx, h: h, res: &res}
+	if c.h.Timeout <= 0 {
+		c.h.Timeout = 10 * time.Second
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(abortCase); !ok {
+				res.Failures = append(res.Failures, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
+			}
+		}
+		c.cleanup()
+		cancel()
+		if c.dir != "" {
+			os.RemoveAll(c.dir)
+		}
+	}()
+	dir, err := os.MkdirTemp(h.Dir, strings.ReplaceAll(def.name, "/", "-")+"-")
+	if err != nil {
+		c.fatalf("cannot create the case directory: %v", err)
+	}
+	c.dir = dir
+	def.run(c)
+	return res
+}

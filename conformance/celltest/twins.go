@@ -1,0 +1,205 @@
+package celltest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+)
+
+// Negative twins: variants of the system under test that break one
+// guarantee the way real drivers and logs get it wrong. RunTwins shows the
+// suite rejects each in the cases it names.
+
+// Twin is one deliberately broken variant.
+type Twin struct {
+	// Name says what is broken.
+	Name string
+	// Wrap builds the broken harness around the one under test.
+	Wrap func(Harness) Harness
+	// CaughtBy are the cases that must each fail on the twin.
+	CaughtBy []string
+}
+
+// Twins lists every shipped twin.
+func Twins() []Twin {
+	return []Twin{
+		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
+		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64"}},
+		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure"}},
+		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer"}},
+		{"no-savepoint-rollback", wrapDriver(NoSavepointRollback), []string{"sql/savepoints"}},
+	}
+}
+
+func wrapDriver(w func(driver.Driver) driver.Driver) func(Harness) Harness {
+	return func(h Harness) Harness {
+		h.Driver = w(h.Driver)
+		return h
+	}
+}
+
+func wrapLog(w func(durability.Log) durability.Log) func(Harness) Harness {
+	return func(h Harness) Harness {
+		prev := h.WrapLog
+		h.WrapLog = func(l durability.Log) durability.Log {
+			if prev != nil {
+				l = prev(l)
+			}
+			return w(l)
+		}
+		return h
+	}
+}
+
+// RunTwins runs each twin's catching cases and fails t unless every one of
+// them fails on the twin.
+func RunTwins(t *testing.T, h Harness) {
+	t.Helper()
+	for _, tw := range Twins() {
+		t.Run(tw.Name, func(t *testing.T) {
+			th := tw.Wrap(h)
+			th.Cases = tw.CaughtBy
+			if th.Dir == "" {
+				th.Dir = t.TempDir()
+			}
+			rep, err := RunReport(t.Context(), th)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := rep.Failed()
+			for _, name := range tw.CaughtBy {
+				if !slices.Contains(failed, name) {
+					t.Errorf("twin %s passed case %s, which must reject it", tw.Name, name)
+				}
+			}
+			t.Logf("twin %s rejected by: %s", tw.Name, strings.Join(failed, ", "))
+		})
+	}
+}
+
+// twinDriver wraps a driver, changing its connections with edit. It never
+// declares page capture, so the runtime takes the image path.
+type twinDriver struct {
+	driver.Driver
+	edit func(*twinConn)
+}
+
+func (d twinDriver) Capabilities() driver.Capabilities {
+	caps := d.Driver.Capabilities()
+	caps.PageCapture = false
+	return caps
+}
+
+func (d twinDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	cfg.PageCapture = false
+	c, err := d.Driver.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	tc := &twinConn{Conn: c}
+	d.edit(tc)
+	return tc, nil
+}
+
+type twinConn struct {
+	driver.Conn
+	noTx       bool
+	noAuth     bool
+	noRollback bool
+}
+
+func (c *twinConn) Begin(ctx context.Context) error {
+	if c.noTx {
+		return nil
+	}
+	return c.Conn.Begin(ctx)
+}
+
+func (c *twinConn) Commit(ctx context.Context) error {
+	if c.noTx {
+		return nil
+	}
+	return c.Conn.Commit(ctx)
+}
+
+func (c *twinConn) Rollback(ctx context.Context) error {
+	if c.noTx {
+		return nil
+	}
+	return c.Conn.Rollback(ctx)
+}
+
+func (c *twinConn) SetAuthorizer(fn driver.Authorizer) error {
+	if c.noAuth {
+		return nil
+	}
+	return c.Conn.SetAuthorizer(fn)
+}
+
+func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Result, error) {
+	if c.noRollback && strings.Contains(strings.ToUpper(sql), "ROLLBACK TO") {
+		return driver.Result{}, nil
+	}
+	return c.Conn.Exec(ctx, sql, args...)
+}
+
+// CommitPerStatement ignores Begin, Commit and Rollback, so every
+// statement commits on its own: a turn is no longer atomic.
+func CommitPerStatement(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.noTx = true }}
+}
+
+// NoAuthorizer accepts SetAuthorizer and installs nothing.
+func NoAuthorizer(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.noAuth = true }}
+}
+
+// NoSavepointRollback drops ROLLBACK TO statements, so a failed nested
+// transaction keeps its writes.
+func NoSavepointRollback(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.noRollback = true }}
+}
+
+// AckBeforeDurable reports every commit durable as soon as it is appended,
+// whatever the wrapped log does.
+func AckBeforeDurable(l durability.Log) durability.Log {
+	return twinLog{l, func(d durability.Durable) durability.Durable { return durability.Resolved(nil) }}
+}
+
+// SwallowDurabilityErrors reports failed commits as durable.
+func SwallowDurabilityErrors(l durability.Log) durability.Log {
+	return twinLog{l, func(d durability.Durable) durability.Durable {
+		f := durability.NewFuture()
+		go func() {
+			<-d.Done()
+			f.Resolve(nil)
+		}()
+		return f
+	}}
+}
+
+type twinLog struct {
+	durability.Log
+	edit func(durability.Durable) durability.Durable
+}
+
+func (l twinLog) Open(ctx context.Context, key string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
+	cl, err := l.Log.Open(ctx, key, epoch, conn, restore)
+	if err != nil {
+		return nil, err
+	}
+	return twinCellLog{cl, l.edit}, nil
+}
+
+type twinCellLog struct {
+	durability.CellLog
+	edit func(durability.Durable) durability.Durable
+}
+
+func (c twinCellLog) Append(cm durability.Commit) durability.Durable {
+	return c.edit(c.CellLog.Append(cm))
+}
