@@ -272,7 +272,7 @@ func caseAuthInternals(c *checkT) {
 			if err != nil {
 				c.errorf("TakeCommits under an authorizer that denies pragmas: %v", err)
 			} else if img != nil {
-				if err := verifyCommits(base, commits, nil, img); err != nil {
+				if err := verifyCommits(c.pageSize(conn), base, commits, nil, img); err != nil {
 					c.errorf("page capture under an authorizer that denies pragmas: %v", err)
 				}
 			}

@@ -91,7 +91,7 @@ func caseCheckpointModes(c *checkT) {
 			if err != nil {
 				c.fatalf("TakeCommits after Checkpoint(%s): %v", m.name, err)
 			}
-			if err := verifyCommits(base, commits, nil, want); err != nil {
+			if err := verifyCommits(c.pageSize(conn), base, commits, nil, want); err != nil {
 				c.errorf("commits made before Checkpoint(%s), taken after it: %v", m.name, err)
 			}
 			base = want

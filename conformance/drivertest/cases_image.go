@@ -177,12 +177,7 @@ func caseImageJournalFormat(c *checkT, format byte) {
 			c.fatalf("TakeCommits: %v", err)
 		}
 		ps := c.pageSize(b)
-		for i, cm := range commits {
-			if err := checkCommitShape(cm, ps); err != nil {
-				c.errorf("commit %d after Restore: %v", i+1, err)
-			}
-		}
-		if err := verifyCommits(restored, commits, nil, now); err != nil {
+		if err := verifyCommits(ps, restored, commits, nil, now); err != nil {
 			c.errorf("after Restore of an image with header bytes 18/19 = %d: %v", format, err)
 		}
 	}

@@ -195,6 +195,19 @@ func caseStorageClasses(c *checkT) {
 		c.errorf("iterated %d rows, want 50", n)
 	}
 
+	// Declared column types never change what comes back: a library's
+	// habit of turning DATETIME into time.Time or BOOLEAN into bool would
+	// lose the stored value.
+	c.exec(conn, "CREATE TABLE typed(d DATETIME, ts TIMESTAMP, dt DATE, b BOOLEAN, j JSON)")
+	c.exec(conn, "INSERT INTO typed VALUES ('2024-01-02 03:04:05', 'not a time', 20240102, 5, '{\"a\":1}')")
+	got = c.query(conn, "SELECT d, ts, dt, b, j FROM typed")[0]
+	want = []any{"2024-01-02 03:04:05", "not a time", int64(20240102), int64(5), `{"a":1}`}
+	for i := range want {
+		if !sameValue(got[i], want[i]) {
+			c.errorf("typed column %d: %s, want the stored %s unchanged (declared types must not convert values)", i, showValue(got[i]), showValue(want[i]))
+		}
+	}
+
 	// An empty result still has columns and ends cleanly.
 	rows, err = conn.Query(c.ctx, "SELECT k, t FROM s WHERE k < 0")
 	if err != nil {

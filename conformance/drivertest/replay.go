@@ -27,6 +27,10 @@ func applyCommit(img []byte, cm driver.CapturedCommit) []byte {
 	return out
 }
 
+// maxImageBytes bounds the images the suite replays: its databases stay
+// far smaller, and a corrupt PageCount must not make it allocate wildly.
+const maxImageBytes = 1 << 30
+
 // checkCommitShape checks the structural promises of one commit: its page
 // size is the database's, and its pages are ascending, full-size and within
 // the page count.
@@ -36,6 +40,9 @@ func checkCommitShape(cm driver.CapturedCommit, pageSize int) error {
 	}
 	if cm.PageCount == 0 {
 		return fmt.Errorf("PageCount 0: a committed database has at least one page")
+	}
+	if int64(cm.PageCount)*int64(pageSize) > maxImageBytes {
+		return fmt.Errorf("PageCount %d: more than the suite's databases ever hold (%d bytes)", cm.PageCount, int64(maxImageBytes))
 	}
 	var prev uint32
 	for i, p := range cm.Pages {
@@ -67,7 +74,12 @@ func (e *replayError) Error() string { return e.what }
 // operations, in order) and end exactly at final. Operations that changed
 // nothing may have produced no commit, so each snapshot is matched by the
 // shortest prefix of the remaining commits that reproduces it.
-func verifyCommits(base []byte, commits []driver.CapturedCommit, snaps [][]byte, final []byte) error {
+func verifyCommits(pageSize int, base []byte, commits []driver.CapturedCommit, snaps [][]byte, final []byte) error {
+	for i, cm := range commits {
+		if err := checkCommitShape(cm, pageSize); err != nil {
+			return &replayError{fmt.Sprintf("commit %d of %d: %v", i+1, len(commits), err)}
+		}
+	}
 	img := base
 	j := 0
 	for i, want := range snaps {

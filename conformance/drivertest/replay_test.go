@@ -83,40 +83,40 @@ func TestVerifyCommits(t *testing.T) {
 	s1 := applyCommit(base, commit(3, pg(2, 20)))
 	s2 := applyCommit(s1, commit(4, pg(2, 21), pg(4, 40)))
 	good := []driver.CapturedCommit{commit(3, pg(2, 20)), commit(4, pg(2, 21), pg(4, 40))}
-	if err := verifyCommits(base, good, [][]byte{s1, s2}, s2); err != nil {
+	if err := verifyCommits(testPS, base, good, [][]byte{s1, s2}, s2); err != nil {
 		t.Fatalf("correct commits rejected: %v", err)
 	}
 	// A no-op commit (a page listed unchanged) anywhere is fine.
 	noop := []driver.CapturedCommit{commit(3, pg(3, 3)), good[0], commit(3, pg(1, 0)), good[1]}
 	noop[2].Pages[0].Data = bytes.Clone(s1[:testPS])
-	if err := verifyCommits(base, noop, [][]byte{s1, s2}, s2); err != nil {
+	if err := verifyCommits(testPS, base, noop, [][]byte{s1, s2}, s2); err != nil {
 		t.Fatalf("no-op commits rejected: %v", err)
 	}
 	// Lazily read pages: the first commit carries page 2's final content.
 	// The final image still matches, the intermediate one does not.
 	lazy := []driver.CapturedCommit{commit(3, pg(2, 21)), commit(4, pg(2, 21), pg(4, 40))}
-	if err := verifyCommits(base, lazy, nil, s2); err != nil {
+	if err := verifyCommits(testPS, base, lazy, nil, s2); err != nil {
 		t.Fatalf("without snapshots lazy pages are invisible, yet: %v", err)
 	}
-	err := verifyCommits(base, lazy, [][]byte{s1, s2}, s2)
+	err := verifyCommits(testPS, base, lazy, [][]byte{s1, s2}, s2)
 	if err == nil || !strings.Contains(err.Error(), "operation 1") {
 		t.Fatalf("lazy pages not caught by the snapshot: %v", err)
 	}
 	// A missing page.
 	missing := []driver.CapturedCommit{commit(3, pg(2, 20)), commit(4, pg(2, 21))}
-	if err := verifyCommits(base, missing, nil, s2); err == nil || !strings.Contains(err.Error(), "page 4") {
+	if err := verifyCommits(testPS, base, missing, nil, s2); err == nil || !strings.Contains(err.Error(), "page 4") {
 		t.Fatalf("missing new page not caught: %v", err)
 	}
 	// A snapshot no commit explains (a change nobody reported).
-	if err := verifyCommits(base, nil, [][]byte{s1}, s1); err == nil {
+	if err := verifyCommits(testPS, base, nil, [][]byte{s1}, s1); err == nil {
 		t.Fatal("an unreported change was accepted")
 	}
 	// Shrinking must be reported.
 	small := base[:2*testPS]
-	if err := verifyCommits(base, nil, nil, small); err == nil {
+	if err := verifyCommits(testPS, base, nil, nil, small); err == nil {
 		t.Fatal("an unreported shrink was accepted")
 	}
-	if err := verifyCommits(base, []driver.CapturedCommit{commit(2)}, nil, small); err != nil {
+	if err := verifyCommits(testPS, base, []driver.CapturedCommit{commit(2)}, nil, small); err != nil {
 		t.Fatalf("a reported shrink was rejected: %v", err)
 	}
 }

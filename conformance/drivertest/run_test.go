@@ -236,7 +236,7 @@ func TestTwinsBreakWhatTheySay(t *testing.T) {
 		if len(cms) != 1 || len(cms[0].Pages) != 1 || cms[0].Pages[0].Pgno != 2 {
 			t.Fatalf("DropPage gave %+v", cms)
 		}
-		if verifyCommits(base, cms, nil, fake.img) == nil {
+		if verifyCommits(testPS, base, cms, nil, fake.img) == nil {
 			t.Fatal("the replay check misses the dropped page")
 		}
 	})
@@ -250,7 +250,7 @@ func TestTwinsBreakWhatTheySay(t *testing.T) {
 		if !bytes.Equal(cms[0].Pages[0].Data, page(10)) {
 			t.Fatal("LaterPage did not report the later content")
 		}
-		if verifyCommits(base, cms, [][]byte{s1, fake.img}, fake.img) == nil {
+		if verifyCommits(testPS, base, cms, [][]byte{s1, fake.img}, fake.img) == nil {
 			t.Fatal("the snapshot check misses lazily read pages")
 		}
 	})
