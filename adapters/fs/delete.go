@@ -5,6 +5,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/cellb/cellb/core/store"
 )
@@ -49,6 +50,9 @@ func (s *Store) deleteLocked(op, key string) error {
 	}
 	if err != nil {
 		return classify(op, key, err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return invalidKey(op, key, ErrSymlink)
 	}
 	if !fi.Mode().IsRegular() {
 		// No object here (a directory of other keys, or a file this store

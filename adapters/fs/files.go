@@ -56,17 +56,26 @@ func writeSyncStat(f afero.File, data []byte) (identity, error) {
 	return identityOf(fi)
 }
 
-// syncDir makes the entries of dir durable (new, renamed and removed names).
+// syncDir makes the entries of dir durable (new, renamed and removed
+// names). If a concurrent Delete has pruned dir meanwhile, the nearest
+// directory still there is synced instead: it holds the removal of the
+// pruned one, and with it everything that was done inside.
 func (s *Store) syncDir(dir string) error {
-	f, err := s.fsys.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
+	for {
+		f, err := s.fsys.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if errors.Is(err, iofs.ErrNotExist) && dir != "." {
+			dir = parentDir(dir)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 		return err
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // maxRetries bounds the loops that race with other processes creating and

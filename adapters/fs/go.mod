@@ -8,6 +8,11 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require golang.org/x/text v0.28.0 // indirect
+require (
+	github.com/cellb/cellb/conformance v0.0.0
+	golang.org/x/text v0.28.0 // indirect
+)
 
 replace github.com/cellb/cellb/core => ../../core
+
+replace github.com/cellb/cellb/conformance => ../../conformance

@@ -31,6 +31,7 @@ type locker struct {
 	stripe [stripes]struct {
 		turn chan struct{} // holds one token while a goroutine owns the stripe
 		file afero.File    // opened on first use, guarded by turn
+		fd   int           // file's descriptor
 	}
 }
 
@@ -106,7 +107,7 @@ func (l *locker) lock(ctx context.Context, i int) (func(), error) {
 func (l *locker) fd(i int) (int, error) {
 	st := &l.stripe[i]
 	if st.file != nil {
-		return int(st.file.(fder).Fd()), nil
+		return st.fd, nil
 	}
 	if err := l.ready(); err != nil {
 		return -1, err
@@ -117,12 +118,16 @@ func (l *locker) fd(i int) (int, error) {
 		return -1, err
 	}
 	fdf, ok := f.(fder)
+	if bp, isBase := f.(*afero.BasePathFile); !ok && isBase {
+		// afero's BasePathFs wraps *os.File without passing Fd through.
+		fdf, ok = bp.File.(fder)
+	}
 	if !ok {
 		f.Close()
 		return -1, errNoFd
 	}
-	st.file = f
-	return int(fdf.Fd()), nil
+	st.file, st.fd = f, int(fdf.Fd())
+	return st.fd, nil
 }
 
 // close waits for every stripe to be free and closes the lock files.

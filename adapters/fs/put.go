@@ -5,6 +5,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/cellb/cellb/core/store"
 )
@@ -105,6 +106,9 @@ func (s *Store) current(op, key string) (*record, error) {
 		}
 		if err != nil {
 			return nil, classify(op, key, err)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return nil, invalidKey(op, key, ErrSymlink)
 		}
 		if !fi.Mode().IsRegular() {
 			return nil, nil // a directory or a special file: no object

@@ -1,0 +1,140 @@
+package fs_test
+
+import (
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cellb/cellb/adapters/fs"
+	"github.com/cellb/cellb/core/store"
+)
+
+// The benchmarks write 1 KiB objects, the size of CellB's JSON records.
+// BenchmarkBaselineRenameWrite is what any careful program pays for one
+// durable file replacement on the same disk, measured in the same run, so
+// the store's figures can be read as a ratio to it.
+const benchSize = 1 << 10
+
+func benchBody(b *testing.B) []byte {
+	body := make([]byte, benchSize)
+	rand.Read(body)
+	return body
+}
+
+func openBench(b *testing.B) *fs.Store {
+	b.Helper()
+	s, err := fs.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+const benchKey = "cells/Counter:0123456789abcdef/own.json"
+
+// BenchmarkBaselineRenameWrite: os.WriteFile to a temporary file, fsync,
+// rename over the target, fsync the directory.
+func BenchmarkBaselineRenameWrite(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "cells", "Counter:0123456789abcdef")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		b.Fatal(err)
+	}
+	body := benchBody(b)
+	target := filepath.Join(dir, "own.json")
+	tmp := filepath.Join(dir, ".own.json.tmp")
+	b.SetBytes(benchSize)
+	for b.Loop() {
+		if err := os.WriteFile(tmp, body, 0o666); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		if err := os.Rename(tmp, target); err != nil {
+			b.Fatal(err)
+		}
+		d, err := os.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		d.Close()
+	}
+}
+
+// BenchmarkBaselineRead: os.ReadFile of the same kind of file.
+func BenchmarkBaselineRead(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "own.json")
+	if err := os.WriteFile(path, benchBody(b), 0o666); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(benchSize)
+	for b.Loop() {
+		if _, err := os.ReadFile(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPut(b *testing.B) {
+	s := openBench(b)
+	body := benchBody(b)
+	b.SetBytes(benchSize)
+	for b.Loop() {
+		if _, err := s.Put(b.Context(), benchKey, body, store.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPutCreateOnly(b *testing.B) {
+	s := openBench(b)
+	body := benchBody(b)
+	b.SetBytes(benchSize)
+	i := 0
+	for b.Loop() {
+		key := fmt.Sprintf("cells/Counter:%016x/own.json", i)
+		i++
+		if _, err := s.Put(b.Context(), key, body, store.PutOptions{Condition: store.IfAbsent}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPutCAS(b *testing.B) {
+	s := openBench(b)
+	body := benchBody(b)
+	v, err := s.Put(b.Context(), benchKey, body, store.PutOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(benchSize)
+	for b.Loop() {
+		if v, err = s.Put(b.Context(), benchKey, body, store.PutOptions{Condition: store.IfVersion(v)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	s := openBench(b)
+	if _, err := s.Put(b.Context(), benchKey, benchBody(b), store.PutOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(benchSize)
+	for b.Loop() {
+		if _, err := s.Get(b.Context(), benchKey); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
