@@ -264,10 +264,10 @@ func TestSymlinksAreRefused(t *testing.T) {
 	s := openT(t, root)
 	putT(t, s, "real/obj", "inside", store.PutOptions{})
 	links := map[string]string{
-		"out":         outside,                         // absolute, leaves the root
-		"up":          "../outside",                    // relative, leaves the root
-		"alias":       "real",                          // a directory inside the root
-		"file":        "real/obj",                      // a file inside the root
+		"out":         outside,                          // absolute, leaves the root
+		"up":          "../outside",                     // relative, leaves the root
+		"alias":       "real",                           // a directory inside the root
+		"file":        "real/obj",                       // a file inside the root
 		"real/secret": filepath.Join(outside, "secret"), // last component leaves the root
 	}
 	for name, target := range links {
