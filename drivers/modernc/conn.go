@@ -36,6 +36,8 @@ type Conn struct {
 	// internal is set while the driver runs SQL of its own, which the
 	// authorizer lets through (see execInternal).
 	internal bool
+	// stepping is set while a caller's statement runs (sqlite3_step).
+	stepping bool
 	// panicked holds a panic recovered inside a Go callback SQLite called
 	// (the authorizer); it is raised again once control is back in Go, so
 	// a panic never unwinds through SQLite's own frames.

@@ -153,7 +153,10 @@ func (c *Conn) prepare(zSQL uintptr, n int) (st, tail uintptr, err error) {
 
 // step advances st; row reports a result row.
 func (c *Conn) step(st uintptr) (row bool, err error) {
+	was := c.stepping
+	c.stepping = !c.internal
 	rc := sqlite3.Xsqlite3_step(c.tls, st)
+	c.stepping = was
 	c.rethrow()
 	switch rc {
 	case sqlite3.SQLITE_ROW:

@@ -46,7 +46,8 @@ func (c *Conn) Serialize(ctx context.Context) ([]byte, error) {
 // database). A WAL-mode image (header bytes 18/19 = 2, as celld writes)
 // works as is: file databases run in WAL mode anyway, and an in-memory
 // database gets the image switched to rollback-journal mode. The image is
-// checked before anything is touched, and an invalid one fails with
+// checked before anything is touched (its header, then SQLite reading its
+// schema from a private in-memory copy), and an invalid one fails with
 // ErrInvalidImage, changing nothing. A file is replaced atomically (temp
 // file, fsync, rename, fsync of the directory), and the connection is
 // reopened with its settings and authorizer. Open Rows and Sessions stop
@@ -61,9 +62,14 @@ func (c *Conn) Restore(ctx context.Context, image []byte) error {
 	if err := checkImage(image); err != nil {
 		return err
 	}
-	if c.path == "" {
-		return c.restoreMemory(image)
+	loaded, err := c.loadImage(image)
+	if err != nil {
+		return err
 	}
+	if c.path == "" {
+		return c.swapIn(loaded)
+	}
+	sqlite3.Xsqlite3_close_v2(c.tls, loaded)
 	if err := c.closeDB(); err != nil {
 		return fmt.Errorf("modernc: restore: close: %w", err)
 	}
@@ -77,34 +83,66 @@ func (c *Conn) Restore(ctx context.Context, image []byte) error {
 	return nil
 }
 
-// restoreMemory loads the image into a new in-memory database and swaps it
-// in only once that worked.
-func (c *Conn) restoreMemory(image []byte) error {
+// loadImage opens a new in-memory database holding image and makes SQLite
+// read its schema, so an image that is not a usable database is refused
+// before the current one is touched. The caller owns the handle.
+func (c *Conn) loadImage(image []byte) (uintptr, error) {
 	db, err := c.openHandle(":memory:")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if len(image) > 0 {
-		p := sqlite3.Xsqlite3_malloc64(c.tls, uint64(len(image)))
-		if p == 0 {
-			sqlite3.Xsqlite3_close_v2(c.tls, db)
-			return fmt.Errorf("modernc: restore: cannot allocate %d bytes", len(image))
-		}
-		mem := cBytes(p, len(image))
-		copy(mem, image)
-		if mem[18] == 2 && mem[19] == 2 {
-			mem[18], mem[19] = 1, 1 // an in-memory database cannot use a WAL
-		}
-		n := int64(len(image))
-		// FREEONCLOSE: SQLite frees p, even when this fails.
-		rc := sqlite3.Xsqlite3_deserialize(c.tls, db, c.zMain, p, n, n,
-			sqlite3.SQLITE_DESERIALIZE_FREEONCLOSE|sqlite3.SQLITE_DESERIALIZE_RESIZEABLE)
-		if rc != sqlite3.SQLITE_OK {
-			err := sqliteError(c.tls, db, rc)
-			sqlite3.Xsqlite3_close_v2(c.tls, db)
-			return fmt.Errorf("modernc: restore: %w", err)
-		}
+	if len(image) == 0 {
+		return db, nil
 	}
+	p := sqlite3.Xsqlite3_malloc64(c.tls, uint64(len(image)))
+	if p == 0 {
+		sqlite3.Xsqlite3_close_v2(c.tls, db)
+		return 0, fmt.Errorf("modernc: restore: cannot allocate %d bytes", len(image))
+	}
+	mem := cBytes(p, len(image))
+	copy(mem, image)
+	if mem[18] == 2 && mem[19] == 2 {
+		mem[18], mem[19] = 1, 1 // an in-memory database cannot use a WAL
+	}
+	n := int64(len(image))
+	// FREEONCLOSE: SQLite frees p, even when this call fails.
+	rc := sqlite3.Xsqlite3_deserialize(c.tls, db, c.zMain, p, n, n,
+		sqlite3.SQLITE_DESERIALIZE_FREEONCLOSE|sqlite3.SQLITE_DESERIALIZE_RESIZEABLE)
+	if rc == sqlite3.SQLITE_OK {
+		rc = c.readSchema(db)
+	}
+	if rc != sqlite3.SQLITE_OK {
+		err := sqliteError(c.tls, db, rc)
+		sqlite3.Xsqlite3_close_v2(c.tls, db)
+		return 0, fmt.Errorf("%w: SQLite cannot read it: %w", ErrInvalidImage, err)
+	}
+	return db, nil
+}
+
+// readSchema makes SQLite parse db's schema, which reads page 1 and every
+// schema page.
+func (c *Conn) readSchema(db uintptr) int32 {
+	zSQL, err := cStringAlloc(c.tls, "SELECT count(*) FROM sqlite_schema")
+	if err != nil {
+		return sqlite3.SQLITE_NOMEM
+	}
+	defer cFree(c.tls, zSQL)
+	out := c.tls.Alloc(8)
+	defer c.tls.Free(8)
+	if rc := sqlite3.Xsqlite3_prepare_v2(c.tls, db, zSQL, -1, out, 0); rc != sqlite3.SQLITE_OK {
+		return rc
+	}
+	st := cReadPtr(out)
+	rc := sqlite3.Xsqlite3_step(c.tls, st)
+	sqlite3.Xsqlite3_finalize(c.tls, st)
+	if rc == sqlite3.SQLITE_ROW {
+		return sqlite3.SQLITE_OK
+	}
+	return rc
+}
+
+// swapIn replaces an in-memory database by db, a loaded image.
+func (c *Conn) swapIn(db uintptr) error {
 	if err := c.closeDB(); err != nil {
 		sqlite3.Xsqlite3_close_v2(c.tls, db)
 		return fmt.Errorf("modernc: restore: close: %w", err)

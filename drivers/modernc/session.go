@@ -20,6 +20,7 @@ func (c *Conn) StartSession(ctx context.Context, tables ...string) (driver.Sessi
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
+	defer c.asInternal(true)()
 	out := c.tls.Alloc(8)
 	defer c.tls.Free(8)
 	if rc := sqlite3.Xsqlite3session_create(c.tls, c.db, c.zMain, out); rc != sqlite3.SQLITE_OK {
@@ -68,6 +69,7 @@ func (s *session) Changeset() ([]byte, error) {
 	if s.h == 0 {
 		return nil, ErrSessionClosed
 	}
+	defer s.c.asInternal(true)() // it reads table layouts with pragmas
 	tls := s.c.tls
 	out := tls.Alloc(16)
 	defer tls.Free(16)
@@ -115,6 +117,7 @@ func (c *Conn) ApplyChangeset(ctx context.Context, changeset []byte) error {
 	}
 	defer cFree(c.tls, buf)
 	copy(cBytes(buf, len(changeset)), changeset)
+	defer c.asInternal(true)()
 	stop := c.watch(ctx)
 	c.conflict = nil
 	rc := sqlite3.Xsqlite3changeset_apply(c.tls, c.db, int32(len(changeset)), buf, 0, conflictCallback, c.handle)

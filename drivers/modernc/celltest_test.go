@@ -1,0 +1,20 @@
+package modernc_test
+
+import (
+	"testing"
+
+	"github.com/cellb/cellb/conformance/celltest"
+	"github.com/cellb/cellb/drivers/modernc"
+)
+
+// TestCellSemantics runs the cell-semantics suite on this driver.
+func TestCellSemantics(t *testing.T) {
+	celltest.Run(t, celltest.Harness{Driver: modernc.New(modernc.Options{})})
+}
+
+// TestCellSuiteRejectsTwins shows the suite fails each deliberately broken
+// variant (per-statement commits, early acknowledgement, ...) on this
+// driver.
+func TestCellSuiteRejectsTwins(t *testing.T) {
+	celltest.RunTwins(t, celltest.Harness{Driver: modernc.New(modernc.Options{})})
+}
