@@ -35,11 +35,11 @@ func caseExecQueryScan(c *checkT) {
 			c.errorf("RowsAffected = %d, want 1", res.RowsAffected)
 		}
 		var (
-			i int64
-			f float64
+			i   int64
+			f   float64
 			str string
-			b []byte
-			n *string
+			b   []byte
+			n   *string
 		)
 		if err := sql.QueryRow(ctx, "SELECT i, f, s, b, n FROM kinds").Scan(&i, &f, &str, &b, &n); err != nil {
 			return 0, err

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/cellb/cellb/core/driver"
@@ -41,6 +42,11 @@ func (inst *instance) userError(err error) error {
 		out := *d
 		out.Err = err
 		return &out
+	}
+	if errors.Is(err, driver.ErrNotAuthorized) {
+		// The driver refused the statement on its own (it guards settings
+		// it manages) before asking the runtime's authorizer.
+		return &DeniedError{Action: "statement", Why: "refused by the driver: " + err.Error(), Err: err}
 	}
 	return err
 }
