@@ -1,0 +1,127 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cellb/cellb/core/store"
+)
+
+// abortTimeout bounds the clean-up of a failed multipart upload, which runs
+// even when the caller's context is already cancelled.
+const abortTimeout = 30 * time.Second
+
+// putMultipart uploads data in parts and completes the upload with the
+// Put's condition, so a large conditional write stays conditional: S3
+// checks If-None-Match / If-Match when CompleteMultipartUpload makes the
+// object visible. Parts are plain idempotent uploads and keep the SDK's
+// retries; the completion of a conditional write does not. Whatever fails,
+// the upload is aborted so no parts are left behind (and billed).
+func (s *Store) putMultipart(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	cond := opts.Condition
+	bucket, objKey := aws.String(s.opts.Bucket), aws.String(key)
+	create := &s3.CreateMultipartUploadInput{Bucket: bucket, Key: objKey, Metadata: opts.Metadata}
+	if !s.opts.ChecksumsWhenRequired {
+		// The SDK adds a CRC32 to every part by default; the upload must
+		// declare it and the completion must list each part's value.
+		create.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
+	}
+	up, err := s.client.CreateMultipartUpload(ctx, create)
+	if err != nil {
+		// Nothing is visible until completion: a failure here changed nothing.
+		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("starting multipart upload: %w", err)}
+	}
+	uploadID := up.UploadId
+	completed := false
+	defer func() {
+		if completed {
+			return
+		}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+		defer cancel()
+		_, aerr := s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: bucket, Key: objKey, UploadId: uploadID})
+		if aerr != nil && code(aerr) != "NoSuchUpload" {
+			s.opts.Logger.Warn("s3: could not abort multipart upload; its parts stay until a lifecycle rule removes them",
+				"bucket", s.opts.Bucket, "key", *objKey, "upload_id", aws.ToString(uploadID), "err", aerr)
+		}
+	}()
+
+	parts, err := s.uploadParts(ctx, bucket, objKey, uploadID, data)
+	if err != nil {
+		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("uploading parts: %w", err)}
+	}
+	complete := &s3.CompleteMultipartUploadInput{
+		Bucket:          bucket,
+		Key:             objKey,
+		UploadId:        uploadID,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+	}
+	complete.IfNoneMatch, complete.IfMatch = preconditions(cond)
+	var optFns []func(*s3.Options)
+	if cond.IsConditional() {
+		optFns = append(optFns, noRetries)
+	}
+	out, err := s.client.CompleteMultipartUpload(ctx, complete, optFns...)
+	if err != nil {
+		return "", writeError(key, cond, err)
+	}
+	completed = true
+	v, ok := version(out.ETag)
+	if !ok {
+		return "", store.Ambiguous("put", key, ErrNoVersion)
+	}
+	return v, nil
+}
+
+// uploadParts uploads data in PartSize pieces, PartConcurrency at a time,
+// and returns the completed parts in order. The first failure cancels the
+// rest.
+func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *string, data []byte) ([]types.CompletedPart, error) {
+	size := s.opts.PartSize
+	n := int((int64(len(data)) + size - 1) / size)
+	parts := make([]types.CompletedPart, n)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, s.opts.PartConcurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		lo := int64(i) * size
+		hi := min(lo+size, int64(len(data)))
+		wg.Go(func() {
+			defer func() { <-sem }()
+			num := aws.Int32(int32(i + 1))
+			out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+				Bucket:        bucket,
+				Key:           objKey,
+				UploadId:      uploadID,
+				PartNumber:    num,
+				Body:          bytes.NewReader(data[lo:hi]),
+				ContentLength: aws.Int64(hi - lo),
+			})
+			if err != nil {
+				cancel(fmt.Errorf("part %d: %w", i+1, err))
+				return
+			}
+			parts[i] = types.CompletedPart{PartNumber: num, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
