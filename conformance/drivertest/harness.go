@@ -24,9 +24,10 @@ const (
 type Harness struct {
 	// Driver is the driver under test.
 	Driver driver.Driver
-	// Dir is where the cases create their database files (one fresh
-	// subdirectory per case). Empty means a temporary directory that is
-	// removed afterwards.
+	// Dir is where the cases create their database files, one fresh
+	// subdirectory per case; a failed case's subdirectory is kept for
+	// inspection. Empty means a temporary directory removed afterwards
+	// (t.TempDir under Run).
 	Dir string
 	// Seed fixes every random workload. Zero means SeedEnv if set, else a
 	// random seed (which failures print).

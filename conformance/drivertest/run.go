@@ -191,7 +191,13 @@ func runCase(ctx context.Context, h Harness, def caseDef) (res CaseResult) {
 			}
 		}
 		c.closeAll()
-		if c.dir != "" {
+		if res.Failed() {
+			// A skip after a failure must not hide the failure.
+			res.Skipped, res.Reason = false, ""
+			if c.dir != "" {
+				res.Log = append(res.Log, "the case's databases are kept in "+c.dir)
+			}
+		} else if c.dir != "" {
 			os.RemoveAll(c.dir)
 		}
 	}()

@@ -354,3 +354,21 @@ func TestTwinsBreakWhatTheySay(t *testing.T) {
 		}
 	})
 }
+
+func TestFailedCaseKeepsItsDatabasesAndIsNotHiddenBySkip(t *testing.T) {
+	dir := t.TempDir()
+	// capture/memory on a driver declaring capture whose in-memory Open
+	// fails with an empty message: an error, then a skip.
+	d := &fakeDriver{caps: driver.Capabilities{PageCapture: true}, openErr: errors.New("")}
+	rep, err := RunReport(t.Context(), Harness{Driver: d, Dir: dir, Cases: []string{"capture/memory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := rep.Result("capture/memory")
+	if !res.Failed() || res.Skipped {
+		t.Fatalf("a failure followed by a skip: %+v", res)
+	}
+	if len(res.Log) == 0 || !strings.Contains(res.Log[len(res.Log)-1], dir) {
+		t.Fatalf("the failed case does not say where its databases are: %q", res.Log)
+	}
+}
