@@ -69,11 +69,30 @@ func isCleanRejection(err error, cond store.Condition) bool {
 	return false
 }
 
+// isNestingRefusal reports the answer of a file-system-backed server
+// (versitygw's posix backend) to a key that would need a file and a
+// directory of the same name, such as "x/y" while "x" exists or the other
+// way round. Nothing was written; the key cannot exist on that server.
+func isNestingRefusal(err error) bool {
+	if status(err) != http.StatusConflict {
+		return false
+	}
+	switch code(err) {
+	case "ObjectParentIsFile", "ExistingObjectIsDirectory":
+		return true
+	}
+	return false
+}
+
 // writeError maps the failure of a Put (or of a multipart step that
 // decides it) to the portable kinds. A conditional write is precondition
 // failed only on a clean rejection and ambiguous on anything else; an
-// unconditional one is ambiguous unless S3 answered with a 4xx.
+// unconditional one is ambiguous unless S3 answered with a 4xx. A key the
+// server cannot hold is ErrInvalidKey either way.
 func writeError(key string, cond store.Condition, err error) error {
+	if isNestingRefusal(err) {
+		return &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: the server cannot hold an object and a prefix of the same name: %w", store.ErrInvalidKey, err)}
+	}
 	if cond.IsConditional() {
 		if isCleanRejection(err, cond) {
 			return &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: %w", store.ErrPreconditionFailed, err)}

@@ -25,6 +25,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
+	github.com/cellb/cellb/conformance v0.0.0
 )
 
 replace github.com/cellb/cellb/core => ../../core
+
+replace github.com/cellb/cellb/conformance => ../../conformance
