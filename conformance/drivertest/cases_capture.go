@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/cellb/cellb/core/driver"
 )
@@ -17,6 +18,7 @@ func captureCases() []caseDef {
 		{"capture/bulk", caseCaptureBulk},
 		{"capture/rollback", caseCaptureRollback},
 		{"capture/restore-resets", caseCaptureRestoreResets},
+		{"capture/page-sizes", caseCapturePageSizes},
 		{"capture/memory", caseCaptureMemory},
 	}
 }
@@ -211,6 +213,34 @@ func caseCaptureRestoreResets(c *checkT) {
 	w.restoreEarlier()
 	w.insertTx()
 	w.verify()
+}
+
+// caseCapturePageSizes restores images with the smallest-but-one and the
+// largest page sizes (a cell restored from a bucket keeps whatever page
+// size it was created with) and captures a workload on each.
+func caseCapturePageSizes(c *checkT) {
+	c.needCapture()
+	for _, ps := range []int{1024, 65536} {
+		src := c.open("", false)
+		c.exec(src, fmt.Sprintf("PRAGMA page_size = %d", ps))
+		c.fill(src, 60)
+		c.exec(src, "CREATE TABLE meta(id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO meta VALUES (1, 0)")
+		if got := c.pageSize(src); got != ps {
+			c.fatalf("an in-memory database given PRAGMA page_size = %d before its first write has PageSize %d", ps, got)
+		}
+		img := c.serialize(src)
+		c.close(src)
+		w := newCapWorkload(c, c.path(fmt.Sprintf("ps%d.db", ps)))
+		w.history = [][]byte{img}
+		w.restoreEarlier()
+		if w.ps != ps {
+			c.fatalf("after restoring an image with %d-byte pages, PageSize is %d", ps, w.ps)
+		}
+		for range 8 {
+			w.randomStep()
+		}
+		c.close(w.conn)
+	}
 }
 
 func caseCaptureMemory(c *checkT) {

@@ -184,9 +184,11 @@ func pageSizeOf(img []byte) int {
 const sqliteMagic = "SQLite format 3\x00"
 
 // Header offsets a journal-mode switch may legitimately rewrite: the
-// read/write format versions (1 rollback, 2 WAL), and the file change
-// counter with its version-valid-for copy.
-var journalHeaderBytes = []int{18, 19, 24, 25, 26, 27, 92, 93, 94, 95}
+// read/write format versions (1 rollback, 2 WAL), and what SQLite writes
+// with every change-counter update: the counter, its version-valid-for
+// copy and the writing library's version number (zero in an image that
+// never had a counter update, such as an in-memory database's).
+var journalHeaderBytes = []int{18, 19, 24, 25, 26, 27, 92, 93, 94, 95, 96, 97, 98, 99}
 
 // equalIgnoringJournalMode compares two images that may differ only in the
 // header bytes a journal-mode switch rewrites.

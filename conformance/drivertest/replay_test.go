@@ -140,6 +140,7 @@ func TestEqualIgnoringJournalMode(t *testing.T) {
 	b := withJournalBytes(a, 2)
 	binary.BigEndian.PutUint32(b[24:28], 99)
 	binary.BigEndian.PutUint32(b[92:96], 99)
+	binary.BigEndian.PutUint32(b[96:100], 3054001)
 	if !equalIgnoringJournalMode(a, b) {
 		t.Fatal("journal-mode bytes and change counter should be ignored")
 	}
