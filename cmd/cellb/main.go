@@ -35,6 +35,7 @@ func commands() []command {
 	return []command{
 		// Each subcommand's file adds its entry here.
 		diagnoseCommand(),
+		restoreCommand(),
 	}
 }
 

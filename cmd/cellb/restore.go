@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/ltxlog"
+)
+
+func restoreCommand() command {
+	return command{
+		name:    "restore",
+		summary: "rebuild a cell's database from a bucket (read-only)",
+		run: func(ctx context.Context, e *env, args []string) int {
+			return restoreCmd(ctx, e, args, bucketSchemes())
+		},
+	}
+}
+
+const restoreUsage = `usage: cellb restore <bucket-url> <Class:id> <out.db> [--txid N | --time T] [--force]
+
+Rebuilds the cell's SQLite database from the LTX log in the bucket and
+writes it to out.db. It only reads the bucket: it never takes ownership,
+so it is safe while nodes serve the cell. --time takes RFC 3339
+(2026-05-30T02:46:41Z) or Unix milliseconds.`
+
+func restoreCmd(ctx context.Context, e *env, args []string, schemes map[string]bucketScheme) int {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	txid := fs.Uint64("txid", 0, "restore exactly this transaction")
+	at := fs.String("time", "", "restore the newest state at or before this time")
+	force := fs.Bool("force", false, "overwrite out.db if it exists")
+	quiet := fs.Bool("quiet", false, "no progress output")
+	pos, err := parseFlags(fs, args)
+	if err != nil || len(pos) != 3 {
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
+		}
+		fmt.Fprintln(e.stderr, restoreUsage)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	bucketURL, cellKey, out := pos[0], pos[1], pos[2]
+	if err := cell.ValidateCellKey(cellKey); err != nil {
+		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
+		return 2
+	}
+	opts := ltxlog.RestoreOptions{TXID: ltx.TXID(*txid)}
+	if *at != "" {
+		if *txid != 0 {
+			fmt.Fprintln(e.stderr, "cellb restore: give --txid or --time, not both")
+			return 2
+		}
+		t, err := parseTime(*at)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cellb restore: --time %q: %v\n", *at, err)
+			return 2
+		}
+		opts.Time = t
+	}
+	if !*force {
+		if _, err := os.Stat(out); err == nil {
+			fmt.Fprintf(e.stderr, "cellb restore: %s exists; pass --force to overwrite it\n", out)
+			return 1
+		}
+	}
+	s, err := openBucket(ctx, bucketURL, schemes)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
+		return 1
+	}
+	if !*quiet {
+		bar := newProgressBar(e.stderr, "restore "+cellKey)
+		opts.Progress = bar.update
+	}
+	res, err := ltxlog.Restore(ctx, s, cellKey, opts)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, oneLine(err))
+		return 1
+	}
+	if err := writeFileAtomic(out, res.Image); err != nil {
+		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(e.stdout, "restored %s at TXID %d (epoch %d, %d files, %s) to %s\n",
+		cellKey, res.TXID, res.Epoch, len(res.Files), size(int64(len(res.Image))), out)
+	return 0
+}
+
+// parseTime accepts RFC 3339 or Unix milliseconds.
+func parseTime(s string) (time.Time, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	return time.Parse(time.RFC3339Nano, s)
+}
+
+// writeFileAtomic writes data to path so a reader sees the old file or the
+// whole new one: temp file, fsync, rename, fsync of the directory.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
