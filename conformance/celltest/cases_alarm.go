@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,7 @@ func alarmCases() []caseDef {
 		{"alarm/timeline", caseAlarmTimeline},
 		{"alarm/rearm-wins", caseAlarmRearm},
 		{"alarm/survives-restart", caseAlarmRestart},
+		{"alarm/internal-failure-uncounted", caseAlarmInternalFailure},
 	}
 }
 
@@ -219,5 +221,33 @@ func caseAlarmRestart(c *checkT) {
 	clk.Advance(time.Hour)
 	if r := wait(c, runs, "the alarm after a restart"); r.err != nil || !r.info.ScheduledTime.Equal(epoch.Add(time.Hour)) {
 		c.errorf("alarm after restart: %+v", r)
+	}
+}
+
+// An alarm that cannot run because the runtime failed (here: the cell's
+// lease could not be taken) retries on the backoff without counting: the
+// handler later sees RetryCount 0.
+func caseAlarmInternalFailure(c *checkT) {
+	clk := clock.NewFake(epoch)
+	ls := newTestLease()
+	rt := c.runtime(rtConfig{clock: clk, lease: ls})
+	ns, runs := c.alarmClass(rt, "Internal", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error { return nil })
+	key := ns.Key(ns.IDFromName("a"))
+	alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) {
+		return 0, o.st.SetAlarm(ctx, epoch.Add(10*time.Second))
+	})
+	rt.EvictAll()
+	c.eventually("the cell to leave memory after EvictAll", func() bool { return !slices.Contains(rt.ActiveCells(), key) })
+	ls.fail(1, errors.New("injected: lease unavailable"))
+	clk.Advance(10 * time.Second)
+	want := epoch.Add(12 * time.Second)
+	c.eventually("an uncounted retry 2s after the failed activation", func() bool {
+		at, ok := clk.NextDeadline()
+		return ok && at.Equal(want)
+	})
+	clk.Set(want)
+	r := wait(c, runs, "the alarm after the internal failure")
+	if r.err != nil || r.info.RetryCount != 0 || r.info.IsRetry {
+		c.errorf("after an internal failure the handler saw %+v (err %v), want RetryCount 0: internal failures do not count", r.info, r.err)
 	}
 }

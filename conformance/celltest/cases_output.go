@@ -29,7 +29,7 @@ func resetCases() []caseDef {
 
 func (c *checkT) controlLog() *ControlLog {
 	l := NewControlLog()
-	c.defer_(l.Release)
+	c.defer_(l.Stop)
 	return l
 }
 
@@ -268,8 +268,17 @@ func caseLeaseLost(c *checkT) {
 
 // testLease grants every cell and can revoke the grants.
 type testLease struct {
-	mu     sync.Mutex
-	grants []*testGrant
+	mu       sync.Mutex
+	grants   []*testGrant
+	failNext int
+	failErr  error
+}
+
+// fail makes the next n acquisitions fail with err.
+func (l *testLease) fail(n int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failNext, l.failErr = n, err
 }
 
 func newTestLease() *testLease { return &testLease{} }
@@ -277,6 +286,10 @@ func newTestLease() *testLease { return &testLease{} }
 func (l *testLease) TryAcquire(ctx context.Context, key string) (lease.Grant, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failNext > 0 {
+		l.failNext--
+		return nil, l.failErr
+	}
 	g := &testGrant{epoch: uint64(len(l.grants) + 1), lost: make(chan struct{})}
 	l.grants = append(l.grants, g)
 	return g, nil

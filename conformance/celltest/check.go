@@ -192,3 +192,15 @@ func (c *checkT) rawRows(conn driver.Conn, q string, args ...any) [][]any {
 	}
 	return out
 }
+
+// eventually polls cond until it holds, failing the case after the
+// harness timeout.
+func (c *checkT) eventually(what string, cond func() bool) {
+	deadline := time.Now().Add(c.h.Timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.fatalf("timed out after %v waiting for %s", c.h.Timeout, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

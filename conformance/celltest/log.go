@@ -29,6 +29,20 @@ type ControlLog struct {
 	images   int
 	closed   []bool // Close's final flag, per cell log closed
 	wake     chan struct{}
+	stopped  bool
+}
+
+// Stop releases every pending commit and ends the log's background work;
+// later commits become durable at once.
+func (l *ControlLog) Stop() {
+	l.Release()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
 }
 
 // NewControlLog returns a log that makes commits durable at once until
@@ -102,16 +116,26 @@ func (l *ControlLog) Images() int {
 
 func (l *ControlLog) kick() {
 	l.mu.Lock()
+	if l.stopped {
+		p := l.pending
+		l.pending = nil
+		l.durable += uint64(len(p))
+		l.mu.Unlock()
+		for _, f := range p {
+			f.Resolve(nil)
+		}
+		return
+	}
 	if l.wake == nil {
 		l.wake = make(chan struct{}, 1)
 		go l.pump(l.wake)
 	}
-	w := l.wake
-	l.mu.Unlock()
+	// Signal under the lock, so Stop cannot close the channel in between.
 	select {
-	case w <- struct{}{}:
+	case l.wake <- struct{}{}:
 	default:
 	}
+	l.mu.Unlock()
 }
 
 // pump resolves pending commits in order whenever the log is not held.
