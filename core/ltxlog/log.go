@@ -107,7 +107,17 @@ func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn drive
 	if err != nil {
 		return nil, err
 	}
-	_, capture := conn.(driver.PageCapturer)
+	// A connection type may implement PageCapturer yet have been opened
+	// without capture; ask it. Whatever it had captured so far is already
+	// in base, so the answer is discarded.
+	capture := false
+	if pc, ok := conn.(driver.PageCapturer); ok {
+		if _, err := pc.TakeCommits(ctx); err == nil {
+			capture = true
+		} else if !errors.Is(err, driver.ErrUnsupported) {
+			return nil, fmt.Errorf("ltxlog: page capture of %s: %w", cellKey, err)
+		}
+	}
 	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, capture)
 	go c.run()
 	return c, nil
