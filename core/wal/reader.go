@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 
 	"github.com/cellb/cellb/core/driver"
@@ -34,8 +35,8 @@ type Commit struct {
 	// DBSize is the database size in pages after the commit.
 	DBSize uint32
 	// Pages holds the final version of every page the transaction wrote,
-	// in ascending Pgno order, none beyond DBSize. Each Data is a copy
-	// owned by the caller, exactly the header's page size long.
+	// in ascending Pgno order, none beyond DBSize. Each Data is exactly the
+	// header's page size long and belongs to the caller (see ReadCommits).
 	Pages []driver.Page
 	// Offset and Size are the byte range of the transaction's frames.
 	Offset, Size int64
@@ -98,22 +99,26 @@ type Batch struct {
 }
 
 // ReadCommits reads the complete transactions appended to the log in f
-// since from. It is ReadCommits on a fresh Reader.
+// since from. It is ReadCommits on a zero Reader.
 func ReadCommits(f io.ReaderAt, from Position) (Batch, error) {
 	var r Reader
 	return r.ReadCommits(f, from)
 }
 
-// Reader reads commits incrementally. It keeps its read buffer between
-// calls, so a caller that reads after every commit does not allocate one
-// each time; it holds no other state. A Reader is not safe for concurrent
-// use.
+// Reader reads commits incrementally. It holds no state between calls
+// (the position is the caller's); the zero value is ready to use. A Reader
+// is not safe for concurrent use.
 type Reader struct {
-	buf []byte
+	hdr [HeaderSize]byte
 }
 
-// maxChunk bounds the bytes read from the file at once.
-const maxChunk = 256 << 10
+// Read sizes: without a known file size, reading starts with a few frames
+// and grows, so the common case (one small commit appended) stays cheap;
+// no single read exceeds maxChunk.
+const (
+	firstChunkFrames = 4
+	maxChunk         = 1 << 20
+)
 
 // ReadCommits reads the complete transactions appended to the log in f
 // since from, validating salts and the running checksum and stopping at the
@@ -121,21 +126,26 @@ const maxChunk = 256 << 10
 // left for a later call. When the header's salts differ from from's, the
 // log was restarted and reading starts at its first frame (Batch.Reset).
 //
+// If f reports its size (a Size() int64 method, as io.SectionReader and
+// bytes.Reader have, or Stat, as *os.File has), reading stops there;
+// otherwise it reads until a short read. The returned pages share the
+// buffers the frames were read into, which are allocated for this call and
+// never reused, so they stay valid and unchanged.
+//
 // A file shorter than a header yields an empty Batch with Next == from. An
 // invalid header is an error wrapping ErrInvalidHeader; read errors are
 // returned as they are. On error the Batch has Next == from, so the caller
 // may simply retry.
 func (r *Reader) ReadCommits(f io.ReaderAt, from Position) (Batch, error) {
 	empty := Batch{Next: from, Stop: StopEnd}
-	var hb [HeaderSize]byte
-	n, err := f.ReadAt(hb[:], 0)
+	n, err := f.ReadAt(r.hdr[:], 0)
 	if n < HeaderSize {
 		if err == nil || errors.Is(err, io.EOF) {
 			return empty, nil
 		}
 		return empty, fmt.Errorf("wal: read header: %w", err)
 	}
-	h, err := ParseHeader(hb[:])
+	h, err := ParseHeader(r.hdr[:])
 	if err != nil {
 		return empty, err
 	}
@@ -146,28 +156,35 @@ func (r *Reader) ReadCommits(f io.ReaderAt, from Position) (Batch, error) {
 		pos = Position{Salt1: h.Salt1, Salt2: h.Salt2, Offset: HeaderSize, Checksum1: h.Checksum1, Checksum2: h.Checksum2}
 		b.Next = pos
 	} else if from.Offset < HeaderSize || (from.Offset-HeaderSize)%h.FrameSize() != 0 {
-		return Batch{Next: from, Stop: StopEnd}, fmt.Errorf("%w: offset %d is not a frame boundary for page size %d", ErrInvalidPosition, from.Offset, h.PageSize)
+		return empty, fmt.Errorf("%w: offset %d is not a frame boundary for page size %d", ErrInvalidPosition, from.Offset, h.PageSize)
 	}
 
-	frameSize := int(h.FrameSize())
-	chunk := max(frameSize, maxChunk/frameSize*frameSize)
-	if cap(r.buf) < chunk {
-		r.buf = make([]byte, chunk)
-	}
-	buf := r.buf[:chunk]
+	frameSize := h.FrameSize()
+	size := sizeOf(f)
 	be := h.BigEndianChecksum()
 	s1, s2 := pos.Checksum1, pos.Checksum2
 	off := pos.Offset
 	var tx txBuilder
 	txStart := off
+	want := firstChunkFrames * frameSize
 	for {
-		n, err := f.ReadAt(buf, off)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return Batch{Next: from, Stop: StopEnd}, fmt.Errorf("wal: read frames at %d: %w", off, err)
+		if size >= 0 {
+			want = min(want, (size-off)/frameSize*frameSize)
 		}
-		whole := n / frameSize
+		want = max(min(want, maxChunk/frameSize*frameSize), 0)
+		var buf []byte
+		n := 0
+		if want > 0 {
+			buf = make([]byte, want)
+			var err error
+			n, err = f.ReadAt(buf, off)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return Batch{Next: from, Stop: StopEnd}, fmt.Errorf("wal: read frames at %d: %w", off, err)
+			}
+		}
+		whole := n / int(frameSize)
 		for i := range whole {
-			frame := buf[i*frameSize : (i+1)*frameSize]
+			frame := buf[i*int(frameSize) : (i+1)*int(frameSize) : (i+1)*int(frameSize)]
 			fh := ParseFrameHeader(frame)
 			stop, bad := StopEnd, false
 			switch {
@@ -190,19 +207,33 @@ func (r *Reader) ReadCommits(f io.ReaderAt, from Position) (Batch, error) {
 				return b, nil
 			}
 			tx.add(fh.Pgno, frame[FrameHeaderSize:])
-			off += int64(frameSize)
+			off += frameSize
 			if fh.IsCommit() {
 				b.Commits = append(b.Commits, tx.commit(fh.DBSize, txStart, off))
 				b.Next = Position{Salt1: h.Salt1, Salt2: h.Salt2, Offset: off, Checksum1: s1, Checksum2: s2}
 				txStart = off
 			}
 		}
-		if n < len(buf) {
+		if int64(n) < want || want == 0 {
 			b.Stop, b.StopOffset = StopEnd, off
 			b.Uncommitted = tx.frames
 			return b, nil
 		}
+		want *= 4
 	}
+}
+
+// sizeOf returns f's size when f can tell it cheaply, or -1.
+func sizeOf(f io.ReaderAt) int64 {
+	switch v := f.(type) {
+	case interface{ Size() int64 }:
+		return v.Size()
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := v.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	}
+	return -1
 }
 
 // txBuilder gathers the frames of one transaction.
@@ -212,7 +243,7 @@ type txBuilder struct {
 }
 
 func (t *txBuilder) add(pgno uint32, page []byte) {
-	t.pages = append(t.pages, driver.Page{Pgno: pgno, Data: append([]byte(nil), page...)})
+	t.pages = append(t.pages, driver.Page{Pgno: pgno, Data: page})
 	t.frames++
 }
 

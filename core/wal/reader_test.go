@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -360,7 +362,7 @@ func TestStopsAtBadFrames(t *testing.T) {
 
 func TestManyFramesAcrossChunks(t *testing.T) {
 	w := newWAL(65536, false, 1, 2)
-	const n = 9 // more than one read chunk of 64 KiB pages
+	const n = 40 // more than one read of at most 1 MiB
 	for i := range n {
 		db := uint32(0)
 		if i == n-1 {
@@ -369,17 +371,55 @@ func TestManyFramesAcrossChunks(t *testing.T) {
 		w.frame(uint32(i+1), db, w.page(byte(i)))
 	}
 	file := w.bytes()
-	b, err := ReadCommits(bytes.NewReader(file), Position{})
+	for name, f := range map[string]io.ReaderAt{"sized": bytes.NewReader(file), "unsized": prefixReader{file, len(file)}} {
+		b, err := ReadCommits(f, Position{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Commits) != 1 || len(b.Commits[0].Pages) != n || b.Next.Offset != int64(len(file)) {
+			t.Fatalf("%s: %s", name, summary(b))
+		}
+		for i, p := range b.Commits[0].Pages {
+			if !bytes.Equal(p.Data, w.page(byte(i))) {
+				t.Errorf("%s: page %d differs", name, p.Pgno)
+			}
+		}
+	}
+}
+
+// Pages returned by one call are not touched by later calls, even with the
+// same Reader: a capturing driver hands them to the log while it goes on
+// reading.
+func TestPagesStayValid(t *testing.T) {
+	w := newWAL(512, false, 1, 2)
+	w.frame(1, 1, w.page(1))
+	var r Reader
+	first, err := r.ReadCommits(bytes.NewReader(w.bytes()), Position{})
+	if err != nil || len(first.Commits) != 1 {
+		t.Fatal(err)
+	}
+	w.frame(1, 1, w.page(2)).frame(1, 1, w.page(3))
+	if _, err := r.ReadCommits(bytes.NewReader(w.bytes()), first.Next); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Commits[0].Pages[0].Data, w.page(1)) {
+		t.Error("a later read changed a page returned earlier")
+	}
+}
+
+// An *os.File reports its size through Stat.
+func TestReadsOSFile(t *testing.T) {
+	f, err := os.Open(filepath.Join(vectorDir(t), "sample.wal"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Commits) != 1 || len(b.Commits[0].Pages) != n || b.Next.Offset != int64(len(file)) {
-		t.Fatalf("%s", summary(b))
+	defer f.Close()
+	if sizeOf(f) != 16512 {
+		t.Errorf("sizeOf(*os.File) = %d", sizeOf(f))
 	}
-	for i, p := range b.Commits[0].Pages {
-		if !bytes.Equal(p.Data, w.page(byte(i))) {
-			t.Errorf("page %d differs", p.Pgno)
-		}
+	b, err := ReadCommits(f, Position{})
+	if err != nil || len(b.Commits) != 3 {
+		t.Errorf("%v %s", err, summary(b))
 	}
 }
 
