@@ -1,0 +1,86 @@
+// Package peer lets the nodes of a fleet forward calls to a cell's owner
+// over HTTP, authenticated with a key shared through the bucket.
+//
+// The key lives in fleet/peer-auth.json as {"version":1,"key":"<64 lowercase
+// hex>"}, the record celld uses for its own peer RPC: the first node creates
+// it create-only, every later node reads it. A forwarded request carries an
+// HMAC-SHA256 over its method, path and query, a timestamp, a nonce and the
+// body's hash; the owner refuses a request whose signature does not verify
+// or whose timestamp is too far from its own clock.
+package peer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/cellb/cellb/core/store"
+)
+
+// KeyRecord is where the shared key lives.
+const KeyRecord = "fleet/peer-auth.json"
+
+// ErrBadKeyRecord: fleet/peer-auth.json exists but is not a valid record.
+// CellB never overwrites it.
+var ErrBadKeyRecord = errors.New("malformed fleet/peer-auth.json")
+
+var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+type keyRecord struct {
+	Version int    `json:"version"`
+	Key     string `json:"key"`
+}
+
+// decodeKey parses the record strictly, as celld does: exactly version 1 and
+// a 64-hex key, nothing else.
+func decodeKey(data []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytesReader(data))
+	dec.DisallowUnknownFields()
+	var r keyRecord
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadKeyRecord, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data", ErrBadKeyRecord)
+	}
+	if r.Version != 1 || !hex64.MatchString(r.Key) {
+		return nil, fmt.Errorf("%w: want version 1 and a 64-hex key", ErrBadKeyRecord)
+	}
+	return hex.DecodeString(r.Key)
+}
+
+// LoadOrCreateKey reads the fleet's peer key, creating it create-only when
+// absent (a concurrent creator's key wins). rnd defaults to crypto/rand.
+func LoadOrCreateKey(ctx context.Context, s store.Store, rnd io.Reader) ([]byte, error) {
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	for attempt := 0; attempt < 4; attempt++ {
+		obj, err := s.Get(ctx, KeyRecord)
+		if err == nil {
+			return decodeKey(obj.Data)
+		}
+		if !store.IsNotFound(err) {
+			return nil, err
+		}
+		var k [32]byte
+		if _, err := io.ReadFull(rnd, k[:]); err != nil {
+			return nil, err
+		}
+		body, _ := json.Marshal(keyRecord{Version: 1, Key: hex.EncodeToString(k[:])})
+		_, err = s.Put(ctx, KeyRecord, body, store.PutOptions{Condition: store.IfAbsent})
+		if err == nil {
+			return k[:], nil
+		}
+		if !store.IsPreconditionFailed(err) && !store.IsAmbiguous(err) {
+			return nil, err
+		}
+		// Someone else created it, or ours may have applied: read it.
+	}
+	return nil, errors.New("peer: fleet/peer-auth.json could not be read or created")
+}
