@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/lease"
 )
 
@@ -16,6 +17,7 @@ func outputCases() []caseDef {
 	return []caseDef{
 		{"output/held-until-durable", caseHeldUntilDurable},
 		{"output/counter-64", caseCounter64},
+		{"output/log-commits", caseLogCommits},
 	}
 }
 
@@ -337,3 +339,60 @@ func (g *testGrant) Err() error {
 }
 func (g *testGrant) CheckWrite() error                 { return g.Err() }
 func (g *testGrant) Release(ctx context.Context) error { g.end(lease.ErrReleased); return nil }
+
+// The log gets every write commit, in order and numbered without gaps, and
+// nothing for read-only turns. Without page capture, each commit carries
+// the image as of that commit (never a later one).
+func caseLogCommits(c *checkT) {
+	log := c.controlLog()
+	log.NeedsImages = true
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Commits", nil)
+	s := pc.stub("a")
+	must(c, s, "warm up", func(ctx context.Context, p *probe) (int, error) { return 0, nil })
+	before := len(log.Commits(s.Key()))
+	for i := 1; i <= 3; i++ {
+		must(c, s, "increment", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+		if got := len(log.Commits(s.Key())); got <= before {
+			c.errorf("increment %d reached the log with no commit", i)
+		} else {
+			before = got
+		}
+		must(c, s, "read", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
+		if got := len(log.Commits(s.Key())); got != before {
+			c.errorf("a read-only turn handed %d commits to the log", got-before)
+			before = got
+		}
+	}
+	commits := log.Commits(s.Key())
+	for i, cm := range commits {
+		if cm.Seq != uint64(i+1) {
+			c.errorf("commit %d has Seq %d, want %d (in order, without gaps)", i, cm.Seq, i+1)
+		}
+		if cm.Pages == nil && cm.Image == nil {
+			c.errorf("commit %d carries neither pages nor an image, though the log asked for images", cm.Seq)
+		}
+	}
+	if c.h.Driver.Capabilities().PageCapture {
+		return
+	}
+	// Each of the last three commits' image shows its own increment.
+	if len(commits) < 3 {
+		c.fatalf("only %d commits", len(commits))
+	}
+	for i, cm := range commits[len(commits)-3:] {
+		conn, err := c.h.Driver.Open(c.ctx, driver.Config{})
+		if err != nil {
+			c.fatalf("open an in-memory database: %v", err)
+		}
+		if err := conn.Restore(c.ctx, cm.Image); err != nil {
+			conn.Close()
+			c.fatalf("restore commit %d's image: %v", cm.Seq, err)
+		}
+		rows := c.rawRows(conn, "SELECT v FROM t WHERE k = 'n'")
+		conn.Close()
+		if len(rows) != 1 || rows[0][0] != int64(i+1) {
+			c.errorf("commit %d's image holds n=%v, want %d (the image must be taken at commit time)", cm.Seq, rows, i+1)
+		}
+	}
+}

@@ -28,6 +28,7 @@ type ControlLog struct {
 	failed   uint64
 	images   int
 	closed   []bool // Close's final flag, per cell log closed
+	commits  map[string][]durability.Commit
 	wake     chan struct{}
 	stopped  bool
 }
@@ -168,10 +169,20 @@ func (l *ControlLog) pump(wake chan struct{}) {
 
 // Open starts one cell's log.
 func (l *ControlLog) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
-	return &controlCellLog{l: l}, nil
+	return &controlCellLog{l: l, key: cellKey}, nil
 }
 
-type controlCellLog struct{ l *ControlLog }
+type controlCellLog struct {
+	l   *ControlLog
+	key string
+}
+
+// Commits returns the commits handed to the log for one cell, in order.
+func (l *ControlLog) Commits(cellKey string) []durability.Commit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]durability.Commit(nil), l.commits[cellKey]...)
+}
 
 func (c *controlCellLog) NeedsImage() bool { return c.l.NeedsImages }
 
@@ -179,6 +190,10 @@ func (c *controlCellLog) Append(cm durability.Commit) durability.Durable {
 	l := c.l
 	f := durability.NewFuture()
 	l.mu.Lock()
+	if l.commits == nil {
+		l.commits = map[string][]durability.Commit{}
+	}
+	l.commits[c.key] = append(l.commits[c.key], cm)
 	l.appended++
 	if cm.Image != nil {
 		l.images++

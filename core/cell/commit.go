@@ -106,6 +106,16 @@ func (inst *instance) appendLocked(c durability.Commit) {
 	inst.pmu.Lock()
 	inst.pending = append(inst.pending, d)
 	inst.pmu.Unlock()
+	select {
+	case <-d.Done(): // already known (a local log): no watcher needed
+		if err := d.Err(); err != nil {
+			go inst.breakNow(fmt.Sprintf("a commit failed to become durable: %v", err), err)
+		}
+		return
+	default:
+	}
+	// Watch the commit even if no reply waits for it, so a failure resets
+	// the object whoever is (or is not) waiting.
 	go func() {
 		select {
 		case <-d.Done():
