@@ -36,15 +36,15 @@ func (c *conn) installAuthorizer() error {
 // restart the WAL; reading files is all the callback does, since SQLite
 // forbids using the connection from inside it.
 func (c *conn) authorize(op int, arg1, arg2, db, trigger string) int {
-	if c.cap != nil && c.cap.dirty {
-		c.cap.read()
+	if c.cap != nil && c.cap.dirty() {
+		c.cap.read(0)
 	}
 	if c.internal {
 		return sqlite3.SQLITE_OK
 	}
 	action := driver.Action(op)
 	if c.cap != nil && action == driver.ActionPragma && (db == "" || db == "main") {
-		unread := c.cap.dirty && strings.EqualFold(arg1, "wal_checkpoint")
+		unread := c.cap.dirty() && strings.EqualFold(arg1, "wal_checkpoint")
 		if unread || unsafeUnderCapture(arg1, arg2) {
 			c.denied = arg1
 			return sqlite3.SQLITE_DENY

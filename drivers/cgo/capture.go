@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -11,12 +12,14 @@ import (
 	"github.com/cellb/cellb/core/wal"
 )
 
-// capture follows the WAL of one connection. A commit hook marks it dirty;
-// the connection then reads the new frames at the first moment after the
-// commit at which it regains control (the end of the statement, the
-// preparation of the next one, or the start of its next method), which is
-// always before anything can checkpoint and restart the log. The pages are
-// copied out of the file then, so a later transaction cannot change them.
+// capture follows the WAL of one connection. SQLite's WAL hook reads each
+// commit as soon as it is written. A commit the WAL hook does not see (one
+// completed by resetting a statement before its last row) raises the
+// commit flag, and is read at the first moment after it at which the driver
+// regains control: the end of the statement, the preparation of the next
+// one, or the start of the next method; always before anything can
+// checkpoint and restart the log. The pages are copied out of the file
+// then, so a later transaction cannot change them.
 type capture struct {
 	walPath         string
 	checkpointBytes int64
@@ -24,28 +27,36 @@ type capture struct {
 	r               wal.Reader
 	pos             wal.Position
 	pending         []driver.CapturedCommit
-	// dirty: a commit happened that has not been read yet.
-	dirty bool
+	// flag is set by SQLite's commit hook: a commit happened that has
+	// not been read yet. It stays set while reading fails.
+	flag commitFlag
 	// err is the last failure to read the WAL; the read is retried, and
 	// TakeCommits reports the error until a read succeeds.
 	err error
 	// restartDue: the driver checkpointed the log; the next write starts
 	// it afresh, so there is no point checkpointing again before that.
 	restartDue bool
+	// frameSize is the WAL's frame size once known (0 before the first
+	// read).
+	frameSize int64
 }
 
 func newCapture(walPath string, checkpointBytes int64) *capture {
-	return &capture{walPath: walPath, checkpointBytes: checkpointBytes}
+	return &capture{walPath: walPath, checkpointBytes: checkpointBytes, flag: newCommitFlag()}
 }
 
-// read appends the commits added to the WAL since the last read.
-func (p *capture) read() {
+// read appends the commits added to the WAL since the last read. frames,
+// when positive, is the number of valid frames SQLite says the WAL holds
+// (the WAL hook passes it): reading then stops at their end without probing
+// for more.
+func (p *capture) read(frames int64) {
 	if p.f == nil {
 		f, err := os.Open(p.walPath)
 		if errors.Is(err, fs.ErrNotExist) {
 			// Nothing was ever written to the log: the commit changed no
 			// page (an empty transaction).
-			p.dirty, p.err = false, nil
+			p.flag.clear()
+			p.err = nil
 			return
 		}
 		if err != nil {
@@ -54,14 +65,22 @@ func (p *capture) read() {
 		}
 		p.f = f
 	}
-	b, err := p.r.ReadCommits(p.f, p.pos)
+	var src io.ReaderAt = p.f
+	if frames > 0 && p.frameSize > 0 {
+		src = io.NewSectionReader(p.f, 0, wal.HeaderSize+frames*p.frameSize)
+	}
+	b, err := p.r.ReadCommits(src, p.pos)
 	if err != nil {
 		p.err = fmt.Errorf("cgo: page capture: %w", err)
 		return
 	}
-	p.dirty, p.err = false, nil
+	p.flag.clear()
+	p.err = nil
 	if b.Reset {
 		p.restartDue = false
+	}
+	if b.Header.PageSize > 0 {
+		p.frameSize = b.Header.FrameSize()
 	}
 	for _, c := range b.Commits {
 		p.pending = append(p.pending, driver.CapturedCommit{PageSize: b.Header.PageSize, PageCount: c.DBSize, Pages: c.Pages})
@@ -72,25 +91,35 @@ func (p *capture) read() {
 // wantsCheckpoint: every commit is read and the WAL has grown past the
 // threshold since the last checkpoint.
 func (p *capture) wantsCheckpoint() bool {
-	return !p.dirty && !p.restartDue && p.pos.Offset >= p.checkpointBytes
+	return !p.dirty() && !p.restartDue && p.pos.Offset >= p.checkpointBytes
 }
 
+// dirty reports a commit that has not been read yet.
+func (p *capture) dirty() bool { return p.flag.isSet() }
+
+// close releases the capture's file and flag; the SQLite connection that
+// set the flag must be closed first.
 func (p *capture) close() {
 	if p.f != nil {
 		p.f.Close()
 		p.f = nil
 	}
+	if p.flag.p != nil {
+		p.flag.free()
+		p.flag = commitFlag{}
+	}
 }
 
 // maybeCheckpoint checkpoints a WAL that has grown past the threshold once
-// its commits are read. SQLite restarts the log at the next write, and the
-// reader notices by the new salts.
+// its commits are read (the WAL hook does the same at commit time). SQLite
+// restarts the log at the next write, and the reader notices by the new
+// salts.
 func (c *conn) maybeCheckpoint() {
 	if !c.cap.wantsCheckpoint() || c.InTransaction() {
 		return
 	}
 	p := c.cap
-	if err := c.checkpoint(driver.CheckpointTruncate); err == nil {
+	if err := c.checkpoint(driver.CheckpointRestart); err == nil {
 		p.restartDue = true
 	}
 }

@@ -15,7 +15,7 @@ func (c *conn) Checkpoint(ctx context.Context, mode driver.CheckpointMode) error
 	if err := c.ready(ctx); err != nil {
 		return err
 	}
-	if c.cap != nil && c.cap.dirty {
+	if c.cap != nil && c.cap.dirty() {
 		// A commit is still unread (the WAL could not be read): a
 		// checkpoint could let SQLite overwrite its frames.
 		return c.cap.err

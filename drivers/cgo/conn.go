@@ -38,6 +38,10 @@ type conn struct {
 	cap    *capture // nil without page capture
 	// handle names this conn to the C callbacks (authorizer, WAL hook).
 	handle cgo.Handle
+	// txStmts are BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared once:
+	// preparing them for every transaction would cost more than running
+	// them, and would call the authorizer each time.
+	txStmts map[string]*sqlite3.SQLiteStmt
 	// blanks are the empty declared types handed to mattn's rows (see
 	// keepStorageClasses); mattn only reads them.
 	blanks []string
@@ -64,8 +68,13 @@ func (c *conn) open() error {
 	sc := raw.(*sqlite3.SQLiteConn)
 	c.sc = sc
 	if err := c.setup(); err != nil {
+		c.closeTxStmts()
 		sc.Close()
 		c.sc = nil
+		if c.cap != nil {
+			c.cap.close()
+			c.cap = nil
+		}
 		return err
 	}
 	return nil
@@ -97,17 +106,11 @@ func (c *conn) setup() error {
 	return c.installHooks()
 }
 
-// installHooks registers what capture needs: the WAL hook reads each
-// commit as soon as SQLite has written it; the commit hook flags commits
-// the WAL hook does not see (one completed by resetting a statement before
-// its last row), which are then read when the driver next gets control.
+// installHooks registers what capture needs (see capture): the WAL hook
+// and the commit flag.
 func (c *conn) installHooks() error {
 	if c.cap != nil {
-		p := c.cap
-		c.sc.RegisterCommitHook(func() int {
-			p.dirty = true
-			return 0
-		})
+		setCommitFlag(c.sc, c.cap.flag)
 		setWALHook(c.sc, uintptr(c.handle))
 	}
 	return c.installAuthorizer()
@@ -130,8 +133,8 @@ func (c *conn) ready(ctx context.Context) error {
 // afterStatement reads the commits a statement made, if any, while their
 // frames are certainly still in the WAL.
 func (c *conn) afterStatement() {
-	if c.cap != nil && c.cap.dirty {
-		c.cap.read()
+	if c.cap != nil && c.cap.dirty() {
+		c.cap.read(0)
 		c.maybeCheckpoint()
 	}
 }
@@ -178,14 +181,14 @@ func (c *conn) Begin(ctx context.Context) error {
 	if err := c.ready(ctx); err != nil {
 		return err
 	}
-	return c.internalExec("BEGIN IMMEDIATE")
+	return c.txExec("BEGIN IMMEDIATE")
 }
 
 func (c *conn) Commit(ctx context.Context) error {
 	if err := c.ready(ctx); err != nil {
 		return err
 	}
-	err := c.internalExec("COMMIT")
+	err := c.txExec("COMMIT")
 	c.afterStatement()
 	return err
 }
@@ -197,7 +200,7 @@ func (c *conn) Rollback(ctx context.Context) error {
 	if !c.InTransaction() {
 		return nil
 	}
-	return c.internalExec("ROLLBACK")
+	return c.txExec("ROLLBACK")
 }
 
 func (c *conn) InTransaction() bool {
@@ -224,6 +227,7 @@ func (c *conn) Close() error {
 	if c.sc == nil {
 		return nil
 	}
+	c.closeTxStmts()
 	err := c.sc.Close()
 	c.sc = nil
 	if c.cap != nil {
@@ -245,6 +249,34 @@ func (c *conn) internalExec(sql string) error {
 	defer func() { c.internal = false }()
 	_, err := c.sc.ExecContext(context.Background(), sql, nil)
 	return wrapErr(err)
+}
+
+// txExec runs one of the transaction-control statements as an internal
+// statement, preparing it on first use.
+func (c *conn) txExec(sql string) error {
+	c.internal = true
+	defer func() { c.internal = false }()
+	st := c.txStmts[sql]
+	if st == nil {
+		s, err := c.sc.Prepare(sql)
+		if err != nil {
+			return wrapErr(err)
+		}
+		st = s.(*sqlite3.SQLiteStmt)
+		if c.txStmts == nil {
+			c.txStmts = make(map[string]*sqlite3.SQLiteStmt, 3)
+		}
+		c.txStmts[sql] = st
+	}
+	_, err := st.ExecContext(context.Background(), nil)
+	return wrapErr(err)
+}
+
+func (c *conn) closeTxStmts() {
+	for _, st := range c.txStmts {
+		st.Close()
+	}
+	c.txStmts = nil
 }
 
 // internalQuery runs the driver's own single-row statement and returns the

@@ -53,7 +53,8 @@ type Driver struct {
 	Synchronous Synchronous
 	// CheckpointBytes: with page capture, once the commits in the WAL have
 	// been read and the WAL holds at least this many bytes, the driver
-	// checkpoints it (TRUNCATE). Zero means DefaultCheckpointBytes.
+	// checkpoints it (RESTART: SQLite then rewrites the log from its start,
+	// so the file stays about this size). Zero means DefaultCheckpointBytes.
 	CheckpointBytes int64
 	// BusyTimeout bounds how long a statement waits for a lock another
 	// connection holds. Zero means DefaultBusyTimeout.

@@ -9,6 +9,7 @@ package cgo
 
 /*
 #include <stdint.h>
+#include <stdlib.h>
 
 typedef struct sqlite3 sqlite3;
 
@@ -17,21 +18,23 @@ int sqlite3_set_authorizer(sqlite3 *db,
 	void *pUserData);
 void *sqlite3_wal_hook(sqlite3 *db, int (*xHook)(void *, sqlite3 *, const char *, int), void *pArg);
 int sqlite3_wal_checkpoint_v2(sqlite3 *db, const char *zDb, int eMode, int *pnLog, int *pnCkpt);
+void *sqlite3_commit_hook(sqlite3 *db, int (*xCallback)(void *), void *pArg);
 
 // Defined in native_export.go.
 extern int cellbAuthorize(uintptr_t conn, int action, char *arg1, char *arg2, char *db, char *trigger);
-extern int cellbWALCommitted(uintptr_t conn, char *db);
+extern int cellbWALCommitted(uintptr_t conn, char *db, int frames);
 extern void cellbCheckpointed(uintptr_t conn, int rc);
 
 static int cellb_authorize(void *conn, int action, const char *a, const char *b, const char *db, const char *trigger) {
 	return cellbAuthorize((uintptr_t)conn, action, (char *)a, (char *)b, (char *)db, (char *)trigger);
 }
 
-// SQLITE_CHECKPOINT_TRUNCATE is 3 and SQLITE_OK is 0 in every SQLite
-// release.
+// SQLITE_CHECKPOINT_RESTART is 2 and SQLITE_OK is 0 in every SQLite
+// release. RESTART, not TRUNCATE: the log is then overwritten in place
+// instead of growing the file again block by block.
 static int cellb_wal_hook(void *conn, sqlite3 *db, const char *zDb, int nFrame) {
-	if (cellbWALCommitted((uintptr_t)conn, (char *)zDb)) {
-		int rc = sqlite3_wal_checkpoint_v2(db, zDb, 3, 0, 0);
+	if (cellbWALCommitted((uintptr_t)conn, (char *)zDb, nFrame)) {
+		int rc = sqlite3_wal_checkpoint_v2(db, zDb, 2, 0, 0);
 		cellbCheckpointed((uintptr_t)conn, rc);
 	}
 	return 0;
@@ -43,6 +46,17 @@ static int cellb_set_authorizer(sqlite3 *db, uintptr_t conn) {
 
 static void cellb_set_wal_hook(sqlite3 *db, uintptr_t conn) {
 	sqlite3_wal_hook(db, conn ? cellb_wal_hook : 0, (void *)conn);
+}
+
+// The commit hook only raises a flag in C memory, which Go reads without a
+// call: it costs no callback into Go on every commit.
+static int cellb_commit_hook(void *flag) {
+	*(int *)flag = 1;
+	return 0;
+}
+
+static void cellb_set_commit_flag(sqlite3 *db, int *flag) {
+	sqlite3_commit_hook(db, flag ? cellb_commit_hook : 0, flag);
 }
 */
 import "C"
@@ -79,6 +93,26 @@ func setAuthorizer(sc *sqlite3.SQLiteConn, handle uintptr) error {
 		return &sqliteError{Code: int(rc) & 0xff, ExtendedCode: int(rc), Msg: "sqlite3_set_authorizer failed"}
 	}
 	return nil
+}
+
+// commitFlag is an int in C memory that the commit hook sets.
+type commitFlag struct{ p *C.int }
+
+func newCommitFlag() commitFlag {
+	p := (*C.int)(C.malloc(C.size_t(unsafe.Sizeof(C.int(0)))))
+	*p = 0
+	return commitFlag{p}
+}
+
+func (f commitFlag) isSet() bool { return f.p != nil && *f.p != 0 }
+func (f commitFlag) set()        { *f.p = 1 }
+func (f commitFlag) clear()      { *f.p = 0 }
+func (f commitFlag) free()       { C.free(unsafe.Pointer(f.p)) }
+
+// setCommitFlag makes SQLite set f on every commit; the zero flag removes
+// the hook.
+func setCommitFlag(sc *sqlite3.SQLiteConn, f commitFlag) {
+	C.cellb_set_commit_flag(rawDB(sc), f.p)
 }
 
 // setWALHook registers the commit reader for the connection named by

@@ -21,13 +21,13 @@ func cellbAuthorize(h C.uintptr_t, action C.int, arg1, arg2, db, trigger *C.char
 // once. It reports whether the WAL should now be checkpointed.
 //
 //export cellbWALCommitted
-func cellbWALCommitted(h C.uintptr_t, db *C.char) C.int {
+func cellbWALCommitted(h C.uintptr_t, db *C.char, frames C.int) C.int {
 	c := cgo.Handle(h).Value().(*conn)
 	if c.cap == nil || C.GoString(db) != "main" {
 		return 0
 	}
-	c.cap.dirty = true
-	c.cap.read()
+	c.cap.flag.set()
+	c.cap.read(int64(frames))
 	if c.cap.wantsCheckpoint() {
 		return 1
 	}

@@ -86,6 +86,7 @@ func (c *conn) Restore(ctx context.Context, image []byte) error {
 // detach closes the SQLite connection and drops capture state, keeping the
 // settings and authorizer for the reopen.
 func (c *conn) detach() {
+	c.closeTxStmts()
 	c.sc.Close()
 	c.sc = nil
 	if c.cap != nil {
@@ -149,18 +150,21 @@ func (c *conn) restoreMemory(image []byte) error {
 	if len(img) > 0 {
 		img[18], img[19] = 1, 1
 	}
-	old := c.sc
-	c.sc = nil
-	if err := c.open(); err != nil {
-		c.sc = old
+	old, oldTx := c.sc, c.txStmts
+	c.sc, c.txStmts = nil, nil
+	err := c.open()
+	if err == nil && len(img) > 0 {
+		if err = copyInto(c.sc, img); err != nil {
+			c.closeTxStmts()
+			c.sc.Close()
+		}
+	}
+	if err != nil {
+		c.sc, c.txStmts = old, oldTx
 		return fmt.Errorf("cgo: restore: %w", err)
 	}
-	if len(img) > 0 {
-		if err := copyInto(c.sc, img); err != nil {
-			c.sc.Close()
-			c.sc = old
-			return fmt.Errorf("cgo: restore: %w", err)
-		}
+	for _, st := range oldTx {
+		st.Close()
 	}
 	old.Close()
 	return nil
