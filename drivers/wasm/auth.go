@@ -30,6 +30,7 @@ const (
 // survives SetAuthorizer calls and reopens.
 type authState struct {
 	mode    authMode
+	wal     bool // the database runs in WAL mode
 	user    driver.Authorizer
 	refused string // the setting the guard last refused
 }
@@ -42,6 +43,7 @@ func (c *Conn) SetAuthorizer(fn driver.Authorizer) error {
 		return err
 	}
 	c.auth.user = fn
+	c.cache.clear() // cached statements were authorized by the old fn
 	return nil
 }
 
@@ -50,7 +52,7 @@ func (a *authState) authorize(action sqlite3.AuthorizerActionCode, arg1, arg2, d
 		return sqlite3.AUTH_OK
 	}
 	if action == sqlite3.AUTH_PRAGMA {
-		if why := guardPragma(arg1, arg2); why != "" {
+		if why := guardPragma(a.wal, arg1, arg2); why != "" {
 			a.refused = why
 			return sqlite3.AUTH_DENY
 		}
@@ -61,17 +63,24 @@ func (a *authState) authorize(action sqlite3.AuthorizerActionCode, arg1, arg2, d
 	return sqlite3.AUTH_OK
 }
 
-// guardPragma refuses the settings that would silently break the driver:
-// a write-ahead log keeps committed pages out of the main file (so neither
-// capture nor Serialize would see them), and exclusive locking keeps SQLite
-// from releasing its lock at the end of each transaction (which is when a
-// commit is captured).
-func guardPragma(name, value string) string {
+// guardPragma refuses the settings that would silently break the driver.
+// A rollback-journal database must not switch to a write-ahead log (its
+// commits would bypass the main file that capture and Serialize read) nor
+// to exclusive locking (which keeps SQLite from releasing its lock at the
+// end of each transaction, when a commit is captured). A WAL database must
+// stay in WAL mode, where capture watches the log.
+func guardPragma(wal bool, name, value string) string {
 	v := strings.ToLower(strings.Trim(strings.TrimSpace(value), `'"`))
 	switch strings.ToLower(name) {
 	case "journal_mode":
-		if v == "wal" {
-			return "journal_mode=WAL (the wasm driver runs in rollback-journal mode)"
+		if v == "" {
+			return "" // reading the mode
+		}
+		if wal && v != "wal" {
+			return "journal_mode=" + v + " (this connection runs in WAL mode)"
+		}
+		if !wal && v == "wal" {
+			return "journal_mode=WAL (this connection runs in rollback-journal mode)"
 		}
 	case "locking_mode":
 		if v == "exclusive" {

@@ -61,6 +61,10 @@ type recorder struct {
 	before map[int64][]byte
 	slab   []byte
 
+	// wal: the database runs in WAL mode, and commits come from the log.
+	wal bool
+	log walState
+
 	commits []driver.CapturedCommit
 	err     error
 }
@@ -164,6 +168,7 @@ func (r *recorder) fail(err error) {
 // reset forgets everything, as after Restore.
 func (r *recorder) reset() {
 	r.abandon()
+	r.log.reset()
 	r.commits = nil
 	r.err = nil
 }

@@ -98,20 +98,20 @@ func firstDiff(a, b []byte) int {
 }
 
 func TestCaptureReplaysExactly(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
+	eachKind(t, func(t *testing.T, k dbKind) {
 		ctx := t.Context()
-		c := openTest(t, path, true)
-		k := newChecker(t, c)
+		c := k.open(t, true)
+		chk := newChecker(t, c)
 
 		mustExec(t, c, "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)")
-		k.step("first CREATE on an empty database", 1)
+		chk.step("first CREATE on an empty database", 1)
 
 		mustExec(t, c, "INSERT INTO t(v) VALUES ('a')")
 		mustExec(t, c, "INSERT INTO t(v) VALUES ('b')")
-		k.step("two autocommit inserts", 2)
+		chk.step("two autocommit inserts", 2)
 
 		mustExec(t, c, "INSERT INTO t(v) VALUES ('c'); INSERT INTO t(v) VALUES ('d')")
-		k.step("one Exec, two autocommit statements", 2)
+		chk.step("one Exec, two autocommit statements", 2)
 
 		if err := c.Begin(ctx); err != nil {
 			t.Fatal(err)
@@ -122,7 +122,7 @@ func TestCaptureReplaysExactly(t *testing.T) {
 		if err := c.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		k.step("a 500-row transaction", 1)
+		chk.step("a 500-row transaction", 1)
 
 		if err := c.Begin(ctx); err != nil {
 			t.Fatal(err)
@@ -131,32 +131,32 @@ func TestCaptureReplaysExactly(t *testing.T) {
 		if err := c.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		k.step("a rolled-back transaction", 0)
+		chk.step("a rolled-back transaction", 0)
 
 		mustExec(t, c, "SAVEPOINT a; INSERT INTO t(v) VALUES ('s'); ROLLBACK TO a; INSERT INTO t(v) VALUES ('kept'); RELEASE a")
-		k.step("a savepoint rolled back inside a committed transaction", 1)
+		chk.step("a savepoint rolled back inside a committed transaction", 1)
 
 		mustExec(t, c, "DELETE FROM t WHERE id % 2 = 0")
-		k.step("delete half", 1)
+		chk.step("delete half", 1)
 
 		mustExec(t, c, "VACUUM")
-		commits := k.step("VACUUM shrinking the database", 1)
-		if commits[0].PageCount >= uint32(len(k.img)/commits[0].PageSize)+1 {
+		commits := chk.step("VACUUM shrinking the database", 1)
+		if commits[0].PageCount >= uint32(len(chk.img)/commits[0].PageSize)+1 {
 			t.Fatalf("VACUUM did not shrink: %d pages", commits[0].PageCount)
 		}
 
 		mustExec(t, c, "PRAGMA page_size=1024; VACUUM")
-		commits = k.step("VACUUM to a new page size", 1)
-		// memdb, an in-memory file, keeps its page size.
-		if path != "" && commits[0].PageSize != 1024 {
+		commits = chk.step("VACUUM to a new page size", 1)
+		// memdb (an in-memory file) and WAL mode keep their page size.
+		if k.path != "" && !k.wal() && commits[0].PageSize != 1024 {
 			t.Fatalf("page size after VACUUM: %d", commits[0].PageSize)
 		}
 
 		mustExec(t, c, "PRAGMA user_version=42")
-		k.step("PRAGMA user_version", 1)
+		chk.step("PRAGMA user_version", 1)
 
 		mustExec(t, c, "DROP TABLE t")
-		k.step("DROP TABLE", 1)
+		chk.step("DROP TABLE", 1)
 	})
 }
 
@@ -164,12 +164,12 @@ func TestCaptureReplaysExactly(t *testing.T) {
 // before it ends; rolling it back writes the old pages back. Neither may
 // show up as a commit, and a spilled transaction that commits must.
 func TestCaptureSpilledTransactions(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
+	eachKind(t, func(t *testing.T, k dbKind) {
 		ctx := t.Context()
-		c := openTest(t, path, true, WithPragmas("cache_size=10"))
+		c := k.open(t, true, WithPragmas("cache_size=10"))
 		mustExec(t, c, "CREATE TABLE t(v)")
 		mustExec(t, c, "INSERT INTO t VALUES (randomblob(3000))")
-		k := newChecker(t, c)
+		chk := newChecker(t, c)
 		big := func() {
 			if err := c.Begin(ctx); err != nil {
 				t.Fatal(err)
@@ -179,36 +179,41 @@ func TestCaptureSpilledTransactions(t *testing.T) {
 				mustExec(t, c, "INSERT INTO t VALUES (randomblob(3000))")
 			}
 		}
-		before := fileSize(t, path)
+		// In WAL mode the spill goes to the log.
+		spillFile := k.path
+		if k.wal() {
+			spillFile += "-wal"
+		}
+		before := fileSize(t, spillFile)
 		big()
-		if path != "" && fileSize(t, path) <= before {
+		if k.path != "" && fileSize(t, spillFile) <= before {
 			t.Fatal("the transaction did not spill into the file; the case is not exercised")
 		}
 		if err := c.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		k.step("a spilled transaction rolled back", 0)
+		chk.step("a spilled transaction rolled back", 0)
 
 		big()
 		if err := c.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		k.step("a spilled transaction committed", 1)
+		chk.step("a spilled transaction committed", 1)
 
 		// A failing autocommit statement rolls back its implicit
 		// transaction after spilling.
 		mustExec(t, c, "CREATE TABLE u(id INTEGER PRIMARY KEY, v)")
-		k.step("CREATE TABLE u", 1)
+		chk.step("CREATE TABLE u", 1)
 		_, err := c.Exec(ctx, "INSERT INTO u SELECT 1 + (rowid % 100), randomblob(3000) FROM t")
 		if err == nil {
 			t.Fatal("the duplicate-key insert succeeded")
 		}
-		k.step("a failed spilled statement", 0)
+		chk.step("a failed spilled statement", 0)
 	})
 }
 
 func TestCaptureAfterRestore(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
+	eachKind(t, func(t *testing.T, k dbKind) {
 		ctx := t.Context()
 		src := openTest(t, "", false)
 		mustExec(t, src, "CREATE TABLE t(v); INSERT INTO t VALUES ('from the image')")
@@ -217,7 +222,7 @@ func TestCaptureAfterRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		c := openTest(t, path, true)
+		c := k.open(t, true)
 		mustExec(t, c, "CREATE TABLE old(v); INSERT INTO old VALUES (1)")
 		if err := c.Restore(ctx, img); err != nil {
 			t.Fatal(err)
@@ -226,15 +231,15 @@ func TestCaptureAfterRestore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, img) {
+		if !bytes.Equal(withJournalMode(got, 0), withJournalMode(img, 0)) {
 			t.Fatal("Serialize after Restore differs from the image")
 		}
 		if cs, err := c.TakeCommits(ctx); err != nil || len(cs) != 0 {
 			t.Fatalf("after Restore: %d commits, %v; want none", len(cs), err)
 		}
-		k := newChecker(t, c)
+		chk := newChecker(t, c)
 		mustExec(t, c, "INSERT INTO t VALUES ('after')")
-		k.step("insert after Restore", 1)
+		chk.step("insert after Restore", 1)
 	})
 }
 
@@ -250,27 +255,32 @@ func TestRestoreWALImage(t *testing.T) {
 	walImg := bytes.Clone(img)
 	walImg[offWriteVersion], walImg[offReadVersion] = journalModeWAL, journalModeWAL
 
-	eachKind(t, func(t *testing.T, path string) {
-		c := openTest(t, path, true)
+	eachKind(t, func(t *testing.T, k dbKind) {
+		c := k.open(t, true)
 		if err := c.Restore(ctx, walImg); err != nil {
 			t.Fatal(err)
 		}
 		if got := queryRows(t, c, "SELECT v FROM t"); len(got) != 1 || got[0][0] != "wal" {
 			t.Fatalf("rows after restoring a WAL image: %v", got)
 		}
-		if mode := queryRows(t, c, "PRAGMA journal_mode"); mode[0][0] == "wal" {
-			t.Fatal("the restored database is in WAL mode")
+		// The image takes the connection's journal mode.
+		want := byte(journalModeRollback)
+		if k.wal() {
+			want = journalModeWAL
+		}
+		if mode := queryRows(t, c, "PRAGMA journal_mode"); (mode[0][0] == "wal") != k.wal() {
+			t.Fatalf("the restored database is in journal mode %v", mode[0][0])
 		}
 		now, err := c.Serialize(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if now[offWriteVersion] != journalModeRollback || now[offReadVersion] != journalModeRollback {
-			t.Fatalf("header bytes 18/19 are %d/%d", now[offWriteVersion], now[offReadVersion])
+		if now[offWriteVersion] != want || now[offReadVersion] != want {
+			t.Fatalf("header bytes 18/19 are %d/%d, want %d", now[offWriteVersion], now[offReadVersion], want)
 		}
-		k := newChecker(t, c)
+		chk := newChecker(t, c)
 		mustExec(t, c, "INSERT INTO t VALUES ('more')")
-		k.step("insert after restoring a WAL image", 1)
+		chk.step("insert after restoring a WAL image", 1)
 	})
 	if walImg[offWriteVersion] != journalModeWAL {
 		t.Fatal("Restore modified the caller's image")
@@ -278,38 +288,46 @@ func TestRestoreWALImage(t *testing.T) {
 }
 
 // A WAL-mode file left by another program (with committed frames still in
-// its -wal file) is converted when opened, and its committed data is kept.
-func TestOpenConvertsWALFile(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "db.sqlite")
-	writeWALDatabase(t, path)
-	c := openTest(t, path, true)
-	if got := queryRows(t, c, "SELECT count(*) FROM t"); got[0][0] != int64(3) {
-		t.Fatalf("rows: %v", got)
-	}
-	if _, err := os.Stat(path + "-wal"); err == nil {
-		if fi, _ := os.Stat(path + "-wal"); fi.Size() != 0 {
-			t.Fatalf("the -wal file still holds %d bytes", fi.Size())
+// its -wal file) opens with its committed data: a rollback-journal
+// connection converts it, a WAL connection carries on with the log.
+func TestOpenWALFile(t *testing.T) {
+	eachKind(t, func(t *testing.T, k dbKind) {
+		if k.path == "" {
+			t.Skip("a file case")
 		}
-	}
-	k := newChecker(t, c)
-	mustExec(t, c, "INSERT INTO t VALUES (4)")
-	k.step("insert into a converted database", 1)
-	_ = ctx
+		writeWALDatabase(t, k.path)
+		c := k.open(t, true)
+		if got := queryRows(t, c, "SELECT count(*) FROM t"); got[0][0] != int64(3) {
+			t.Fatalf("rows: %v", got)
+		}
+		mode := queryRows(t, c, "PRAGMA journal_mode")[0][0]
+		if want := map[bool]string{true: "wal", false: string(DefaultJournalMode)}[k.wal()]; mode != want {
+			t.Fatalf("journal_mode %v, want %s", mode, want)
+		}
+		chk := newChecker(t, c)
+		mustExec(t, c, "INSERT INTO t VALUES (4)")
+		chk.step("insert into a database opened from a WAL file", 1)
+	})
 }
 
 func TestGuardRefusesWAL(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
-		c := openTest(t, path, true)
-		for _, sql := range []string{"PRAGMA journal_mode=WAL", "PRAGMA main.journal_mode = 'wal'", "PRAGMA locking_mode=EXCLUSIVE"} {
+	eachKind(t, func(t *testing.T, k dbKind) {
+		c := k.open(t, true)
+		refused := []string{"PRAGMA journal_mode=WAL", "PRAGMA main.journal_mode = 'wal'", "PRAGMA locking_mode=EXCLUSIVE"}
+		allowed := []string{"PRAGMA journal_mode", "PRAGMA locking_mode=NORMAL", "PRAGMA journal_mode=truncate"}
+		if k.wal() {
+			refused = []string{"PRAGMA journal_mode=DELETE", "PRAGMA main.journal_mode = 'persist'", "PRAGMA locking_mode=EXCLUSIVE"}
+			allowed = []string{"PRAGMA journal_mode", "PRAGMA locking_mode=NORMAL", "PRAGMA journal_mode=wal"}
+		}
+		for _, sql := range refused {
 			_, err := c.Exec(t.Context(), sql)
 			if !errors.Is(err, ErrManagedPragma) || !errors.Is(err, driver.ErrNotAuthorized) {
 				t.Errorf("%s: %v, want ErrManagedPragma", sql, err)
 			}
 		}
-		// Reading the settings and choosing another rollback mode is fine.
-		mustExec(t, c, "PRAGMA journal_mode")
-		mustExec(t, c, "PRAGMA locking_mode=NORMAL")
+		for _, sql := range allowed {
+			mustExec(t, c, sql)
+		}
 	})
 	if _, err := New(WithPragmas("journal_mode=wal")).Open(t.Context(), driver.Config{Path: filepath.Join(t.TempDir(), "x")}); !errors.Is(err, ErrManagedPragma) {
 		t.Fatalf("Open with journal_mode=wal in the pragmas: %v", err)
@@ -324,11 +342,11 @@ func TestTakeCommitsWithoutCapture(t *testing.T) {
 }
 
 func TestRestoreRejectsBadImages(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
+	eachKind(t, func(t *testing.T, k dbKind) {
 		ctx := t.Context()
-		c := openTest(t, path, true)
+		c := k.open(t, true)
 		mustExec(t, c, "CREATE TABLE keep(v); INSERT INTO keep VALUES ('kept')")
-		k := newChecker(t, c)
+		chk := newChecker(t, c)
 		good, err := c.Serialize(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -353,9 +371,9 @@ func TestRestoreRejectsBadImages(t *testing.T) {
 		if got := queryRows(t, c, "SELECT v FROM keep"); len(got) != 1 || got[0][0] != "kept" {
 			t.Fatalf("the database changed after bad restores: %v", got)
 		}
-		k.step("after refused restores", 0)
-		if path != "" {
-			matches, _ := filepath.Glob(path + ".restore-*")
+		chk.step("after refused restores", 0)
+		if k.path != "" {
+			matches, _ := filepath.Glob(k.path + ".restore-*")
 			if len(matches) != 0 {
 				t.Fatalf("temporary files left: %v", matches)
 			}
@@ -370,18 +388,19 @@ func withByte(b []byte, i int, v byte) []byte {
 }
 
 func TestRestoreEmptyImage(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
-		c := openTest(t, path, true)
+	eachKind(t, func(t *testing.T, k dbKind) {
+		c := k.open(t, true)
 		mustExec(t, c, "CREATE TABLE t(v)")
 		if err := c.Restore(t.Context(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := c.PageCount(t.Context()); err != nil || n != 0 {
+		// A WAL database records its mode in the header, so it has a page.
+		if n, err := c.PageCount(t.Context()); err != nil || n > 1 || (n == 1) != k.wal() {
 			t.Fatalf("page count after restoring nothing: %d, %v", n, err)
 		}
-		k := newChecker(t, c)
+		chk := newChecker(t, c)
 		mustExec(t, c, "CREATE TABLE again(v)")
-		k.step("first table after an empty restore", 1)
+		chk.step("first table after an empty restore", 1)
 	})
 }
 
@@ -403,7 +422,7 @@ func TestCaptureLargeDatabase(t *testing.T) {
 		t.Skip("short")
 	}
 	c := openTest(t, filepath.Join(t.TempDir(), "db"), true)
-	k := newChecker(t, c)
+	chk := newChecker(t, c)
 	if err := c.Begin(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +433,7 @@ func TestCaptureLargeDatabase(t *testing.T) {
 	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	commits := k.step("a 2000-row first transaction", 1)
+	commits := chk.step("a 2000-row first transaction", 1)
 	if n := len(commits[0].Pages); n < 400 {
 		t.Fatalf("only %d pages captured", n)
 	}
@@ -463,9 +482,9 @@ func fileSize(t *testing.T, path string) int64 {
 // transaction that spilled into them leaves their bytes changed; the
 // driver puts them back so a rollback leaves the file exactly as it was.
 func TestRollbackRestoresFreePages(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
+	eachKind(t, func(t *testing.T, k dbKind) {
 		ctx := t.Context()
-		c := openTest(t, path, true, WithPragmas("cache_size=10"))
+		c := k.open(t, true, WithPragmas("cache_size=10"))
 		mustExec(t, c, "CREATE TABLE t(v)")
 		if err := c.Begin(ctx); err != nil {
 			t.Fatal(err)
@@ -480,7 +499,7 @@ func TestRollbackRestoresFreePages(t *testing.T) {
 		if n := queryRows(t, c, "PRAGMA freelist_count"); n[0][0].(int64) < 50 {
 			t.Fatalf("freelist_count %v: the case needs free pages", n)
 		}
-		k := newChecker(t, c)
+		chk := newChecker(t, c)
 		if err := c.Begin(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -490,6 +509,15 @@ func TestRollbackRestoresFreePages(t *testing.T) {
 		if err := c.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		k.step("a spilled transaction into free pages, rolled back", 0)
+		chk.step("a spilled transaction into free pages, rolled back", 0)
 	})
+}
+
+// withJournalMode sets header bytes 18/19 of a copy of img (0: leave).
+func withJournalMode(img []byte, mode byte) []byte {
+	img = bytes.Clone(img)
+	if len(img) > offReadVersion {
+		img[offWriteVersion], img[offReadVersion] = mode, mode
+	}
+	return img
 }

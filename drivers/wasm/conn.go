@@ -27,11 +27,13 @@ type Conn struct {
 	mem     bool
 	capture bool
 
-	db   *sqlite3.Conn
-	file *captureFile // the main database file, under SQLite
-	rec  *recorder    // nil without capture
-	auth authState
-	rows map[*Rows]struct{}
+	db    *sqlite3.Conn
+	file  *captureFile // the main database file, under SQLite
+	rec   *recorder    // nil without capture
+	auth  authState
+	rows  map[*Rows]struct{}
+	cache stmtCache
+	ctl   map[string]*sqlite3.Stmt // prepared transaction control
 	// broken is set when a Restore failed after closing the old database
 	// and could not reopen: the connection is unusable.
 	broken error
@@ -40,6 +42,7 @@ type Conn struct {
 var (
 	_ driver.Conn         = (*Conn)(nil)
 	_ driver.PageCapturer = (*Conn)(nil)
+	_ driver.Checkpointer = (*Conn)(nil)
 )
 
 func absPath(p string) (string, error) {
@@ -96,6 +99,10 @@ func (c *Conn) openDB(ctx context.Context, memImage []byte) (*sqlite3.Conn, *cap
 	}
 	return db, f, nil
 }
+
+// walMode reports whether the database runs in WAL mode (a file database
+// of a driver configured with JournalWAL; memdb has no log).
+func (c *Conn) walMode() bool { return !c.mem && c.drv.journal == JournalWAL }
 
 func (c *Conn) describe() string {
 	if c.mem {
@@ -224,66 +231,87 @@ func (c *Conn) Exec(ctx context.Context, sql string, args ...any) (driver.Result
 	if err := ctx.Err(); err != nil {
 		return driver.Result{}, err
 	}
-	args, err := normalizeArgs(args)
-	if err != nil {
+	if err := checkArgs(args); err != nil {
 		return driver.Result{}, err
 	}
 	defer c.bind(ctx)()
 	before := c.db.TotalChanges()
-	bound := len(args) == 0
+	if cs := c.cache.get(sql); cs != nil {
+		if err := c.execStmt(ctx, cs.stmt, args); err != nil {
+			return driver.Result{}, err
+		}
+		return c.result(before), nil
+	}
+	bound := false
 	for n := 1; ; n++ {
 		s, tail, err := c.db.Prepare(sql)
 		if err != nil {
 			return driver.Result{}, c.userError(ctx, err)
 		}
-		if s == nil { // only whitespace or comments left
+		if s == nil { // only blanks or comments left
 			break
 		}
+		var stmtArgs []any
 		if params := s.BindCount(); params > 0 {
 			if bound {
 				s.Close()
 				return driver.Result{}, fmt.Errorf("%w: statement %d has %d parameters, but the arguments were already bound to an earlier statement", ErrArguments, n, params)
 			}
-			if err := bindArgs(s, args); err != nil {
-				s.Close()
-				return driver.Result{}, err
-			}
-			bound = true
+			stmtArgs, bound = args, true
 		}
-		err = s.Exec()
-		s.Close()
+		last := cacheable(tail)
+		if n == 1 && last && c.cache.put(sql, s) != nil {
+			err = c.execStmt(ctx, s, stmtArgs)
+		} else {
+			err = c.execStmt(ctx, s, stmtArgs)
+			s.Close()
+		}
 		if err != nil {
-			return driver.Result{}, c.userError(ctx, err)
+			return driver.Result{}, err
 		}
-		if tail == "" {
+		if last {
 			break
 		}
 		sql = tail
 	}
-	if !bound {
+	if !bound && len(args) > 0 {
 		return driver.Result{}, fmt.Errorf("%w: %d arguments given, but no statement has parameters", ErrArguments, len(args))
 	}
+	return c.result(before), nil
+}
+
+// execStmt binds args (all of the statement's parameters) and runs s to
+// completion; s is left reset.
+func (c *Conn) execStmt(ctx context.Context, s *sqlite3.Stmt, args []any) error {
+	if err := bindArgs(s, args); err != nil {
+		return err
+	}
+	if err := s.Exec(); err != nil {
+		return c.userError(ctx, err)
+	}
+	return nil
+}
+
+// result reports what the Exec that started at totalChanges before did:
+// SQLite's row count of the last change, only if the Exec changed rows.
+func (c *Conn) result(before int64) driver.Result {
 	var res driver.Result
 	if c.db.TotalChanges() != before {
 		res.RowsAffected = c.db.Changes()
 	}
 	res.LastInsertID = c.db.LastInsertRowID()
-	return res, nil
+	return res
 }
 
-func normalizeArgs(args []any) ([]any, error) {
-	if len(args) == 0 {
-		return nil, nil
-	}
-	out := make([]any, len(args))
+// checkArgs refuses, before anything runs, arguments of a type the
+// driver cannot bind.
+func checkArgs(args []any) error {
 	for i, a := range args {
-		v, err := driver.NormalizeArg(a)
-		if err != nil {
-			return nil, fmt.Errorf("%w: argument %d: %w", ErrArguments, i+1, err)
+		if _, err := driver.NormalizeArg(a); err != nil {
+			return fmt.Errorf("%w: argument %d: %w", ErrArguments, i+1, err)
 		}
-		out[i] = v
 	}
-	return out, nil
+	return nil
 }
 
 func bindArgs(s *sqlite3.Stmt, args []any) error {
@@ -291,8 +319,11 @@ func bindArgs(s *sqlite3.Stmt, args []any) error {
 		return fmt.Errorf("%w: the statement has %d parameters, %d arguments given", ErrArguments, n, len(args))
 	}
 	for i, a := range args {
-		var err error
-		switch v := a.(type) {
+		v, err := driver.NormalizeArg(a)
+		if err != nil {
+			return fmt.Errorf("%w: argument %d: %w", ErrArguments, i+1, err)
+		}
+		switch v := v.(type) {
 		case nil:
 			err = s.BindNull(i + 1)
 		case int64:
@@ -303,8 +334,6 @@ func bindArgs(s *sqlite3.Stmt, args []any) error {
 			err = s.BindText(i+1, v)
 		case []byte:
 			err = s.BindBlob(i+1, v)
-		default:
-			err = fmt.Errorf("%w: argument %d has type %T", ErrArguments, i+1, a)
 		}
 		if err != nil {
 			return fmt.Errorf("binding argument %d: %w", i+1, sqliteError(context.Background(), err))
@@ -321,34 +350,42 @@ func (c *Conn) Query(ctx context.Context, sql string, args ...any) (driver.Rows,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	args, err := normalizeArgs(args)
-	if err != nil {
+	if err := checkArgs(args); err != nil {
 		return nil, err
 	}
-	restore := c.bind(ctx)
-	defer restore()
-	s, tail, err := c.db.Prepare(sql)
-	if err != nil {
-		return nil, c.userError(ctx, err)
-	}
-	if s == nil {
-		return nil, fmt.Errorf("drivers/wasm: Query: no statement in %q", clip(sql))
-	}
-	if strings.TrimSpace(tail) != "" {
-		// The tail may be only comments; preparing it tells.
-		if t, _, err := c.db.Prepare(tail); err != nil || t != nil {
-			if t != nil {
+	defer c.bind(ctx)()
+	var s *sqlite3.Stmt
+	cs := c.cache.get(sql)
+	if cs != nil {
+		s = cs.stmt
+	} else {
+		var tail string
+		var err error
+		s, tail, err = c.db.Prepare(sql)
+		if err != nil {
+			return nil, c.userError(ctx, err)
+		}
+		if s == nil {
+			return nil, fmt.Errorf("drivers/wasm: Query: no statement in %q", clip(sql))
+		}
+		if !cacheable(tail) {
+			// The tail may hold only comments; preparing it tells.
+			if t, _, err := c.db.Prepare(tail); err != nil || t != nil {
 				t.Close()
+				s.Close()
+				return nil, fmt.Errorf("drivers/wasm: Query runs one statement; %q follows the first", clip(tail))
 			}
-			s.Close()
-			return nil, fmt.Errorf("drivers/wasm: Query runs one statement; %q follows the first", clip(tail))
+		} else {
+			cs = c.cache.put(sql, s)
 		}
 	}
 	if err := bindArgs(s, args); err != nil {
-		s.Close()
+		if cs == nil {
+			s.Close()
+		}
 		return nil, err
 	}
-	r := newRows(c, s, ctx)
+	r := newRows(c, s, cs, ctx)
 	if c.rows == nil {
 		c.rows = map[*Rows]struct{}{}
 	}
@@ -408,7 +445,18 @@ func (c *Conn) control(ctx context.Context, sql string) error {
 	defer c.bind(ctx)()
 	c.auth.mode = authInternal
 	defer func() { c.auth.mode = authUser }()
-	return sqliteError(ctx, c.db.Exec(sql))
+	s := c.ctl[sql]
+	if s == nil {
+		var err error
+		if s, _, err = c.db.Prepare(sql); err != nil {
+			return sqliteError(ctx, err)
+		}
+		if c.ctl == nil {
+			c.ctl = map[string]*sqlite3.Stmt{}
+		}
+		c.ctl[sql] = s
+	}
+	return sqliteError(ctx, s.Exec())
 }
 
 // InTransaction reports whether a transaction is open.
@@ -466,11 +514,59 @@ func (c *Conn) closeDB() error {
 	for _, s := range stmts {
 		s.Close()
 	}
+	c.cache = stmtCache{}
+	c.ctl = nil
 	err := c.db.Close()
 	c.db = nil
 	c.file = nil
 	if err != nil {
 		return fmt.Errorf("drivers/wasm: close %s: %w", c.describe(), sqliteError(context.Background(), err))
+	}
+	return nil
+}
+
+// Checkpoint copies the write-ahead log into the database file (WAL mode
+// only; a rollback-journal connection returns driver.ErrUnsupported).
+// Capture does not depend on checkpoints: commits are taken from the log as
+// they are written.
+func (c *Conn) Checkpoint(ctx context.Context, mode driver.CheckpointMode) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if c.drv.journal != JournalWAL {
+		return fmt.Errorf("drivers/wasm: Checkpoint in rollback-journal mode: %w", driver.ErrUnsupported)
+	}
+	name, ok := map[driver.CheckpointMode]string{
+		driver.CheckpointPassive:  "PASSIVE",
+		driver.CheckpointFull:     "FULL",
+		driver.CheckpointRestart:  "RESTART",
+		driver.CheckpointTruncate: "TRUNCATE",
+	}[mode]
+	if !ok {
+		return fmt.Errorf("drivers/wasm: unknown checkpoint mode %d", mode)
+	}
+	return c.checkpoint(ctx, name)
+}
+
+// checkpoint runs PRAGMA wal_checkpoint(mode) and fails if the checkpoint
+// could not complete.
+func (c *Conn) checkpoint(ctx context.Context, mode string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	defer c.bind(ctx)()
+	c.auth.mode = authInternal
+	defer func() { c.auth.mode = authUser }()
+	s, _, err := c.db.Prepare("PRAGMA wal_checkpoint(" + mode + ")")
+	if err != nil {
+		return sqliteError(ctx, err)
+	}
+	defer s.Close()
+	if !s.Step() {
+		return sqliteError(ctx, s.Err())
+	}
+	if busy := s.ColumnInt(0); busy != 0 && mode != "PASSIVE" {
+		return fmt.Errorf("drivers/wasm: checkpoint %s could not complete (another connection holds the database)", mode)
 	}
 	return nil
 }

@@ -54,14 +54,40 @@ func queryRows(t *testing.T, c driver.Conn, sql string, args ...any) [][]any {
 	return out
 }
 
-func eachKind(t *testing.T, fn func(t *testing.T, path string)) {
-	t.Run("file", func(t *testing.T) { fn(t, filepath.Join(t.TempDir(), "db.sqlite")) })
-	t.Run("memory", func(t *testing.T) { fn(t, "") })
+// dbKind is one way the driver can hold a database.
+type dbKind struct {
+	name string
+	path string // empty: in memory
+	opts []Option
+}
+
+func (k dbKind) wal() bool { return k.path != "" && New(k.opts...).journal == JournalWAL }
+
+func (k dbKind) open(t *testing.T, capture bool, opts ...Option) *Conn {
+	t.Helper()
+	return openTest(t, k.path, capture, append(append([]Option{}, k.opts...), opts...)...)
+}
+
+// eachKind runs fn on a file in rollback-journal mode, a file in WAL mode
+// and an in-memory database.
+func eachKind(t *testing.T, fn func(t *testing.T, k dbKind)) {
+	for _, k := range []dbKind{
+		{name: "file"},
+		{name: "file-wal", opts: []Option{WithJournalMode(JournalWAL)}},
+		{name: "memory"},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			if k.name != "memory" {
+				k.path = filepath.Join(t.TempDir(), "db.sqlite")
+			}
+			fn(t, k)
+		})
+	}
 }
 
 func TestExecQueryValues(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
-		c := openTest(t, path, false)
+	eachKind(t, func(t *testing.T, k dbKind) {
+		c := k.open(t, false)
 		mustExec(t, c, "CREATE TABLE t(a, b, c, d, e); CREATE TABLE u(x)")
 		r := mustExec(t, c, "INSERT INTO t VALUES (?, ?, ?, ?, ?)", 7, 2.5, "text", []byte{1, 2}, nil)
 		if r.RowsAffected != 1 || r.LastInsertID != 1 {
@@ -137,9 +163,9 @@ func TestSQLiteErrors(t *testing.T) {
 }
 
 func TestTransactions(t *testing.T) {
-	eachKind(t, func(t *testing.T, path string) {
+	eachKind(t, func(t *testing.T, k dbKind) {
 		ctx := t.Context()
-		c := openTest(t, path, false)
+		c := k.open(t, false)
 		mustExec(t, c, "CREATE TABLE t(x)")
 		if err := c.Commit(ctx); !errors.Is(err, ErrNoTransaction) {
 			t.Fatalf("Commit outside a transaction: %v", err)

@@ -6,9 +6,21 @@ import (
 	"github.com/cellb/cellb/conformance/drivertest"
 )
 
+// The public driver suite runs on both journal modes the driver offers.
+func conformanceDrivers() map[string]*Driver {
+	return map[string]*Driver{
+		"rollback": New(),
+		"wal":      New(WithJournalMode(JournalWAL)),
+	}
+}
+
 // TestConformance runs the public driver suite on this driver.
 func TestConformance(t *testing.T) {
-	drivertest.Run(t, drivertest.Harness{Driver: New()})
+	for name, d := range conformanceDrivers() {
+		t.Run(name, func(t *testing.T) {
+			drivertest.Run(t, drivertest.Harness{Driver: d})
+		})
+	}
 }
 
 // TestConformanceRejectsTwins shows the suite has teeth here: each
@@ -18,5 +30,9 @@ func TestConformanceRejectsTwins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the twins rerun the capture cases several times")
 	}
-	drivertest.RunTwins(t, drivertest.Harness{Driver: New()})
+	for name, d := range conformanceDrivers() {
+		t.Run(name, func(t *testing.T) {
+			drivertest.RunTwins(t, drivertest.Harness{Driver: d})
+		})
+	}
 }

@@ -14,7 +14,8 @@ import (
 
 // Serialize returns the database image: pages 1..PageCount exactly as the
 // file holds them. In rollback-journal mode the file is the whole database
-// between transactions, so the image is read straight from it (under a
+// between transactions; in WAL mode it is once the log has been
+// checkpointed. So the image is read straight from the file (under a
 // shared lock), with no header byte rewritten as a backup copy would.
 func (c *Conn) Serialize(ctx context.Context) ([]byte, error) {
 	if err := c.usable(); err != nil {
@@ -25,6 +26,12 @@ func (c *Conn) Serialize(ctx context.Context) ([]byte, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if c.walMode() {
+		// The image is the file once the log has been copied into it.
+		if err := c.checkpoint(ctx, "TRUNCATE"); err != nil {
+			return nil, err
+		}
 	}
 	defer c.bind(ctx)()
 	c.auth.mode = authInternal
@@ -84,7 +91,7 @@ func (c *Conn) Restore(ctx context.Context, image []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	img, err := prepareImage(image)
+	img, err := prepareImage(image, c.walMode())
 	if err != nil {
 		return err
 	}
@@ -95,9 +102,12 @@ func (c *Conn) Restore(ctx context.Context, image []byte) error {
 }
 
 // prepareImage checks image and returns the bytes to install: a copy (the
-// caller keeps its slice), cut to the header's page count, in
-// rollback-journal mode.
-func prepareImage(image []byte) ([]byte, error) {
+// caller keeps its slice), cut to the header's page count, with header
+// bytes 18/19 saying the connection's journal mode. Setting them here,
+// rather than letting SQLite switch modes after opening, keeps every other
+// byte of the image as it was (a switch is a write that bumps the change
+// counter).
+func prepareImage(image []byte, wal bool) ([]byte, error) {
 	if len(image) == 0 {
 		return nil, nil
 	}
@@ -111,8 +121,11 @@ func prepareImage(image []byte) ([]byte, error) {
 	}
 	img := make([]byte, n)
 	copy(img, image)
-	img[offWriteVersion] = journalModeRollback
-	img[offReadVersion] = journalModeRollback
+	mode := byte(journalModeRollback)
+	if wal {
+		mode = journalModeWAL
+	}
+	img[offWriteVersion], img[offReadVersion] = mode, mode
 	return img, nil
 }
 
@@ -180,9 +193,11 @@ func writeTemp(dir, pattern string, data []byte) (string, error) {
 	return f.Name(), nil
 }
 
-// checkDatabaseFile opens path read-only and reads its schema.
+// checkDatabaseFile opens path read-only and reads its schema. The file is
+// opened as immutable: nothing else uses it, and a WAL-mode file then
+// needs no log or shared memory.
 func checkDatabaseFile(ctx context.Context, path string) error {
-	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(path), RawQuery: "mode=ro"}
+	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(path), RawQuery: "mode=ro&immutable=1"}
 	db, err := sqlite3.OpenFlags(u.String(), sqlite3.OPEN_READONLY|sqlite3.OPEN_URI)
 	if err != nil {
 		return sqliteError(ctx, err)

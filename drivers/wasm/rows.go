@@ -13,6 +13,7 @@ import (
 type Rows struct {
 	c      *Conn
 	s      *sqlite3.Stmt
+	cs     *cachedStmt // the cache entry s belongs to, if any
 	ctx    context.Context
 	cols   []string
 	vals   []any
@@ -23,9 +24,12 @@ type Rows struct {
 
 var _ driver.Rows = (*Rows)(nil)
 
-func newRows(c *Conn, s *sqlite3.Stmt, ctx context.Context) *Rows {
+func newRows(c *Conn, s *sqlite3.Stmt, cs *cachedStmt, ctx context.Context) *Rows {
+	if cs != nil {
+		cs.inUse = true
+	}
 	n := s.ColumnCount()
-	r := &Rows{c: c, s: s, ctx: ctx, cols: make([]string, n), vals: make([]any, n), blobs: make([][]byte, n)}
+	r := &Rows{c: c, s: s, cs: cs, ctx: ctx, cols: make([]string, n), vals: make([]any, n), blobs: make([][]byte, n)}
 	for i := range n {
 		r.cols[i] = s.ColumnName(i)
 	}
@@ -93,7 +97,13 @@ func (r *Rows) Close() error {
 	if r.c.db == nil {
 		return nil
 	}
-	err := r.s.Close()
+	var err error
+	if r.cs != nil && r.c.cache.byText[r.cs.sql] == r.cs {
+		r.cs.inUse = false
+		err = r.s.Reset() // back to the cache
+	} else {
+		err = r.s.Close()
+	}
 	if err != nil && r.err == nil {
 		return r.c.userError(r.ctx, err)
 	}

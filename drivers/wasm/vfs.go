@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
@@ -14,7 +15,7 @@ import (
 // process-wide registry, so the two wrappers are registered once per
 // process under fixed names. They hold no state of their own: everything
 // about one connection lives in the recorder attached to its main database
-// file after the open (see attachRecorder).
+// file after the open (see Conn.install).
 const (
 	osVFSName  = "cellb-wasm-os"
 	memVFSName = "cellb-wasm-mem"
@@ -29,8 +30,8 @@ var registerVFS = sync.OnceFunc(func() {
 var _ = memdb.Create
 
 // captureVFS wraps a base VFS (the operating system's, or memdb for
-// in-memory databases) so that the main database file of each connection
-// can report what it writes.
+// in-memory databases) so that the main database file and its write-ahead
+// log can report what they write.
 type captureVFS struct{ base vfs.VFS }
 
 func (v captureVFS) Open(name string, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
@@ -44,22 +45,27 @@ func (v captureVFS) OpenFilename(name *vfs.Filename, flags vfs.OpenFlag) (vfs.Fi
 }
 
 func (v captureVFS) wrap(f vfs.File, out vfs.OpenFlag, err error, flags vfs.OpenFlag, name *vfs.Filename) (vfs.File, vfs.OpenFlag, error) {
-	if err != nil {
+	switch {
+	case err != nil:
 		return f, out, err
-	}
-	if flags&vfs.OPEN_WAL != 0 {
-		// A write-ahead log bypasses the main file until a checkpoint:
-		// pages written there would never be captured. The driver refuses
-		// journal_mode=WAL, so this is a database that reached WAL mode
-		// some other way; say so instead of capturing silently wrong pages.
-		if main, ok := vfsutil.UnwrapFile[*captureFile](name.DatabaseFile()); ok && main.rec != nil {
+	case flags&vfs.OPEN_MAIN_DB != 0:
+		return &captureFile{fwdFile: fwdFile{f}}, out, nil
+	case flags&vfs.OPEN_WAL != 0:
+		// The log belongs to a main file opened before it. Its recorder
+		// may be attached later (the log often opens while the driver is
+		// still setting the connection up), so the log keeps the main file,
+		// not the recorder.
+		main, _ := vfsutil.UnwrapFile[*captureFile](name.DatabaseFile())
+		if main != nil && main.rec != nil && !main.rec.wal {
+			// A rollback-journal connection refuses journal_mode=WAL, so
+			// this database reached WAL mode some other way: its commits
+			// would bypass the main file. Say so rather than capture
+			// silently wrong pages.
 			main.rec.fail(errWALOpened)
 		}
+		return &walFile{fwdFile: fwdFile{f}, main: main}, out, nil
 	}
-	if flags&vfs.OPEN_MAIN_DB == 0 {
-		return f, out, nil
-	}
-	return &captureFile{File: f}, out, nil
+	return f, out, nil
 }
 
 func (v captureVFS) Delete(name string, syncDir bool) error { return v.base.Delete(name, syncDir) }
@@ -71,46 +77,48 @@ func (v captureVFS) Access(name string, flags vfs.AccessFlag) (bool, error) {
 func (v captureVFS) FullPathname(name string) (string, error) { return v.base.FullPathname(name) }
 
 // captureFile is a main database file. Until a recorder is attached it only
-// forwards; with one, every change to the file is reported to it, and the
-// recorder turns the changes into a commit when SQLite releases its
-// exclusive lock (which, in rollback-journal mode, is when a write
-// transaction has either committed or rolled back).
-//
-// Every optional interface of the library's files is forwarded: a wrapper
-// that hides one silently changes SQLite's behaviour (without shared
-// memory, for instance, WAL mode cannot start).
+// forwards. In rollback-journal mode every change is reported to the
+// recorder, which turns a transaction's changes into a commit when SQLite
+// releases its exclusive lock. In WAL mode the main file only receives
+// checkpoints, which are not commits: the log is watched instead.
 type captureFile struct {
-	vfs.File
+	fwdFile
 	rec *recorder
 }
 
-func (f *captureFile) Unwrap() vfs.File { return f.File }
+// rollbackRec is the recorder if it captures this file's writes.
+func (f *captureFile) rollbackRec() *recorder {
+	if f.rec != nil && !f.rec.wal {
+		return f.rec
+	}
+	return nil
+}
 
 func (f *captureFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.rec != nil {
-		f.rec.beforeWrite(f.File, off, off+int64(len(p)))
-		defer f.rec.wrote(off, int64(len(p)))
+	if r := f.rollbackRec(); r != nil {
+		r.beforeWrite(f.File, off, off+int64(len(p)))
+		defer r.wrote(off, int64(len(p)))
 	}
 	return f.File.WriteAt(p, off)
 }
 
 func (f *captureFile) Truncate(size int64) error {
-	if f.rec != nil {
-		f.rec.beforeWrite(f.File, size, math.MaxInt64)
+	if r := f.rollbackRec(); r != nil {
+		r.beforeWrite(f.File, size, math.MaxInt64)
 	}
 	return f.File.Truncate(size)
 }
 
 func (f *captureFile) SizeHint(size int64) error {
-	if f.rec != nil {
-		f.rec.beforeChange(f.File)
+	if r := f.rollbackRec(); r != nil {
+		r.beforeChange(f.File)
 	}
 	return vfsutil.WrapSizeHint(f.File, size)
 }
 
 func (f *captureFile) Unlock(level vfs.LockLevel) error {
-	if f.rec != nil {
-		f.rec.finish(f.File)
+	if r := f.rollbackRec(); r != nil {
+		r.finish(f.File)
 	}
 	return f.File.Unlock(level)
 }
@@ -123,67 +131,109 @@ func (f *captureFile) Close() error {
 	return f.File.Close()
 }
 
-// Batch-atomic brackets are forwarded. The recorder reads committed pages
-// at the end of the transaction, so a batch the file system rolled back
-// needs no special case (its pages read back unchanged); a committed batch
-// is noted, because it does not advance the change counter.
-func (f *captureFile) BeginAtomicWrite() error { return vfsutil.WrapBeginAtomicWrite(f.File) }
+// CommitAtomicWrite is forwarded like the other batch-atomic brackets (the
+// recorder reads committed pages at the end of the transaction, so a batch
+// the file system rolled back needs no special case), but a committed batch
+// is noted: it does not advance the change counter.
 func (f *captureFile) CommitAtomicWrite() error {
 	err := vfsutil.WrapCommitAtomicWrite(f.File)
-	if err == nil && f.rec != nil {
-		f.rec.batchCommitted()
+	if r := f.rollbackRec(); err == nil && r != nil {
+		r.batchCommitted()
 	}
 	return err
 }
-func (f *captureFile) RollbackAtomicWrite() error { return vfsutil.WrapRollbackAtomicWrite(f.File) }
 
-// Plain forwarding of the remaining optional interfaces.
-
-func (f *captureFile) LockState() vfs.LockLevel        { return vfsutil.WrapLockState(f.File) }
-func (f *captureFile) PersistWAL() bool                { return vfsutil.WrapPersistWAL(f.File) }
-func (f *captureFile) SetPersistWAL(keep bool)         { vfsutil.WrapSetPersistWAL(f.File, keep) }
-func (f *captureFile) PowersafeOverwrite() bool        { return vfsutil.WrapPowersafeOverwrite(f.File) }
-func (f *captureFile) SetPowersafeOverwrite(on bool)   { vfsutil.WrapSetPowersafeOverwrite(f.File, on) }
-func (f *captureFile) ChunkSize(size int)              { vfsutil.WrapChunkSize(f.File, size) }
-func (f *captureFile) HasMoved() (bool, error)         { return vfsutil.WrapHasMoved(f.File) }
-func (f *captureFile) Overwrite() error                { return vfsutil.WrapOverwrite(f.File) }
-func (f *captureFile) SyncSuper(super string) error    { return vfsutil.WrapSyncSuper(f.File, super) }
-func (f *captureFile) CommitPhaseTwo() error           { return vfsutil.WrapCommitPhaseTwo(f.File) }
-func (f *captureFile) CheckpointStart()                { vfsutil.WrapCheckpointStart(f.File) }
-func (f *captureFile) CheckpointDone()                 { vfsutil.WrapCheckpointDone(f.File) }
-func (f *captureFile) BusyHandler(handler func() bool) { vfsutil.WrapBusyHandler(f.File, handler) }
-func (f *captureFile) SharedMemory() vfs.SharedMemory  { return vfsutil.WrapSharedMemory(f.File) }
-func (f *captureFile) MemoryMapper() vfs.MemoryMapper  { return vfsutil.WrapMemoryMapper(f.File) }
-
-func (f *captureFile) Pragma(name, value string) (string, error) {
-	return vfsutil.WrapPragma(f.File, name, value)
+// walFile is the write-ahead log of a main database file. In WAL mode the
+// log is where commits land: each write is reported to the main file's
+// recorder, which turns the frames of a transaction into a commit when the
+// frame that marks the commit has been written.
+type walFile struct {
+	fwdFile
+	main *captureFile
 }
+
+func (f *walFile) walRec() *recorder {
+	if f.main != nil && f.main.rec != nil && f.main.rec.wal {
+		return f.main.rec
+	}
+	return nil
+}
+
+func (f *walFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	if r := f.walRec(); r != nil {
+		if err != nil {
+			r.fail(fmt.Errorf("writing the write-ahead log: %w", err))
+		} else {
+			r.walWrote(f.File, p, off)
+		}
+	}
+	return n, err
+}
+
+func (f *walFile) Truncate(size int64) error {
+	err := f.File.Truncate(size)
+	if r := f.walRec(); r != nil && err == nil {
+		r.walTruncated(size)
+	}
+	return err
+}
+
+// fwdFile forwards every optional interface of the library's files: a
+// wrapper that hides one silently changes SQLite's behaviour (without
+// shared memory, for instance, WAL mode cannot start).
+type fwdFile struct{ vfs.File }
+
+func (f *fwdFile) Unwrap() vfs.File                   { return f.File }
+func (f *fwdFile) LockState() vfs.LockLevel           { return vfsutil.WrapLockState(f.File) }
+func (f *fwdFile) PersistWAL() bool                   { return vfsutil.WrapPersistWAL(f.File) }
+func (f *fwdFile) SetPersistWAL(keep bool)            { vfsutil.WrapSetPersistWAL(f.File, keep) }
+func (f *fwdFile) PowersafeOverwrite() bool           { return vfsutil.WrapPowersafeOverwrite(f.File) }
+func (f *fwdFile) SetPowersafeOverwrite(on bool)      { vfsutil.WrapSetPowersafeOverwrite(f.File, on) }
+func (f *fwdFile) ChunkSize(size int)                 { vfsutil.WrapChunkSize(f.File, size) }
+func (f *fwdFile) SizeHint(size int64) error          { return vfsutil.WrapSizeHint(f.File, size) }
+func (f *fwdFile) HasMoved() (bool, error)            { return vfsutil.WrapHasMoved(f.File) }
+func (f *fwdFile) Overwrite() error                   { return vfsutil.WrapOverwrite(f.File) }
+func (f *fwdFile) SyncSuper(super string) error       { return vfsutil.WrapSyncSuper(f.File, super) }
+func (f *fwdFile) CommitPhaseTwo() error              { return vfsutil.WrapCommitPhaseTwo(f.File) }
+func (f *fwdFile) BeginAtomicWrite() error            { return vfsutil.WrapBeginAtomicWrite(f.File) }
+func (f *fwdFile) CommitAtomicWrite() error           { return vfsutil.WrapCommitAtomicWrite(f.File) }
+func (f *fwdFile) RollbackAtomicWrite() error         { return vfsutil.WrapRollbackAtomicWrite(f.File) }
+func (f *fwdFile) CheckpointStart()                   { vfsutil.WrapCheckpointStart(f.File) }
+func (f *fwdFile) CheckpointDone()                    { vfsutil.WrapCheckpointDone(f.File) }
+func (f *fwdFile) BusyHandler(handler func() bool)    { vfsutil.WrapBusyHandler(f.File, handler) }
+func (f *fwdFile) SharedMemory() vfs.SharedMemory     { return vfsutil.WrapSharedMemory(f.File) }
+func (f *fwdFile) MemoryMapper() vfs.MemoryMapper     { return vfsutil.WrapMemoryMapper(f.File) }
+func (f *fwdFile) Pragma(n, v string) (string, error) { return vfsutil.WrapPragma(f.File, n, v) }
 
 // SetDB forwards the library's handle to its connection, which some files
 // use (it has no exported interface of its own).
-func (f *captureFile) SetDB(db any) {
+func (f *fwdFile) SetDB(db any) {
 	if s, ok := f.File.(interface{ SetDB(any) }); ok {
 		s.SetDB(db)
 	}
 }
 
 var (
-	_ vfs.FileLockState          = (*captureFile)(nil)
-	_ vfs.FilePersistWAL         = (*captureFile)(nil)
-	_ vfs.FilePowersafeOverwrite = (*captureFile)(nil)
-	_ vfs.FileChunkSize          = (*captureFile)(nil)
+	_ vfs.FileLockState          = (*fwdFile)(nil)
+	_ vfs.FilePersistWAL         = (*fwdFile)(nil)
+	_ vfs.FilePowersafeOverwrite = (*fwdFile)(nil)
+	_ vfs.FileChunkSize          = (*fwdFile)(nil)
+	_ vfs.FileSizeHint           = (*fwdFile)(nil)
+	_ vfs.FileHasMoved           = (*fwdFile)(nil)
+	_ vfs.FileOverwrite          = (*fwdFile)(nil)
+	_ vfs.FileSync               = (*fwdFile)(nil)
+	_ vfs.FileCommitPhaseTwo     = (*fwdFile)(nil)
+	_ vfs.FileBatchAtomicWrite   = (*fwdFile)(nil)
+	_ vfs.FileCheckpoint         = (*fwdFile)(nil)
+	_ vfs.FilePragma             = (*fwdFile)(nil)
+	_ vfs.FileBusyHandler        = (*fwdFile)(nil)
+	_ vfs.FileSharedMemory       = (*fwdFile)(nil)
+	_ vfs.FileMemoryMapper       = (*fwdFile)(nil)
+	_ vfs.FileUnwrap             = (*fwdFile)(nil)
 	_ vfs.FileSizeHint           = (*captureFile)(nil)
-	_ vfs.FileHasMoved           = (*captureFile)(nil)
-	_ vfs.FileOverwrite          = (*captureFile)(nil)
-	_ vfs.FileSync               = (*captureFile)(nil)
-	_ vfs.FileCommitPhaseTwo     = (*captureFile)(nil)
 	_ vfs.FileBatchAtomicWrite   = (*captureFile)(nil)
-	_ vfs.FileCheckpoint         = (*captureFile)(nil)
-	_ vfs.FilePragma             = (*captureFile)(nil)
-	_ vfs.FileBusyHandler        = (*captureFile)(nil)
-	_ vfs.FileSharedMemory       = (*captureFile)(nil)
-	_ vfs.FileMemoryMapper       = (*captureFile)(nil)
-	_ vfs.FileUnwrap             = (*captureFile)(nil)
+	_ vfs.FileUnwrap             = (*walFile)(nil)
 	_ vfs.VFSFilename            = captureVFS{}
 )
 

@@ -1,0 +1,209 @@
+package wasm
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/ncruces/go-sqlite3"
+)
+
+// The benchmarks compare, on a file database with synchronous=NORMAL:
+//
+//   - raw: the library's own API, no CellB code (statements prepared once
+//     and reused, as a careful direct user would);
+//   - driver: CellB's driver without page capture;
+//   - capture: CellB's driver with page capture, including the
+//     TakeCommits call after each commit.
+//
+// Each iteration is a whole workload; run them with -benchtime=1x (see
+// docs/benchmarks-drivers-wasm.md).
+
+const (
+	bulkRows  = 100_000
+	smallTxns = 10_000
+	benchSync = "synchronous=NORMAL"
+)
+
+func benchPath(b *testing.B) string {
+	return filepath.Join(b.TempDir(), "bench.sqlite")
+}
+
+// BenchmarkBulkInsert: 100,000 single-row INSERTs in one transaction.
+func BenchmarkBulkInsert(b *testing.B) {
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			db := rawOpen(b, benchPath(b))
+			ins := rawPrepare(b, db, "INSERT INTO t(a, b) VALUES (?, ?)")
+			b.StartTimer()
+			rawExec(b, db, "BEGIN IMMEDIATE")
+			for i := range bulkRows {
+				ins.BindInt64(1, int64(i))
+				ins.BindText(2, "row payload text")
+				if err := ins.Exec(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rawExec(b, db, "COMMIT")
+			b.StopTimer()
+			ins.Close()
+			db.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(perUnit(b, bulkRows), "ns/row")
+	})
+	for _, capture := range []bool{false, true} {
+		b.Run(variant(capture), func(b *testing.B) {
+			ctx := context.Background()
+			for b.Loop() {
+				b.StopTimer()
+				c := benchOpen(b, capture)
+				b.StartTimer()
+				if err := c.Begin(ctx); err != nil {
+					b.Fatal(err)
+				}
+				for i := range bulkRows {
+					if _, err := c.Exec(ctx, "INSERT INTO t(a, b) VALUES (?, ?)", i, "row payload text"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := c.Commit(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if capture {
+					takeOne(b, c)
+				}
+				b.StopTimer()
+				c.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(perUnit(b, bulkRows), "ns/row")
+		})
+	}
+}
+
+// BenchmarkSmallTransactions: 10,000 transactions of one INSERT each.
+func BenchmarkSmallTransactions(b *testing.B) {
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			db := rawOpen(b, benchPath(b))
+			begin := rawPrepare(b, db, "BEGIN IMMEDIATE")
+			ins := rawPrepare(b, db, "INSERT INTO t(a, b) VALUES (?, ?)")
+			commit := rawPrepare(b, db, "COMMIT")
+			b.StartTimer()
+			for i := range smallTxns {
+				if err := begin.Exec(); err != nil {
+					b.Fatal(err)
+				}
+				ins.BindInt64(1, int64(i))
+				ins.BindText(2, "row payload text")
+				if err := ins.Exec(); err != nil {
+					b.Fatal(err)
+				}
+				if err := commit.Exec(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			begin.Close()
+			ins.Close()
+			commit.Close()
+			db.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(perUnit(b, smallTxns)/1e3, "µs/txn")
+	})
+	for _, capture := range []bool{false, true} {
+		b.Run(variant(capture), func(b *testing.B) {
+			ctx := context.Background()
+			for b.Loop() {
+				b.StopTimer()
+				c := benchOpen(b, capture)
+				b.StartTimer()
+				for i := range smallTxns {
+					if err := c.Begin(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := c.Exec(ctx, "INSERT INTO t(a, b) VALUES (?, ?)", i, "row payload text"); err != nil {
+						b.Fatal(err)
+					}
+					if err := c.Commit(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if capture {
+						takeOne(b, c)
+					}
+				}
+				b.StopTimer()
+				c.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(perUnit(b, smallTxns)/1e3, "µs/txn")
+		})
+	}
+}
+
+func variant(capture bool) string {
+	if capture {
+		return "capture"
+	}
+	return "driver"
+}
+
+func perUnit(b *testing.B, units int) float64 {
+	return float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(units)
+}
+
+func benchOpen(b *testing.B, capture bool) *Conn {
+	c, err := New(WithPragmas(benchSync)).Open(context.Background(), driver.Config{Path: benchPath(b), PageCapture: capture})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.Exec(context.Background(), "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)"); err != nil {
+		b.Fatal(err)
+	}
+	if capture {
+		takeOne(b, c.(*Conn))
+	}
+	return c.(*Conn)
+}
+
+func takeOne(b *testing.B, c *Conn) {
+	commits, err := c.TakeCommits(context.Background())
+	if err != nil || len(commits) != 1 {
+		b.Fatalf("TakeCommits: %d commits, %v", len(commits), err)
+	}
+}
+
+// rawOpen opens path with the library alone, with the driver's settings.
+func rawOpen(b *testing.B, path string) *sqlite3.Conn {
+	db, err := sqlite3.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := db.BusyTimeout(5 * time.Second); err != nil {
+		b.Fatal(err)
+	}
+	rawExec(b, db, fmt.Sprintf("PRAGMA journal_mode=%s; PRAGMA %s", DefaultJournalMode, benchSync))
+	rawExec(b, db, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)")
+	return db
+}
+
+func rawExec(b *testing.B, db *sqlite3.Conn, sql string) {
+	if err := db.Exec(sql); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func rawPrepare(b *testing.B, db *sqlite3.Conn, sql string) *sqlite3.Stmt {
+	s, _, err := db.Prepare(sql)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
