@@ -326,7 +326,7 @@ func (d *dirFs) Chtimes(name string, atime, mtime time.Time) error {
 }
 
 // fileInfo is an os.FileInfo built from a raw stat result. Sys returns the
-// *unix.Stat_t, from which the store reads device and inode numbers.
+// *unix.Stat_t, from which the store reads the inode number.
 type fileInfo struct {
 	name string
 	st   unix.Stat_t

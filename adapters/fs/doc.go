@@ -32,7 +32,7 @@
 // sidecar record per key (its version, metadata and the identity of the
 // file it describes), the lock files and temporary files. No key may start
 // with that segment (in any letter case) and listings skip it. A sidecar
-// names a file by device, inode, size and modification time; since every
+// names a file by inode number, size and modification time; since every
 // write publishes a new inode, a reader holding an open file can tell
 // which version it holds without a lock. Extended attributes were the
 // alternative, but tmpfs and several container file systems lack them,

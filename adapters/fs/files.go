@@ -143,7 +143,7 @@ func (s *Store) publish(tmp, dst string) error {
 		case errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
 			// dst is a directory; only an empty one may give way.
 			if rerr := s.fsys.Remove(dst); rerr != nil && !errors.Is(rerr, iofs.ErrNotExist) {
-				return err
+				return &os.PathError{Op: "rename", Path: dst, Err: syscall.EISDIR}
 			}
 		default:
 			return err

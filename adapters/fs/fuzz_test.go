@@ -144,7 +144,7 @@ func FuzzPastPrefix(f *testing.F) {
 // parses re-encodes to the same record.
 func FuzzSidecar(f *testing.F) {
 	good, _ := encodeSidecar(&sidecar{Format: sidecarFormat, Key: "k",
-		Cur:  &record{Version: "V1", File: identity{Dev: 1, Ino: 2, Size: 3, Mtime: 4}, Metadata: map[string]string{"a": "b"}},
+		Cur:  &record{Version: "V1", File: identity{Ino: 2, Size: 3, Mtime: 4}, Metadata: map[string]string{"a": "b"}},
 		Prev: &record{Version: "V0", File: identity{Ino: 9}}})
 	for _, s := range [][]byte{good, []byte(`{}`), []byte(`{"format":1,"key":"k","cur":null}`), []byte(`{"format":1,"key":"k","cur":{"version":""}}`), []byte("\x00"), append(good, '{')} {
 		f.Add(s)

@@ -19,11 +19,14 @@ import (
 )
 
 // identity names one file version without reading it. Every write publishes
-// a new inode by rename, so (device, inode) changes on each write; size and
-// modification time guard against an inode number being reused after a
-// deletion, or a file being rewritten in place by another program.
+// a new inode by rename, so the inode number changes on each write; size
+// and modification time guard against an inode number being reused after a
+// deletion, or a file being rewritten in place by another program. The
+// device number is left out on purpose: btrfs and overlay file systems
+// hand out a new one at each mount, which would make every record stale
+// after a reboot. The bucket directory is one file system (the store's
+// renames could not cross a mount point anyway), so inodes are unique in it.
 type identity struct {
-	Dev   uint64 `json:"dev"`
 	Ino   uint64 `json:"ino"`
 	Size  int64  `json:"size"`
 	Mtime int64  `json:"mtime_ns"`
@@ -36,9 +39,9 @@ func identityOf(fi os.FileInfo) (identity, error) {
 	id := identity{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
 	switch st := fi.Sys().(type) {
 	case *syscall.Stat_t:
-		id.Dev, id.Ino = uint64(st.Dev), uint64(st.Ino)
+		id.Ino = uint64(st.Ino)
 	case *unix.Stat_t:
-		id.Dev, id.Ino = uint64(st.Dev), uint64(st.Ino)
+		id.Ino = uint64(st.Ino)
 	default:
 		return identity{}, errNoInode
 	}
@@ -130,11 +133,10 @@ func newVersion() store.Version { return store.Version(rand.Text()) }
 // identity, so it changes whenever the file does. It starts with "x-",
 // which newVersion's alphabet cannot produce.
 func foreignVersion(id identity) store.Version {
-	var b [32]byte
-	binary.BigEndian.PutUint64(b[0:], id.Dev)
-	binary.BigEndian.PutUint64(b[8:], id.Ino)
-	binary.BigEndian.PutUint64(b[16:], uint64(id.Size))
-	binary.BigEndian.PutUint64(b[24:], uint64(id.Mtime))
+	var b [24]byte
+	binary.BigEndian.PutUint64(b[0:], id.Ino)
+	binary.BigEndian.PutUint64(b[8:], uint64(id.Size))
+	binary.BigEndian.PutUint64(b[16:], uint64(id.Mtime))
 	h := sha256.Sum256(b[:])
 	return store.Version("x-" + hex.EncodeToString(h[:16]))
 }
