@@ -80,23 +80,6 @@ func (d *dirFs) openat2(dirfd int, name string, flags int, mode uint32) (int, er
 	}
 }
 
-// cleanName checks that name is a clean, relative, '/'-separated path, the
-// only form the store produces. "" and "." name the root.
-func cleanName(name string) (string, error) {
-	if name == "" || name == "." {
-		return ".", nil
-	}
-	if strings.HasPrefix(name, "/") || strings.IndexByte(name, 0) >= 0 {
-		return "", errOutsideRoot
-	}
-	for _, seg := range strings.Split(name, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "", errOutsideRoot
-		}
-	}
-	return name, nil
-}
-
 // splitParent splits a clean name into its parent directory and last
 // component.
 func splitParent(name string) (dir, base string) {

@@ -68,3 +68,20 @@ func recordPath(key string) string {
 
 // parentDir is the directory holding name ("." for the root).
 func parentDir(name string) string { return path.Dir(name) }
+
+// cleanName checks that name is a clean, relative, '/'-separated path, the
+// only form the store produces. "" and "." name the root.
+func cleanName(name string) (string, error) {
+	if name == "" || name == "." {
+		return ".", nil
+	}
+	if strings.HasPrefix(name, "/") || strings.IndexByte(name, 0) >= 0 {
+		return "", errOutsideRoot
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", errOutsideRoot
+		}
+	}
+	return name, nil
+}
