@@ -32,12 +32,22 @@ func benchPath(b *testing.B) string {
 	return filepath.Join(b.TempDir(), "bench.sqlite")
 }
 
+// benchModes are the journal modes benchmarked: the default rollback
+// journal and WAL.
+var benchModes = []JournalMode{DefaultJournalMode, JournalWAL}
+
 // BenchmarkBulkInsert: 100,000 single-row INSERTs in one transaction.
 func BenchmarkBulkInsert(b *testing.B) {
+	for _, mode := range benchModes {
+		b.Run(string(mode), func(b *testing.B) { benchBulk(b, mode) })
+	}
+}
+
+func benchBulk(b *testing.B, mode JournalMode) {
 	b.Run("raw", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			db := rawOpen(b, benchPath(b))
+			db := rawOpen(b, benchPath(b), mode)
 			ins := rawPrepare(b, db, "INSERT INTO t(a, b) VALUES (?, ?)")
 			b.StartTimer()
 			rawExec(b, db, "BEGIN IMMEDIATE")
@@ -61,7 +71,7 @@ func BenchmarkBulkInsert(b *testing.B) {
 			ctx := context.Background()
 			for b.Loop() {
 				b.StopTimer()
-				c := benchOpen(b, capture)
+				c := benchOpen(b, mode, capture)
 				b.StartTimer()
 				if err := c.Begin(ctx); err != nil {
 					b.Fatal(err)
@@ -88,10 +98,16 @@ func BenchmarkBulkInsert(b *testing.B) {
 
 // BenchmarkSmallTransactions: 10,000 transactions of one INSERT each.
 func BenchmarkSmallTransactions(b *testing.B) {
+	for _, mode := range benchModes {
+		b.Run(string(mode), func(b *testing.B) { benchSmall(b, mode) })
+	}
+}
+
+func benchSmall(b *testing.B, mode JournalMode) {
 	b.Run("raw", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			db := rawOpen(b, benchPath(b))
+			db := rawOpen(b, benchPath(b), mode)
 			begin := rawPrepare(b, db, "BEGIN IMMEDIATE")
 			ins := rawPrepare(b, db, "INSERT INTO t(a, b) VALUES (?, ?)")
 			commit := rawPrepare(b, db, "COMMIT")
@@ -123,7 +139,7 @@ func BenchmarkSmallTransactions(b *testing.B) {
 			ctx := context.Background()
 			for b.Loop() {
 				b.StopTimer()
-				c := benchOpen(b, capture)
+				c := benchOpen(b, mode, capture)
 				b.StartTimer()
 				for i := range smallTxns {
 					if err := c.Begin(ctx); err != nil {
@@ -159,8 +175,8 @@ func perUnit(b *testing.B, units int) float64 {
 	return float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(units)
 }
 
-func benchOpen(b *testing.B, capture bool) *Conn {
-	c, err := New(WithPragmas(benchSync)).Open(context.Background(), driver.Config{Path: benchPath(b), PageCapture: capture})
+func benchOpen(b *testing.B, mode JournalMode, capture bool) *Conn {
+	c, err := New(WithJournalMode(mode), WithPragmas(benchSync)).Open(context.Background(), driver.Config{Path: benchPath(b), PageCapture: capture})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -181,7 +197,7 @@ func takeOne(b *testing.B, c *Conn) {
 }
 
 // rawOpen opens path with the library alone, with the driver's settings.
-func rawOpen(b *testing.B, path string) *sqlite3.Conn {
+func rawOpen(b *testing.B, path string, mode JournalMode) *sqlite3.Conn {
 	db, err := sqlite3.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -189,7 +205,7 @@ func rawOpen(b *testing.B, path string) *sqlite3.Conn {
 	if err := db.BusyTimeout(5 * time.Second); err != nil {
 		b.Fatal(err)
 	}
-	rawExec(b, db, fmt.Sprintf("PRAGMA journal_mode=%s; PRAGMA %s", DefaultJournalMode, benchSync))
+	rawExec(b, db, fmt.Sprintf("PRAGMA journal_mode=%s; PRAGMA %s", mode, benchSync))
 	rawExec(b, db, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)")
 	return db
 }
