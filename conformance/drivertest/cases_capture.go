@@ -69,6 +69,30 @@ func caseCaptureCommitTime(c *checkT) {
 	w.deleteAuto()
 	w.updateTx()
 	w.verify()
+
+	// Taking commits while a transaction is open (one large enough to
+	// spill pages before it commits) reports only what had committed.
+	w.snapshot = false
+	w.insertAuto()
+	committed := c.serialize(w.conn)
+	w.exec("PRAGMA cache_size = 10")
+	c.begin(w.conn)
+	var added []int64
+	for range 400 {
+		added = append(added, w.insertRow())
+	}
+	commits, err := w.pc.TakeCommits(c.ctx)
+	if err != nil {
+		c.fatalf("TakeCommits inside a transaction: %v", err)
+	}
+	if err := verifyCommits(w.ps, w.base, commits, nil, committed); err != nil {
+		c.fatalf("TakeCommits inside an open transaction: %v", err)
+	}
+	w.base = committed
+	c.commit(w.conn)
+	w.live = append(w.live, added...)
+	w.ops, w.maxCommits = []string{"transaction taken across"}, 1
+	w.verify()
 }
 
 func caseCaptureWorkload(c *checkT) {
