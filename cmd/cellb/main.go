@@ -36,6 +36,7 @@ func commands() []command {
 		// Each subcommand's file adds its entry here.
 		diagnoseCommand(),
 		restoreCommand(),
+		serveCommand(),
 	}
 }
 

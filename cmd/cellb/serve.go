@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/peer"
+	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/drivers/cgo"
+	"github.com/cellb/cellb/drivers/modernc"
+	"github.com/cellb/cellb/drivers/wasm"
+)
+
+func serveCommand() command {
+	return command{
+		name:    "serve",
+		summary: "run a node hosting the example counter app over HTTP",
+		run: func(ctx context.Context, e *env, args []string) int {
+			return serveCmd(ctx, e, args)
+		},
+	}
+}
+
+const serveUsage = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
+                  [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D]]
+
+Without --bucket the node runs on the embedded default: cell databases
+under DIR (the primary copy) and an LTX log in a local-files bucket at
+DIR/bucket, from which an empty database is restored. With --bucket the
+node joins a fleet on that bucket: it takes cells by celld's ownership
+protocol, and the bucket wins over local files. With --peer-listen, calls
+for cells another live node owns are forwarded to it.`
+
+// serveConfig is what `cellb serve` runs.
+type serveConfig struct {
+	Listen     string
+	Data       string
+	Driver     string
+	Bucket     string
+	Node       string
+	PeerListen string
+	Advertise  string
+	TTL        time.Duration
+	Idle       time.Duration
+	ScriptName string
+}
+
+func parseServe(args []string) (serveConfig, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var c serveConfig
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8787", "HTTP address of the app")
+	fs.StringVar(&c.Data, "data", ".cellb", "directory for cell databases (and the embedded bucket)")
+	fs.StringVar(&c.Driver, "driver", "wasm", "SQLite driver: wasm, cgo or modernc")
+	fs.StringVar(&c.Bucket, "bucket", "", "bucket URL to join a fleet on (file://, s3://, gs://, az://)")
+	fs.StringVar(&c.Node, "node", "", "this node's id in the fleet (default: generated)")
+	fs.StringVar(&c.PeerListen, "peer-listen", "", "address of the authenticated peer listener")
+	fs.StringVar(&c.Advertise, "advertise", "", "peer address other nodes use to reach this one (default: --peer-listen)")
+	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "node lease TTL")
+	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
+	fs.StringVar(&c.ScriptName, "script", "cellb-example", "deployment name that keys counter ids (celld's script_name)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	if c.Bucket == "" && (c.Node != "" || c.PeerListen != "" || c.Advertise != "") {
+		return c, errors.New("--node, --peer-listen and --advertise need --bucket")
+	}
+	if c.Advertise != "" && c.PeerListen == "" {
+		return c, errors.New("--advertise needs --peer-listen")
+	}
+	return c, nil
+}
+
+func pickDriver(name string) (driver.Driver, error) {
+	switch name {
+	case "wasm":
+		return wasm.New(), nil
+	case "cgo":
+		return cgo.New(), nil
+	case "modernc":
+		return modernc.New(modernc.Options{}), nil
+	}
+	return nil, fmt.Errorf("unknown driver %q (want wasm, cgo or modernc)", name)
+}
+
+// server is one running node: the runtime, its ports, and the app.
+type server struct {
+	cfg     serveConfig
+	log     *slog.Logger
+	bucket  store.Store
+	node    *fleet.Node // nil on the embedded default
+	rt      *cell.Runtime
+	app     *counterApp
+	peerKey []byte
+}
+
+// newServer wires a node. peerAddr is the advertised peer address ("" when
+// the node serves no peer protocol).
+func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *slog.Logger) (*server, error) {
+	drv, err := pickDriver(cfg.Driver)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, log: logger}
+	bucketURL := cfg.Bucket
+	if bucketURL == "" {
+		dir := filepath.Join(cfg.Data, "bucket")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		bucketURL = dir
+	}
+	if s.bucket, err = openBucket(ctx, bucketURL, bucketSchemes()); err != nil {
+		return nil, err
+	}
+	opts := cell.Options{
+		ScriptName: cfg.ScriptName, Driver: drv, Store: s.bucket, Logger: logger, IdleTimeout: cfg.Idle,
+		DataDir: filepath.Join(cfg.Data, "cells"),
+	}
+	if cfg.Bucket != "" {
+		s.node, err = fleet.Join(ctx, fleet.Options{Store: s.bucket, Node: cfg.Node, Addr: peerAddr, TTL: cfg.TTL, Logger: logger})
+		if err != nil {
+			store.Close(s.bucket)
+			return nil, err
+		}
+		opts.Lease = s.node
+		// Local files are only a cache of what the bucket holds; keep each
+		// node's apart so nodes sharing a machine never share a file.
+		opts.DataDir = filepath.Join(cfg.Data, "nodes", s.node.ID())
+		if peerAddr != "" {
+			if s.peerKey, err = peer.LoadOrCreateKey(ctx, s.bucket, nil); err != nil {
+				s.shutdownPorts(ctx)
+				return nil, err
+			}
+		}
+	} else {
+		opts.Lease = lease.None{}
+	}
+	if opts.Log, err = ltxlog.New(ltxlog.Options{Store: s.bucket, Logger: logger}); err != nil {
+		s.shutdownPorts(ctx)
+		return nil, err
+	}
+	if s.rt, err = cell.New(opts); err != nil {
+		s.shutdownPorts(ctx)
+		return nil, err
+	}
+	ns, err := cell.Register(s.rt, "Counter", newCounter)
+	if err != nil {
+		s.rt.Close(ctx)
+		s.shutdownPorts(ctx)
+		return nil, err
+	}
+	nodeName := "local"
+	if s.node != nil {
+		nodeName = s.node.ID()
+	}
+	s.app = &counterApp{ns: ns, node: nodeName}
+	if s.peerKey != nil {
+		f := &peer.Forwarder{Key: s.peerKey, Self: nodeName, Client: &http.Client{Timeout: 30 * time.Second}}
+		s.app.forward = f.Forward
+	}
+	return s, nil
+}
+
+// handler is the public app.
+func (s *server) handler() http.Handler {
+	mux := http.NewServeMux()
+	s.app.routes(mux)
+	return mux
+}
+
+// peerHandler is the same app behind peer authentication.
+func (s *server) peerHandler() http.Handler {
+	return peer.Require(s.peerKey, time.Now, s.handler())
+}
+
+// close shuts the node down in order: the runtime (drains events, waits for
+// durability), then the fleet membership (releases every owned cell, deletes
+// the node lease), then the bucket.
+func (s *server) close(ctx context.Context) error {
+	err := s.rt.Close(ctx)
+	return errors.Join(err, s.shutdownPorts(ctx))
+}
+
+func (s *server) shutdownPorts(ctx context.Context) error {
+	var errs []error
+	if s.node != nil {
+		errs = append(errs, s.node.Close(ctx))
+	}
+	errs = append(errs, store.Close(s.bucket))
+	return errors.Join(errs...)
+}
+
+func serveCmd(ctx context.Context, e *env, args []string) int {
+	cfg, err := parseServe(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(e.stderr, serveUsage)
+			return 0
+		}
+		fmt.Fprintf(e.stderr, "cellb serve: %v\n%s\n", err, serveUsage)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cellb serve: %v\n", err)
+		return 1
+	}
+	var peerLn net.Listener
+	peerAddr := ""
+	if cfg.PeerListen != "" {
+		if peerLn, err = net.Listen("tcp", cfg.PeerListen); err != nil {
+			ln.Close()
+			fmt.Fprintf(e.stderr, "cellb serve: %v\n", err)
+			return 1
+		}
+		peerAddr = cfg.Advertise
+		if peerAddr == "" {
+			peerAddr = peerLn.Addr().String()
+		}
+	}
+	s, err := newServer(ctx, cfg, peerAddr, logger)
+	if err != nil {
+		ln.Close()
+		if peerLn != nil {
+			peerLn.Close()
+		}
+		fmt.Fprintf(e.stderr, "cellb serve: %v\n", oneLine(err))
+		return 1
+	}
+	servers := []*http.Server{{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}}
+	listeners := []net.Listener{ln}
+	if peerLn != nil {
+		servers = append(servers, &http.Server{Handler: s.peerHandler(), ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, peerLn)
+	}
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
+	attrs := []any{"listen", ln.Addr().String(), "driver", cfg.Driver, "data", cfg.Data}
+	if s.node != nil {
+		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.node.ID(), "peer", peerAddr)
+	}
+	logger.Info("cellb serve: listening", attrs...)
+	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())
+	code := 0
+	select {
+	case <-ctx.Done():
+		logger.Info("cellb serve: shutting down; releasing cells")
+	case err := <-errc:
+		logger.Error("cellb serve: listener failed", "err", err)
+		code = 1
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	if err := s.close(shutdownCtx); err != nil {
+		logger.Error("cellb serve: shutdown", "err", err)
+		code = 1
+	}
+	return code
+}
