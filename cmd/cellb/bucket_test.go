@@ -107,3 +107,33 @@ func TestOneLine(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// FuzzParseBucketURL checks that any input either parses into a location
+// whose prefix is a valid key prefix, or fails with a one-line
+// errBucketURL, and never panics.
+func FuzzParseBucketURL(f *testing.F) {
+	for _, seed := range []string{
+		"/tmp/b", "file:///tmp/b", "file://localhost/x", "mem://b/p/q", "mem://b/../x",
+		"mem://[::1]/p", "mem://b/%2e%2e/x", "mem://user@b", "MEM://B/P/", "file:x", "://", "mem://b/a\x00b",
+	} {
+		f.Add(seed)
+	}
+	schemes := memSchemes(nil)
+	f.Fuzz(func(t *testing.T, raw string) {
+		_, loc, err := parseBucketURL(raw, schemes)
+		if err != nil {
+			if !errors.Is(err, errBucketURL) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%q: %q", raw, err)
+			}
+			return
+		}
+		if loc.Prefix != "" {
+			if verr := store.ValidatePrefix(loc.Prefix); verr != nil {
+				t.Fatalf("%q: accepted prefix %q: %v", raw, loc.Prefix, verr)
+			}
+		}
+		if loc.Bucket == "" && loc.Dir == "" {
+			t.Fatalf("%q: neither a bucket nor a directory", raw)
+		}
+	})
+}
