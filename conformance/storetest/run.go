@@ -114,6 +114,9 @@ func RunReport(ctx context.Context, h Harness, opts ...Option) Report {
 		if len(res.Failures) > 0 {
 			res.Status, res.Reason = Failed, res.Failures[0]
 		}
+		if cfg.progress != nil {
+			cfg.progress(tc.name, fmt.Sprintf("%s in %v", res.Status, res.Elapsed.Round(time.Millisecond)))
+		}
 		rep.Cases = append(rep.Cases, res)
 	}
 	if n, err := countUnder(context.WithoutCancel(ctx), cl.s, run); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +68,9 @@ func TestReportOnMemstore(t *testing.T) {
 	var sawLarge bool
 	for _, p := range progress {
 		sawLarge = sawLarge || strings.HasPrefix(p, "large-object: uploaded 64 MiB")
+	}
+	if !slices.Contains(progress, "pagination: running") || !slices.ContainsFunc(progress, func(p string) bool { return strings.HasPrefix(p, "pagination: pass in ") }) {
+		t.Fatalf("no start and end progress for each case: %q", progress)
 	}
 	if !sawLarge {
 		t.Fatalf("no progress for the large object: %q", progress)
