@@ -68,13 +68,18 @@ func (a *authState) authorize(action sqlite3.AuthorizerActionCode, arg1, arg2, d
 // commits would bypass the main file that capture and Serialize read) nor
 // to exclusive locking (which keeps SQLite from releasing its lock at the
 // end of each transaction, when a commit is captured). A WAL database must
-// stay in WAL mode, where capture watches the log.
+// stay in WAL mode, where capture watches the log. No database may turn its
+// journal off: ROLLBACK would then leave half-done changes behind, and the
+// cell runtime rolls back every failed turn.
 func guardPragma(wal bool, name, value string) string {
 	v := strings.ToLower(strings.Trim(strings.TrimSpace(value), `'"`))
 	switch strings.ToLower(name) {
 	case "journal_mode":
 		if v == "" {
 			return "" // reading the mode
+		}
+		if v == "off" {
+			return "journal_mode=OFF (ROLLBACK must work)"
 		}
 		if wal && v != "wal" {
 			return "journal_mode=" + v + " (this connection runs in WAL mode)"

@@ -313,7 +313,7 @@ func TestOpenWALFile(t *testing.T) {
 func TestGuardRefusesWAL(t *testing.T) {
 	eachKind(t, func(t *testing.T, k dbKind) {
 		c := k.open(t, true)
-		refused := []string{"PRAGMA journal_mode=WAL", "PRAGMA main.journal_mode = 'wal'", "PRAGMA locking_mode=EXCLUSIVE"}
+		refused := []string{"PRAGMA journal_mode=WAL", "PRAGMA main.journal_mode = 'wal'", "PRAGMA locking_mode=EXCLUSIVE", "PRAGMA journal_mode=off"}
 		allowed := []string{"PRAGMA journal_mode", "PRAGMA locking_mode=NORMAL", "PRAGMA journal_mode=truncate"}
 		if k.wal() {
 			refused = []string{"PRAGMA journal_mode=DELETE", "PRAGMA main.journal_mode = 'persist'", "PRAGMA locking_mode=EXCLUSIVE"}

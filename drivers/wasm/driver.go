@@ -2,15 +2,23 @@
 // github.com/ncruces/go-sqlite3: SQLite compiled to WebAssembly and
 // translated to Go, so it needs no cgo and no C toolchain.
 //
-// Databases run in rollback-journal mode. With Config.PageCapture, the
-// connection's main database file is opened through a Go VFS wrapper that
-// watches every write SQLite makes to it; when SQLite releases its
-// exclusive lock at the end of a write transaction, the wrapper copies the
-// pages that transaction changed. Those copies are what TakeCommits returns.
-// Capture works for file and in-memory databases alike.
+// Every database is opened through a Go VFS that wraps the operating
+// system's (or memdb, for in-memory databases) and watches what SQLite
+// writes. With Config.PageCapture, that is how commits are captured:
 //
-// The driver does not offer sessions (this SQLite build has no session
-// extension) nor checkpoints (there is no write-ahead log).
+//   - In rollback-journal mode (the default, JournalPersist), SQLite
+//     changes the main file only under its exclusive lock and drops the
+//     lock when the transaction ends; at that moment the driver reads the
+//     pages the transaction wrote. The header's change counter tells a
+//     commit from a rollback.
+//   - In WAL mode (WithJournalMode(JournalWAL), file databases only), each
+//     commit ends with a marked frame in the log; once it is written the
+//     driver reads the transaction's frames back from the log.
+//
+// Either way pages are copied when their transaction commits, and replaying
+// the commits onto the previous image reproduces Serialize byte for byte.
+// The driver has no session extension (this SQLite build lacks it), and
+// checkpoints only in WAL mode.
 package wasm
 
 import (

@@ -25,7 +25,7 @@ var headerMagic = []byte("SQLite format 3\x00")
 
 // ErrBadImage is returned (wrapped, with the reason) when bytes given to
 // Restore are not a database image. The current database is left as it was.
-var ErrBadImage = errors.New("not a SQLite database image")
+var ErrBadImage = errors.New("drivers/wasm: not a SQLite database image")
 
 // header is what the driver needs from a database header.
 type header struct {
