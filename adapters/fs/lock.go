@@ -113,7 +113,9 @@ func (l *locker) fd(i int) (int, error) {
 		return -1, err
 	}
 	name := fmt.Sprintf("%s/%02x", lockDir, i)
-	f, err := l.fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o666)
+	// Read-only is enough for flock(2), and lets readers without write
+	// permission take the lock when they must.
+	f, err := l.fsys.OpenFile(name, os.O_RDONLY|os.O_CREATE, 0o666)
 	if err != nil {
 		return -1, err
 	}
