@@ -3,6 +3,7 @@
 package fs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -225,4 +226,32 @@ func (k *keepTemps) Remove(name string) error {
 		return nil
 	}
 	return k.Fs.Remove(name)
+}
+
+// TestCancelDuringAWrite ends the context while the new sidecar is being
+// published: the write stops before the rename that would apply it, so it
+// returns the context's error (not ambiguous) and changes nothing.
+func TestCancelDuringAWrite(t *testing.T) {
+	dir := t.TempDir()
+	s, h := openHooked(t, dir)
+	v1 := putT(t, s, "k", "old", store.PutOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	h.setBefore(func(op, _, newname string) error {
+		if op == "rename" && strings.HasPrefix(newname, recordDir+"/") {
+			cancel()
+		}
+		return nil
+	})
+	_, err := s.Put(ctx, "k", []byte("new"), store.PutOptions{Condition: store.IfVersion(v1)})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, store.ErrAmbiguous) {
+		t.Fatalf("put cancelled mid-way: %v, want context.Canceled", err)
+	}
+	h.setBefore(nil)
+	if o := getT(t, s, "k"); string(o.Data) != "old" || o.Version != v1 {
+		t.Fatalf("after the cancelled write: %q %q", o.Data, o.Version)
+	}
+	if n := countTemps(t, dir); n != 0 {
+		t.Fatalf("%d temporary files left", n)
+	}
 }

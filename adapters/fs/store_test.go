@@ -448,6 +448,9 @@ func TestCancelWhileWaitingForTheLock(t *testing.T) {
 	if o := getT(t, waiter, "k"); string(o.Data) != "before" || o.Version != v {
 		t.Fatalf("reads must not wait for the lock, and see the old object: %q %q", o.Data, o.Version)
 	}
+	if l := listAll(t, waiter, store.ListOptions{}); len(l.Objects) != 1 || l.Objects[0].Version != v {
+		t.Fatalf("listings must not wait for the lock, and see the old object: %+v", l.Objects)
+	}
 	unlock()
 	v2 := putT(t, waiter, "k", "after", store.PutOptions{Condition: store.IfVersion(v)})
 	if o := getT(t, holder, "k"); o.Version != v2 {
