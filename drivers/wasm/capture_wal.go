@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -27,16 +28,37 @@ const (
 // frames without that mark, which the next transaction overwrites from the
 // same offset. Within a transaction SQLite may rewrite one of its own
 // frames in place, and after the commit frame it rewrites frame headers to
-// fix checksums. So the recorder waits for the commit frame to be fully
-// written and then reads the transaction's frames back from the log: at
-// that moment they hold exactly what was committed.
+// fix checksums. So the recorder keeps a copy of every byte written from
+// the first frame of the transaction on, and when the commit frame has been
+// fully written, the copy of [base, end of the commit frame) is exactly the
+// committed frames: SQLite writes a transaction's frames one after another,
+// header and page, so each byte there was written by this transaction.
 type walState struct {
-	pageSize int64 // from the log header; 0 until known
-	base     int64 // offset of the first frame after the last commit; -1 until known
-	commitAt int64 // offset of the commit frame being written; -1 if none
+	pageSize int64  // from the log header; 0 until known
+	base     int64  // offset of the first frame after the last commit; -1 until known
+	commitAt int64  // offset of the commit frame being written; -1 if none
+	frames   []byte // what was written to the log from base on
+	verify   bool   // tests: also read the frames back and compare
 }
 
-func (w *walState) reset() { *w = walState{base: -1, commitAt: -1} }
+func (w *walState) reset() {
+	*w = walState{base: -1, commitAt: -1, verify: w.verify}
+}
+
+// keep copies a write at off into frames.
+func (w *walState) keep(p []byte, off int64) {
+	at := off - w.base
+	if need := at + int64(len(p)); need > int64(len(w.frames)) {
+		if need > int64(cap(w.frames)) {
+			grown := make([]byte, need, max(need, 2*int64(cap(w.frames))))
+			copy(grown, w.frames)
+			w.frames = grown
+		} else {
+			w.frames = w.frames[:need]
+		}
+	}
+	copy(w.frames[at:], p)
+}
 
 // walWrote follows one write to the log (already applied to f).
 func (r *recorder) walWrote(f vfs.File, p []byte, off int64) {
@@ -53,6 +75,7 @@ func (r *recorder) walWrote(f vfs.File, p []byte, off int64) {
 		}
 		w.pageSize = walPageSize(p)
 		w.base, w.commitAt = walHeaderSize, -1
+		w.frames = w.frames[:0]
 		return
 	}
 	if w.pageSize == 0 {
@@ -81,16 +104,36 @@ func (r *recorder) walWrote(f vfs.File, p []byte, off int64) {
 			w.commitAt = off
 		}
 	}
+	if w.base < 0 {
+		return
+	}
+	w.keep(p, off)
 	if w.commitAt >= 0 && off+int64(len(p)) >= w.commitAt+frame {
 		end := w.commitAt + frame
-		c, err := readFrames(f, w.base, end, w.pageSize)
+		c, err := parseFrames(w.frames[:end-w.base], w.base, w.pageSize)
+		if err == nil && w.verify {
+			err = verifyFrames(f, w.frames[:end-w.base], w.base)
+		}
 		if err != nil {
 			r.fail(err)
 			return
 		}
 		r.commits = append(r.commits, c)
-		w.base, w.commitAt = end, -1
+		// The commit's pages point into frames: start a new buffer.
+		w.base, w.commitAt, w.frames = end, -1, nil
 	}
+}
+
+// verifyFrames checks the kept copy against the log file.
+func verifyFrames(f vfs.File, kept []byte, from int64) error {
+	disk := make([]byte, len(kept))
+	if err := readAt(f, disk, from); err != nil {
+		return err
+	}
+	if !bytes.Equal(disk, kept) {
+		return fmt.Errorf("the kept log frames [%d, %d) differ from the file", from, from+int64(len(kept)))
+	}
+	return nil
 }
 
 // walTruncated follows a truncation of the log (after a checkpoint): the
@@ -106,17 +149,13 @@ func walPageSize(hdr []byte) int64 {
 	return ps
 }
 
-// readFrames reads the frames in [from, to) of the log and returns them
-// as one commit: the last version of each page, up to the database size
-// the last frame gives.
-func readFrames(f vfs.File, from, to, pageSize int64) (driver.CapturedCommit, error) {
+// parseFrames turns buf, the log's frames from offset from on, into one
+// commit: the last version of each page, up to the database size the last
+// frame gives. The pages point into buf.
+func parseFrames(buf []byte, from, pageSize int64) (driver.CapturedCommit, error) {
 	frame := walFrameHeaderSize + pageSize
-	if from < walHeaderSize || to <= from || (to-from)%frame != 0 {
-		return driver.CapturedCommit{}, fmt.Errorf("log frames [%d, %d) are not whole %d-byte frames", from, to, frame)
-	}
-	buf := make([]byte, to-from)
-	if err := readAt(f, buf, from); err != nil {
-		return driver.CapturedCommit{}, fmt.Errorf("reading log frames [%d, %d): %w", from, to, err)
+	if from < walHeaderSize || len(buf) == 0 || int64(len(buf))%frame != 0 {
+		return driver.CapturedCommit{}, fmt.Errorf("log bytes [%d, %d) are not whole %d-byte frames", from, from+int64(len(buf)), frame)
 	}
 	n := len(buf) / int(frame)
 	latest := make(map[uint32]int, n) // page number -> frame index

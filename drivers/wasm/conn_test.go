@@ -55,6 +55,9 @@ func queryRows(t *testing.T, c driver.Conn, sql string, args ...any) [][]any {
 	return out
 }
 
+// withWALVerify makes WAL capture check its kept frames against the log.
+func withWALVerify() Option { return func(d *Driver) { d.verifyWAL = true } }
+
 // dbKind is one way the driver can hold a database.
 type dbKind struct {
 	name string
@@ -74,7 +77,7 @@ func (k dbKind) open(t *testing.T, capture bool, opts ...Option) *Conn {
 func eachKind(t *testing.T, fn func(t *testing.T, k dbKind)) {
 	for _, k := range []dbKind{
 		{name: "file"},
-		{name: "file-wal", opts: []Option{WithJournalMode(JournalWAL)}},
+		{name: "file-wal", opts: []Option{WithJournalMode(JournalWAL), withWALVerify()}},
 		{name: "memory"},
 	} {
 		t.Run(k.name, func(t *testing.T) {

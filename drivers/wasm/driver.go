@@ -57,6 +57,9 @@ const DefaultJournalMode = JournalPersist
 type Driver struct {
 	journal JournalMode
 	pragmas []string
+	// verifyWAL (tests only) makes WAL capture check each commit's frames
+	// against the log file.
+	verifyWAL bool
 }
 
 // Option configures a Driver.
@@ -116,6 +119,7 @@ func (d *Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, erro
 	c.auth.wal = c.walMode()
 	if c.capture {
 		c.rec = &recorder{wal: c.walMode()}
+		c.rec.log.verify = d.verifyWAL
 	}
 	if err := c.open(ctx); err != nil {
 		return nil, err

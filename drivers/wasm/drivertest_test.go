@@ -10,7 +10,7 @@ import (
 func conformanceDrivers() map[string]*Driver {
 	return map[string]*Driver{
 		"rollback": New(),
-		"wal":      New(WithJournalMode(JournalWAL)),
+		"wal":      New(WithJournalMode(JournalWAL), withWALVerify()),
 	}
 }
 
