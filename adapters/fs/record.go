@@ -3,7 +3,6 @@
 package fs
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -92,15 +91,12 @@ var errBadSidecar = errors.New("malformed sidecar record")
 // decodeSidecar parses a sidecar and checks that it belongs to key. A
 // record that fails any check is rejected as a whole: the store then treats
 // the object as written by another program rather than trust half of it.
+// Unknown fields are ignored, so a later version of this package may add
+// optional ones without a new format number.
 func decodeSidecar(data []byte, key string) (*sidecar, error) {
 	var sc sidecar
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sc); err != nil {
+	if err := json.Unmarshal(data, &sc); err != nil {
 		return nil, fmt.Errorf("%w: %w", errBadSidecar, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data", errBadSidecar)
 	}
 	switch {
 	case sc.Format != sidecarFormat:

@@ -155,7 +155,8 @@ func (s *Store) resetMeta() {
 	s.metaOnce.Unlock()
 }
 
-// readAll reads an open file whose size is known from its Stat.
+// readAll reads an open file to its end; size is the expected size (from
+// a Stat, or a guess).
 func readAll(f afero.File, size int64) ([]byte, error) {
 	buf := make([]byte, 0, size+1) // +1 so a file that grew is noticed
 	for {
