@@ -31,10 +31,11 @@ const DefaultTempExpiry = time.Hour
 // another afero.Fs in a test).
 //
 // The store still needs two things afero cannot express: files whose Stat
-// reports inode numbers (a *syscall.Stat_t in Sys) and lock files that
-// expose a descriptor for flock(2) (an Fd method, as *os.File has). Open
-// fails if fsys provides neither. An injected fsys is trusted to keep paths
-// inside the root: only the default file system refuses symbolic links.
+// reports inode numbers (a *syscall.Stat_t in Sys), without which Open
+// fails, and lock files that expose a descriptor for flock(2) (an Fd
+// method, as *os.File has, or afero's BasePathFile around one), without
+// which writes fail. An injected fsys is trusted to keep paths inside the
+// root: only the default file system refuses symbolic links.
 func WithFs(fsys afero.Fs) Option { return func(c *config) { c.fsys = fsys } }
 
 // WithLogger sets where the store reports what it repaired or ignored
