@@ -87,14 +87,29 @@ func parseServe(args []string) (serveConfig, error) {
 	return c, nil
 }
 
-func pickDriver(name string) (driver.Driver, error) {
+// pickDriver configures the named driver for the node's mode. When the
+// bucket wins (fleet), every activation replaces the local file with the
+// bucket's copy and a reply waits for the bucket, so the local commit need
+// not reach the disk: no sync per commit. When the local file is the primary
+// copy, each commit is synced, because after a power loss a database that
+// is not empty is never restored from the bucket.
+func pickDriver(name string, bucketWins bool) (driver.Driver, error) {
 	switch name {
 	case "wasm":
+		if bucketWins {
+			return wasm.New(wasm.WithPragmas("synchronous=OFF")), nil
+		}
 		return wasm.New(), nil
 	case "cgo":
-		return cgo.New(), nil
+		if bucketWins {
+			return &cgo.Driver{Synchronous: cgo.SyncNormal}, nil
+		}
+		return &cgo.Driver{Synchronous: cgo.SyncFull}, nil
 	case "modernc":
-		return modernc.New(modernc.Options{}), nil
+		if bucketWins {
+			return modernc.New(modernc.Options{Synchronous: "OFF"}), nil
+		}
+		return modernc.New(modernc.Options{Synchronous: "FULL"}), nil
 	}
 	return nil, fmt.Errorf("unknown driver %q (want wasm, cgo or modernc)", name)
 }
@@ -113,7 +128,7 @@ type server struct {
 // newServer wires a node. peerAddr is the advertised peer address ("" when
 // the node serves no peer protocol).
 func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *slog.Logger) (*server, error) {
-	drv, err := pickDriver(cfg.Driver)
+	drv, err := pickDriver(cfg.Driver, cfg.Bucket != "")
 	if err != nil {
 		return nil, err
 	}
