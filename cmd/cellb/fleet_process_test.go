@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -117,7 +118,8 @@ func TestFleetOfProcessesUnderChaos(t *testing.T) {
 		t.Skip("multi-process chaos test skipped in -short mode")
 	}
 	bin := cellbBinary(t)
-	bucket := "file://" + t.TempDir()
+	bucketDir := t.TempDir()
+	bucket := "file://" + bucketDir
 	const ttl = 2 * time.Second
 	var procs []*proc
 	for i := 0; i < 3; i++ {
@@ -298,6 +300,23 @@ func TestFleetOfProcessesUnderChaos(t *testing.T) {
 		t.Fatalf("c0 moved after %v (0 = never), want within TTL %v + 1.5 s", moved, ttl)
 	}
 	t.Logf("takeover after SIGKILL of the owner: %v (TTL %v)", moved, ttl)
+
+	// What the fleet left in the bucket restores with CellB's restore and
+	// with superfly/ltx alone, to the same bytes, holding every counter's
+	// last read value.
+	for _, p := range procs {
+		p.kill()
+	}
+	for _, c := range counters {
+		key := "Counter:" + cellIDFromName("cellb-example", c)
+		img := restoreWithCellB(t, bucket, key)
+		if other := restoreWithSuperflyAlone(t, bucketDir, key); !bytes.Equal(img, other) {
+			t.Fatalf("%s: CellB's restore and superfly/ltx's disagree", c)
+		}
+		if v := counterInImage(t, img); v < final[c] {
+			t.Fatalf("%s: restored counter %d is below the %d read before", c, v, final[c])
+		}
+	}
 }
 
 func jsonDecode(resp *http.Response, v any) error {
