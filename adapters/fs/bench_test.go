@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/core/store"
@@ -139,4 +140,106 @@ func BenchmarkGet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkVersusBaseline alternates, iteration by iteration, one store
+// operation and one baseline operation on the same disk, and reports
+// both times and their ratio. On a shared machine whose load drifts, the
+// paired ratio is steadier than two benchmarks run one after the other.
+func BenchmarkVersusBaseline(b *testing.B) {
+	body := benchBody(b)
+	baseDir := filepath.Join(b.TempDir(), "cells", "Counter:0123456789abcdef")
+	if err := os.MkdirAll(baseDir, 0o777); err != nil {
+		b.Fatal(err)
+	}
+	baseTarget := filepath.Join(baseDir, "own.json")
+	baselineWrite := func() {
+		tmp := baseTarget + ".tmp"
+		if err := os.WriteFile(tmp, body, 0o666); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		if err := os.Rename(tmp, baseTarget); err != nil {
+			b.Fatal(err)
+		}
+		d, err := os.Open(baseDir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		d.Close()
+	}
+	baselineRead := func() {
+		if _, err := os.ReadFile(baseTarget); err != nil {
+			b.Fatal(err)
+		}
+	}
+	baselineWrite()
+
+	paired := func(b *testing.B, baseline func(), op func(i int)) {
+		var base, own time.Duration
+		i := 0
+		for b.Loop() {
+			t0 := time.Now()
+			baseline()
+			t1 := time.Now()
+			op(i)
+			own += time.Since(t1)
+			base += t1.Sub(t0)
+			i++
+		}
+		b.ReportMetric(float64(own.Nanoseconds())/float64(i), "store-ns/op")
+		b.ReportMetric(float64(base.Nanoseconds())/float64(i), "baseline-ns/op")
+		b.ReportMetric(float64(own)/float64(base), "x-baseline")
+	}
+	ctx := b.Context()
+	b.Run("put", func(b *testing.B) {
+		s := openBench(b)
+		paired(b, baselineWrite, func(int) {
+			if _, err := s.Put(ctx, benchKey, body, store.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("put-create-only", func(b *testing.B) {
+		s := openBench(b)
+		paired(b, baselineWrite, func(i int) {
+			key := fmt.Sprintf("cells/Counter:%016x/own.json", i)
+			if _, err := s.Put(ctx, key, body, store.PutOptions{Condition: store.IfAbsent}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("put-cas", func(b *testing.B) {
+		s := openBench(b)
+		v, err := s.Put(ctx, benchKey, body, store.PutOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		paired(b, baselineWrite, func(int) {
+			if v, err = s.Put(ctx, benchKey, body, store.PutOptions{Condition: store.IfVersion(v)}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("get", func(b *testing.B) {
+		s := openBench(b)
+		if _, err := s.Put(ctx, benchKey, body, store.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		paired(b, baselineRead, func(int) {
+			if _, err := s.Get(ctx, benchKey); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
 }
