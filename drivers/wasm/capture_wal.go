@@ -50,7 +50,10 @@ func (w *walState) keep(p []byte, off int64) {
 	at := off - w.base
 	if need := at + int64(len(p)); need > int64(len(w.frames)) {
 		if need > int64(cap(w.frames)) {
-			grown := make([]byte, need, max(need, 2*int64(cap(w.frames))))
+			// Room for two frames at first, so a one-page commit (a
+			// frame header, then its page) allocates once.
+			frame := walFrameHeaderSize + w.pageSize
+			grown := make([]byte, need, max(need, 2*int64(cap(w.frames)), 2*frame))
 			copy(grown, w.frames)
 			w.frames = grown
 		} else {
