@@ -18,3 +18,9 @@ func TestCellSemantics(t *testing.T) {
 func TestCellSuiteRejectsTwins(t *testing.T) {
 	celltest.RunTwins(t, celltest.Harness{Driver: modernc.New(modernc.Options{})})
 }
+
+// BenchmarkCells measures events through the cell runtime on this driver
+// against a raw transaction measured in the same run.
+func BenchmarkCells(b *testing.B) {
+	celltest.Benchmark(b, celltest.Harness{Driver: modernc.New(modernc.Options{})})
+}

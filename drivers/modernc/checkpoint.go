@@ -39,7 +39,7 @@ func (c *Conn) Checkpoint(ctx context.Context, mode driver.CheckpointMode) error
 // checkpoint reads pending commits (when capturing), then checkpoints.
 func (c *Conn) checkpoint(mode int32) error {
 	if c.wal != nil {
-		c.wal.read()
+		c.wal.read(c, 0)
 		if err := c.wal.freshError(); err != nil {
 			return err
 		}

@@ -18,7 +18,8 @@ type Options struct {
 	Synchronous string
 	// CheckpointBytes is how large the WAL of a capturing connection may
 	// grow before TakeCommits, having handed out the commits, checkpoints
-	// it back to zero bytes. 0 means 4 MiB.
+	// it (SQLite then restarts the log at the beginning of the file, which
+	// therefore stays about this size). 0 means 4 MiB.
 	CheckpointBytes int64
 	// StatementCache is how many idle prepared statements a connection
 	// keeps. 0 means 32; negative disables the cache.

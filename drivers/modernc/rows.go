@@ -187,7 +187,7 @@ func (r *rows) Close() error {
 	if w := r.c.wal; w != nil && !r.finished {
 		// A write statement closed before its end commits on reset, and
 		// SQLite's WAL hook does not run for that commit: read it now.
-		w.read()
+		w.read(r.c, 0)
 		return w.freshError()
 	}
 	return nil

@@ -1,0 +1,208 @@
+package modernc_test
+
+// Benchmarks: 100,000 inserts in one transaction and 10,000 single-row
+// transactions on a file database (WAL, synchronous=NORMAL,
+// locking_mode=EXCLUSIVE), through CellB's driver with and without page
+// capture (with capture, TakeCommits runs after every commit), beside
+// modernc.org/sqlite used directly through database/sql with the same SQL
+// and pragmas. Run:
+//
+//	go test -run '^$' -bench . -benchtime 5x github.com/cellb/cellb/drivers/modernc
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/drivers/modernc"
+	_ "modernc.org/sqlite" // the database/sql baseline
+)
+
+const (
+	bulkRows  = 100_000
+	smallTxns = 10_000
+	schema    = "CREATE TABLE t(k INTEGER PRIMARY KEY, n INTEGER, s TEXT)"
+	insertSQL = "INSERT INTO t(n, s) VALUES (?, ?)"
+	payload   = "a short text payload"
+)
+
+// rawPragmas are the settings CellB's driver applies to a file database.
+var rawPragmas = []string{
+	"PRAGMA locking_mode=EXCLUSIVE",
+	"PRAGMA journal_mode=WAL",
+	"PRAGMA synchronous=NORMAL",
+}
+
+// workload is what one benchmark iteration does on an open database.
+type workload func(b *testing.B, w writer)
+
+// writer is the minimal surface both sides offer.
+type writer interface {
+	begin() error
+	insert(i int) error
+	commit() error
+}
+
+type cellbWriter struct {
+	ctx  context.Context
+	conn driver.Conn
+	pc   driver.PageCapturer // nil without capture
+}
+
+func (w *cellbWriter) begin() error { return w.conn.Begin(w.ctx) }
+func (w *cellbWriter) insert(i int) error {
+	_, err := w.conn.Exec(w.ctx, insertSQL, i, payload)
+	return err
+}
+
+func (w *cellbWriter) commit() error {
+	if err := w.conn.Commit(w.ctx); err != nil {
+		return err
+	}
+	if w.pc != nil {
+		commits, err := w.pc.TakeCommits(w.ctx)
+		if err == nil && len(commits) != 1 {
+			panic("expected exactly one captured commit")
+		}
+		return err
+	}
+	return nil
+}
+
+type rawWriter struct {
+	ctx      context.Context
+	conn     *sql.Conn
+	prepared bool
+	stmt     *sql.Stmt
+}
+
+func (w *rawWriter) begin() error {
+	_, err := w.conn.ExecContext(w.ctx, "BEGIN IMMEDIATE")
+	return err
+}
+
+func (w *rawWriter) insert(i int) error {
+	var err error
+	if w.prepared {
+		_, err = w.stmt.ExecContext(w.ctx, i, payload)
+	} else {
+		_, err = w.conn.ExecContext(w.ctx, insertSQL, i, payload)
+	}
+	return err
+}
+
+func (w *rawWriter) commit() error {
+	_, err := w.conn.ExecContext(w.ctx, "COMMIT")
+	return err
+}
+
+func bulk(b *testing.B, w writer) {
+	if err := w.begin(); err != nil {
+		b.Fatal(err)
+	}
+	for i := range bulkRows {
+		if err := w.insert(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func small(b *testing.B, w writer) {
+	for i := range smallTxns {
+		if err := w.begin(); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.insert(i); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func runCellB(b *testing.B, capture bool, work workload) {
+	ctx := context.Background()
+	d := modernc.New(modernc.Options{})
+	for b.Loop() {
+		b.StopTimer()
+		conn, err := d.Open(ctx, driver.Config{Path: filepath.Join(b.TempDir(), "bench.db"), PageCapture: capture})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, schema); err != nil {
+			b.Fatal(err)
+		}
+		w := &cellbWriter{ctx: ctx, conn: conn}
+		if capture {
+			w.pc = conn.(driver.PageCapturer)
+			if _, err := w.pc.TakeCommits(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		work(b, w)
+		b.StopTimer()
+		if err := conn.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+func runRaw(b *testing.B, prepared bool, work workload) {
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		db, err := sql.Open("sqlite", filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range append(rawPragmas, schema) {
+			if _, err := conn.ExecContext(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		w := &rawWriter{ctx: ctx, conn: conn, prepared: prepared}
+		if prepared {
+			if w.stmt, err = conn.PrepareContext(ctx, insertSQL); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		work(b, w)
+		b.StopTimer()
+		if w.stmt != nil {
+			w.stmt.Close()
+		}
+		conn.Close()
+		db.Close()
+		b.StartTimer()
+	}
+}
+
+func benchAll(b *testing.B, work workload, perOp int, unit string) {
+	report := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(perOp)/1e3, unit)
+	}
+	b.Run("raw", func(b *testing.B) { runRaw(b, false, work); report(b) })
+	b.Run("raw-prepared", func(b *testing.B) { runRaw(b, true, work); report(b) })
+	b.Run("cellb", func(b *testing.B) { runCellB(b, false, work); report(b) })
+	b.Run("cellb-capture", func(b *testing.B) { runCellB(b, true, work); report(b) })
+}
+
+// BenchmarkBulkInsert is 100,000 inserts in one transaction per op.
+func BenchmarkBulkInsert(b *testing.B) { benchAll(b, bulk, bulkRows, "µs/row") }
+
+// BenchmarkSmallTransactions is 10,000 single-row transactions per op.
+func BenchmarkSmallTransactions(b *testing.B) { benchAll(b, small, smallTxns, "µs/txn") }
