@@ -43,7 +43,7 @@ var (
 )
 
 // Open returns the Store on the directory root, which must exist (see
-// WithCreateRoot). Open writes nothing: the store's own directory appears
+// WithCreateRoot). Open creates nothing: the store's own directory appears
 // with the first write, so a read-only bucket can be read. Open does remove
 // temporary files older than the expiry (see WithTempExpiry) when it can.
 func Open(root string, opts ...Option) (*Store, error) {
