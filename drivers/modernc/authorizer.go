@@ -1,6 +1,8 @@
 package modernc
 
 import (
+	"strings"
+
 	"github.com/cellb/cellb/core/driver"
 	"modernc.org/libc"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -26,7 +28,7 @@ func (c *Conn) SetAuthorizer(fn driver.Authorizer) error {
 
 func (c *Conn) installAuthorizer() error {
 	var rc int32
-	if c.auth == nil {
+	if c.auth == nil && c.wal == nil {
 		rc = sqlite3.Xsqlite3_set_authorizer(c.tls, c.db, 0, 0)
 	} else {
 		rc = sqlite3.Xsqlite3_set_authorizer(c.tls, c.db, authorizerCallback, c.handle)
@@ -39,7 +41,9 @@ func (c *Conn) installAuthorizer() error {
 
 // authorizerTrampoline is the C authorizer: it finds the connection by the
 // handle SQLite passes back and asks its Go authorizer, with SQLite's
-// action code and arguments unchanged (NULL arguments become "").
+// action code and arguments unchanged (NULL arguments become ""). On a
+// capturing connection it is installed even without a Go authorizer, to
+// refuse the pragmas that would silently end capture.
 func authorizerTrampoline(_ *libc.TLS, handle uintptr, action int32, arg1, arg2, database, trigger uintptr) (res int32) {
 	c := lookupConn(handle)
 	switch {
@@ -47,10 +51,17 @@ func authorizerTrampoline(_ *libc.TLS, handle uintptr, action int32, arg1, arg2,
 		return sqlite3.SQLITE_DENY // fail closed
 	case c.internal:
 		return sqlite3.SQLITE_OK
-	case c.auth == nil:
-		return sqlite3.SQLITE_DENY
 	}
 	a := driver.Action(action)
+	if a == driver.ActionPragma && c.wal != nil && arg2 != 0 {
+		if name := strings.ToLower(goString(arg1)); name == "journal_mode" || name == "wal_autocheckpoint" {
+			c.refused = "a page-capturing connection must stay in WAL mode with automatic checkpoints off (PRAGMA " + name + " would make it miss commits)"
+			return sqlite3.SQLITE_DENY
+		}
+	}
+	if c.auth == nil {
+		return sqlite3.SQLITE_OK // installed only for the check above
+	}
 	if a == driver.ActionPragma && c.stepping && len(c.sessions) > 0 && goString(arg1) == "table_xinfo" {
 		// A session records its first change to a table by reading the
 		// table's layout with PRAGMA table_xinfo, prepared from inside the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cellb/cellb/core/driver"
@@ -283,3 +284,35 @@ func TestOnlyCapturingConnectionsArePageCapturers(t *testing.T) {
 }
 
 func is[T any](v any) bool { _, ok := v.(T); return ok }
+
+func TestCapturingConnectionRefusesPragmasThatEndCapture(t *testing.T) {
+	ctx := context.Background()
+	c := openT(t, "db", true)
+	f := follow(t, c)
+	for _, sql := range []string{"PRAGMA journal_mode=DELETE", "PRAGMA main.journal_mode = memory", "PRAGMA wal_autocheckpoint=100", "PRAGMA JOURNAL_MODE=off"} {
+		_, err := c.Exec(ctx, sql)
+		if !errors.Is(err, driver.ErrNotAuthorized) || !strings.Contains(err.Error(), "page-capturing") {
+			t.Errorf("Exec(%s) = %v, want a refusal that says why", sql, err)
+		}
+	}
+	if got := queryAll(t, c, "PRAGMA journal_mode"); got[0][0] != "wal" {
+		t.Errorf("reading journal_mode: %v", got)
+	}
+	// Neither a caller's authorizer nor its removal lifts the check.
+	for _, fn := range []driver.Authorizer{
+		func(driver.Action, string, string, string, string) driver.AuthResult { return driver.AuthOK },
+		nil,
+	} {
+		if err := c.SetAuthorizer(fn); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "PRAGMA journal_mode=DELETE"); !errors.Is(err, driver.ErrNotAuthorized) {
+			t.Errorf("with authorizer %v: journal_mode change = %v", fn != nil, err)
+		}
+	}
+	mustExec(t, c, "CREATE TABLE t(v); INSERT INTO t VALUES (1)")
+	f.check("after the refusals", 2)
+	// Without capture the caller may change them.
+	plain := openT(t, "plain.db", false)
+	mustExec(t, plain, "PRAGMA wal_autocheckpoint=100")
+}

@@ -38,6 +38,9 @@ type Conn struct {
 	internal bool
 	// stepping is set while a caller's statement runs (sqlite3_step).
 	stepping bool
+	// refused says why the driver itself denied the statement being
+	// prepared; the error then says so instead of just "not authorized".
+	refused string
 	// panicked holds a panic recovered inside a Go callback SQLite called
 	// (the authorizer); it is raised again once control is back in Go, so
 	// a panic never unwinds through SQLite's own frames.

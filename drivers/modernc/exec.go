@@ -143,10 +143,15 @@ func (c *Conn) done(key stmtKey, st, buf uintptr, keep bool) {
 func (c *Conn) prepare(zSQL uintptr, n int) (st, tail uintptr, err error) {
 	out := c.tls.Alloc(16)
 	defer c.tls.Free(16)
+	c.refused = ""
 	rc := sqlite3.Xsqlite3_prepare_v2(c.tls, c.db, zSQL, int32(n), out, out+8)
 	c.rethrow()
 	if rc != sqlite3.SQLITE_OK {
-		return 0, 0, sqliteError(c.tls, c.db, rc)
+		err := sqliteError(c.tls, c.db, rc)
+		if c.refused != "" {
+			err = fmt.Errorf("modernc: %s: %w", c.refused, err)
+		}
+		return 0, 0, err
 	}
 	return cReadPtr(out), cReadPtr(out + 8), nil
 }
