@@ -128,7 +128,7 @@ func small(b *testing.B, w writer) {
 
 func runCellB(b *testing.B, capture bool, work workload) {
 	ctx := context.Background()
-	d := modernc.New(modernc.Options{})
+	d := modernc.New(modernc.Options{Synchronous: "NORMAL"})
 	for b.Loop() {
 		b.StopTimer()
 		conn, err := d.Open(ctx, driver.Config{Path: filepath.Join(b.TempDir(), "bench.db"), PageCapture: capture})

@@ -298,13 +298,13 @@ func TestOptionsAreChecked(t *testing.T) {
 	if err == nil {
 		t.Fatal("an invalid Synchronous option was accepted")
 	}
-	c := openWith(t, Options{Synchronous: "full"}, "db", false)
-	if got := queryAll(t, c, "PRAGMA synchronous")[0][0]; got != int64(2) {
-		t.Errorf("synchronous = %v, want 2 (FULL)", got)
+	c := openWith(t, Options{Synchronous: "normal"}, "db", false)
+	if got := queryAll(t, c, "PRAGMA synchronous")[0][0]; got != int64(1) {
+		t.Errorf("synchronous = %v, want 1 (NORMAL)", got)
 	}
 	c = openT(t, "db", false)
-	if got := queryAll(t, c, "PRAGMA synchronous")[0][0]; got != int64(1) {
-		t.Errorf("default synchronous = %v, want 1 (NORMAL)", got)
+	if got := queryAll(t, c, "PRAGMA synchronous")[0][0]; got != int64(2) {
+		t.Errorf("default synchronous = %v, want 2 (FULL)", got)
 	}
 	if got := queryAll(t, c, "PRAGMA journal_mode")[0][0]; got != "wal" {
 		t.Errorf("journal_mode = %v, want wal", got)

@@ -12,9 +12,11 @@ import (
 // Options tune a Driver. The zero value is ready to use.
 type Options struct {
 	// Synchronous is PRAGMA synchronous for file databases: "OFF",
-	// "NORMAL" (the default; in WAL mode a crash can lose the last commits
-	// but never corrupts the file, and the durability log is what makes a
-	// commit safe), "FULL" or "EXTRA".
+	// "NORMAL", "FULL" (the default: a commit that returned survives a
+	// power loss) or "EXTRA". In WAL mode NORMAL syncs only at
+	// checkpoints: a power loss may take the last commits but never
+	// corrupts the file, which is enough when the durability log, not the
+	// local file, is what makes a write durable.
 	Synchronous string
 	// CheckpointBytes is how large the WAL of a capturing connection may
 	// grow before TakeCommits, having handed out the commits, checkpoints
@@ -37,7 +39,7 @@ const (
 func (o Options) resolved() (Options, error) {
 	switch s := strings.ToUpper(o.Synchronous); s {
 	case "":
-		o.Synchronous = "NORMAL"
+		o.Synchronous = "FULL"
 	case "OFF", "NORMAL", "FULL", "EXTRA":
 		o.Synchronous = s
 	default:
