@@ -1,0 +1,204 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cellb/cellb/core/lease"
+)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+}
+
+// WithLogger sets where the lease logs taking and letting go of shards
+// (debug level) and failures to let go (warn level). Silent by default.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// Lease grants cells to this process by locking their shards. It implements
+// lease.Lease. Close it to let every shard go.
+type Lease struct {
+	dir    string
+	n      int
+	log    *slog.Logger
+	closed atomic.Bool
+	shards []shardState
+}
+
+// shardState is this Lease's view of one shard. mu serialises everything
+// about the shard, including the synced epoch write.
+type shardState struct {
+	mu     sync.Mutex
+	f      *os.File          // the shard file, open and locked while held
+	epoch  uint64            // last epoch written while held
+	grants map[string]*grant // live grants by cell key
+}
+
+var _ lease.Lease = (*Lease)(nil)
+
+// Open prepares dir for n shards (creating it, its shard files and
+// shards.json on first use) and returns a Lease that holds no shard yet.
+// Every process sharing dir must use the same n; Open fails with
+// *CountMismatchError otherwise.
+func Open(dir string, n int, opts ...Option) (*Lease, error) {
+	if !flockSupported {
+		return nil, ErrUnsupported
+	}
+	if n < 1 || n > MaxShards {
+		return nil, fmt.Errorf("shard: count %d out of range [1, %d]", n, MaxShards)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := prepare(dir, n); err != nil {
+		return nil, err
+	}
+	return &Lease{dir: dir, n: n, log: o.logger.With("shard_dir", dir), shards: make([]shardState, n)}, nil
+}
+
+// Dir is the shard directory.
+func (l *Lease) Dir() string { return l.dir }
+
+// Shards is the shard count.
+func (l *Lease) Shards() int { return l.n }
+
+// TryAcquire grants cellKey under the next epoch of its shard. If this
+// Lease already holds the shard it only records the epoch; otherwise it
+// tries the shard's lock without waiting, and fails with
+// *lease.CellOwnedElsewhereError when another process (or another Lease on
+// the same directory) holds it. Taking a cell this Lease already granted
+// ends the earlier grant, as a new activation supersedes an old one.
+func (l *Lease) TryAcquire(ctx context.Context, cellKey string) (lease.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cellKey == "" {
+		return nil, errors.New("shard: empty cell key")
+	}
+	i := Of(cellKey, l.n)
+	s := &l.shards[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	if s.f == nil {
+		held, err := l.lockLocked(i, s)
+		if err != nil {
+			return nil, err
+		}
+		if !held {
+			class, id, _ := strings.Cut(cellKey, ":")
+			return nil, &lease.CellOwnedElsewhereError{Class: class, ID: id}
+		}
+	}
+	epoch := s.epoch + 1
+	if err := writeEpoch(s.f, epoch); err != nil {
+		err = fmt.Errorf("shard %d: record epoch %d: %w", i, epoch, err)
+		if len(s.grants) == 0 {
+			l.unlockLocked(i, s)
+		}
+		return nil, err
+	}
+	s.epoch = epoch
+	g := &grant{l: l, shard: i, cell: cellKey, epoch: epoch, lost: make(chan struct{})}
+	old := s.grants[cellKey]
+	s.grants[cellKey] = g
+	if old != nil {
+		old.lose(fmt.Errorf("cell %s was taken again by this process under epoch %d", cellKey, epoch))
+	}
+	return g, nil
+}
+
+// lockLocked opens shard i's file and tries its lock. The file must exist:
+// shards.json promises it does, and a lock on a recreated file would not
+// exclude a process still holding the deleted one.
+func (l *Lease) lockLocked(i int, s *shardState) (bool, error) {
+	path := lockPath(l.dir, i)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, &DamagedError{Path: path, Reason: "missing; a shard file must never be deleted while the directory is in use"}
+	}
+	if err != nil {
+		return false, err
+	}
+	held, err := tryLock(f)
+	if err != nil || !held {
+		f.Close()
+		return false, err
+	}
+	epoch, err := readEpoch(f)
+	if err != nil {
+		f.Close() // closing drops the lock
+		return false, err
+	}
+	s.f, s.epoch, s.grants = f, epoch, make(map[string]*grant)
+	l.log.Debug("took shard", "shard", i, "epoch", epoch)
+	return true, nil
+}
+
+// unlockLocked lets shard i go.
+func (l *Lease) unlockLocked(i int, s *shardState) error {
+	if s.f == nil {
+		return nil
+	}
+	err := errors.Join(unlock(s.f), s.f.Close())
+	s.f, s.grants = nil, nil
+	if err != nil {
+		l.log.Warn("letting a shard go", "shard", i, "err", err)
+		return err
+	}
+	l.log.Debug("let shard go", "shard", i, "epoch", s.epoch)
+	return nil
+}
+
+// release ends g and lets its shard go when g was the shard's last grant.
+func (l *Lease) release(g *grant) error {
+	s := &l.shards[g.shard]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grants[g.cell] != g {
+		return nil // superseded, or ended by Close
+	}
+	delete(s.grants, g.cell)
+	g.lose(lease.ErrReleased)
+	if len(s.grants) == 0 {
+		return l.unlockLocked(g.shard, s)
+	}
+	return nil
+}
+
+// Close ends every grant (their Lost channels close with ErrClosed) and
+// lets every shard go. Later TryAcquire calls fail with ErrClosed.
+func (l *Lease) Close() error {
+	if l.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		for _, g := range s.grants {
+			g.lose(ErrClosed)
+		}
+		errs = append(errs, l.unlockLocked(i, s))
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
