@@ -27,7 +27,9 @@ type Harness interface {
 	// (renewed, fenced) when Advance returns.
 	Advance(d time.Duration)
 	// TTL is how long a crashed participant may keep a cell before others
-	// can take it.
+	// can take it. 0 means a crashed participant's claims end at once (OS
+	// locks, which the kernel drops when their process dies): the suite
+	// then expects an immediate takeover after Crash.
 	TTL() time.Duration
 	Close() error
 }

@@ -73,11 +73,14 @@ func TestSuiteRejectsBrokenLeases(t *testing.T) {
 		{"static epoch", StaticEpoch, []string{"EpochsGrow", "ReleaseHandsOver"}},
 		{"never fences", NeverFences, []string{"SelfFence", "ReleaseHandsOver"}},
 		{"forgetful release", ForgetfulRelease, []string{"ReleaseHandsOver", "CloseReleasesEverything"}},
+		{"crash keeps claims", CrashKeepsClaims, []string{"CrashTakeover"}},
 	}
 	for _, tw := range twins {
 		t.Run(tw.name, func(t *testing.T) {
 			t.Parallel()
-			rep := RunReport(context.Background(), tw.wrap(newFleetHarness()))
+			h := tw.wrap(newFleetHarness())
+			defer h.Close()
+			rep := RunReport(context.Background(), h)
 			failed := rep.Failed()
 			for _, c := range tw.must {
 				if !slices.Contains(failed, c) {

@@ -26,6 +26,11 @@ func NeverFences(h Harness) Harness { return &twin{Harness: h, kind: twinNeverFe
 // releasing anything.
 func ForgetfulRelease(h Harness) Harness { return &twin{Harness: h, kind: twinForgetful} }
 
+// CrashKeepsClaims ignores Crash: the "crashed" participant goes on
+// holding (and renewing) its cells, as a process that hangs instead of
+// dying would. Close on the harness stops such participants.
+func CrashKeepsClaims(h Harness) Harness { return &twin{Harness: h, kind: twinCrashKeeps} }
+
 type twinKind int
 
 const (
@@ -33,11 +38,15 @@ const (
 	twinStaticEpoch
 	twinNeverFences
 	twinForgetful
+	twinCrashKeeps
 )
 
 type twin struct {
 	Harness
 	kind twinKind
+
+	mu      sync.Mutex
+	zombies []Node // crashed participants CrashKeepsClaims left running
 }
 
 func (t *twin) NewNode(ctx context.Context) (Node, error) {
@@ -45,12 +54,34 @@ func (t *twin) NewNode(ctx context.Context) (Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &twinNode{Node: n, kind: t.kind}, nil
+	return &twinNode{Node: n, kind: t.kind, h: t}, nil
+}
+
+func (t *twin) Close() error {
+	t.mu.Lock()
+	zombies := t.zombies
+	t.zombies = nil
+	t.mu.Unlock()
+	for _, n := range zombies {
+		n.Crash()
+	}
+	return t.Harness.Close()
 }
 
 type twinNode struct {
 	Node
 	kind twinKind
+	h    *twin
+}
+
+func (n *twinNode) Crash() {
+	if n.kind == twinCrashKeeps {
+		n.h.mu.Lock()
+		n.h.zombies = append(n.h.zombies, n.Node)
+		n.h.mu.Unlock()
+		return
+	}
+	n.Node.Crash()
 }
 
 var fakeEpoch atomic.Uint64
