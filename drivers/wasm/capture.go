@@ -65,7 +65,8 @@ type recorder struct {
 	wal bool
 	log walState
 
-	commits []driver.CapturedCommit
+	store   pendingStore
+	scratch []uint32 // page numbers of the commit being read
 	err     error
 }
 
@@ -169,7 +170,7 @@ func (r *recorder) fail(err error) {
 func (r *recorder) reset() {
 	r.abandon()
 	r.log.reset()
-	r.commits = nil
+	r.store.reset()
 	r.err = nil
 }
 
@@ -178,9 +179,7 @@ func (r *recorder) take() ([]driver.CapturedCommit, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	out := r.commits
-	r.commits = nil
-	return out, nil
+	return r.store.take(), nil
 }
 
 // finish closes the transaction's record when SQLite drops its lock, while
@@ -193,17 +192,16 @@ func (r *recorder) finish(f vfs.File) {
 	if r.err != nil {
 		return
 	}
-	c, counter, err := readCommit(f, r.startSize, r.spans)
+	counter, size, err := r.readCommit(f)
 	if err != nil {
 		r.fail(err)
 		return
 	}
-	committed := r.batchCommit || r.startPS == 0 || counter != r.startCounter ||
-		int64(c.PageCount)*int64(c.PageSize) != r.startSize
+	committed := r.batchCommit || r.startPS == 0 || counter != r.startCounter || size != r.startSize
 	if committed {
-		r.commits = append(r.commits, c)
 		return
 	}
+	r.store.drop()
 	if err := r.undoFreePages(f); err != nil {
 		r.fail(err)
 	}
@@ -229,63 +227,65 @@ func (r *recorder) undoFreePages(f vfs.File) error {
 	return nil
 }
 
-// readCommit reads, from a file the caller holds exclusively, the pages a
-// transaction wrote (spans) plus every page the database grew by since it
-// was startSize bytes long.
-func readCommit(f vfs.File, startSize int64, spans []span) (_ driver.CapturedCommit, counter uint32, _ error) {
-	size, err := f.Size()
+// readCommit adds to the store, as a commit, the pages the transaction
+// wrote (its spans) plus every page the database grew by since it was
+// startSize bytes long, read from the file the caller holds exclusively.
+// It returns the header's change counter and the database size in bytes.
+func (r *recorder) readCommit(f vfs.File) (counter uint32, size int64, _ error) {
+	fileSize, err := f.Size()
 	if err != nil {
-		return driver.CapturedCommit{}, 0, fmt.Errorf("reading the database size: %w", err)
+		return 0, 0, fmt.Errorf("reading the database size: %w", err)
 	}
-	if size == 0 {
-		return driver.CapturedCommit{}, 0, fmt.Errorf("the database file is empty after a commit")
+	if fileSize == 0 {
+		return 0, 0, fmt.Errorf("the database file is empty after a commit")
 	}
 	var hdr [headerSize]byte
 	if err := readAt(f, hdr[:], 0); err != nil {
-		return driver.CapturedCommit{}, 0, fmt.Errorf("reading the database header: %w", err)
+		return 0, 0, fmt.Errorf("reading the database header: %w", err)
 	}
 	h, err := parseHeader(hdr[:])
 	if err != nil {
-		return driver.CapturedCommit{}, 0, err
+		return 0, 0, err
 	}
 	ps := int64(h.pageSize)
-	count := h.pageCount(size)
-	if int64(count)*ps > size {
-		return driver.CapturedCommit{}, 0, fmt.Errorf("the header counts %d pages but the file holds %d bytes", count, size)
+	count := h.pageCount(fileSize)
+	if int64(count)*ps > fileSize {
+		return 0, 0, fmt.Errorf("the header counts %d pages but the file holds %d bytes", count, fileSize)
 	}
 
-	var pgnos []uint32
-	for _, s := range spans {
+	pgnos := r.scratch[:0]
+	for _, s := range r.spans {
 		first := s.off/ps + 1
 		last := min((s.end-1)/ps+1, int64(count))
 		for p := first; p <= last; p++ {
 			pgnos = append(pgnos, uint32(p))
 		}
 	}
-	for p := startSize/ps + 1; p <= int64(count); p++ {
+	for p := r.startSize/ps + 1; p <= int64(count); p++ {
 		pgnos = append(pgnos, uint32(p))
 	}
 	slices.Sort(pgnos)
 	pgnos = slices.Compact(pgnos)
+	r.scratch = pgnos
 
-	buf := make([]byte, len(pgnos)*int(ps))
-	pages := make([]driver.Page, len(pgnos))
+	r.store.begin(int(ps), count)
 	for i := 0; i < len(pgnos); {
-		// Read each run of consecutive pages at once.
+		// Read each run of consecutive pages at once, into the store.
 		j := i + 1
 		for j < len(pgnos) && pgnos[j] == pgnos[j-1]+1 {
 			j++
 		}
-		run := buf[i*int(ps) : j*int(ps)]
-		if err := readAt(f, run, int64(pgnos[i]-1)*ps); err != nil {
-			return driver.CapturedCommit{}, 0, fmt.Errorf("reading pages %d-%d: %w", pgnos[i], pgnos[j-1], err)
-		}
+		at := len(r.store.data)
 		for k := i; k < j; k++ {
-			pages[k] = driver.Page{Pgno: pgnos[k], Data: run[(k-i)*int(ps) : (k-i+1)*int(ps) : (k-i+1)*int(ps)]}
+			r.store.room(pgnos[k])
+		}
+		if err := readAt(f, r.store.data[at:], int64(pgnos[i]-1)*ps); err != nil {
+			r.store.drop()
+			return 0, 0, fmt.Errorf("reading pages %d-%d: %w", pgnos[i], pgnos[j-1], err)
 		}
 		i = j
 	}
-	return driver.CapturedCommit{PageSize: int(ps), PageCount: count, Pages: pages}, binary.BigEndian.Uint32(hdr[offChangeCounter:]), nil
+	return binary.BigEndian.Uint32(hdr[offChangeCounter:]), int64(count) * ps, nil
 }
 
 // readChunk bounds single reads: memdb cannot read across its 64 KiB

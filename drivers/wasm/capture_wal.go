@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cellb/cellb/core/driver"
 	"github.com/ncruces/go-sqlite3/vfs"
 )
 
@@ -34,15 +33,16 @@ const (
 // committed frames: SQLite writes a transaction's frames one after another,
 // header and page, so each byte there was written by this transaction.
 type walState struct {
-	pageSize int64  // from the log header; 0 until known
-	base     int64  // offset of the first frame after the last commit; -1 until known
-	commitAt int64  // offset of the commit frame being written; -1 if none
-	frames   []byte // what was written to the log from base on
-	verify   bool   // tests: also read the frames back and compare
+	pageSize int64    // from the log header; 0 until known
+	base     int64    // offset of the first frame after the last commit; -1 until known
+	commitAt int64    // offset of the commit frame being written; -1 if none
+	frames   []byte   // what was written to the log from base on
+	order    []uint64 // scratch: page number << 32 | frame index
+	verify   bool     // tests: also read the frames back and compare
 }
 
 func (w *walState) reset() {
-	*w = walState{base: -1, commitAt: -1, verify: w.verify}
+	*w = walState{base: -1, commitAt: -1, frames: w.frames[:0], order: w.order[:0], verify: w.verify}
 }
 
 // keep copies a write at off into frames.
@@ -50,8 +50,7 @@ func (w *walState) keep(p []byte, off int64) {
 	at := off - w.base
 	if need := at + int64(len(p)); need > int64(len(w.frames)) {
 		if need > int64(cap(w.frames)) {
-			// Room for two frames at first, so a one-page commit (a
-			// frame header, then its page) allocates once.
+			// Room for two frames at first; the buffer is then reused.
 			frame := walFrameHeaderSize + w.pageSize
 			grown := make([]byte, need, max(need, 2*int64(cap(w.frames)), 2*frame))
 			copy(grown, w.frames)
@@ -113,7 +112,7 @@ func (r *recorder) walWrote(f vfs.File, p []byte, off int64) {
 	w.keep(p, off)
 	if w.commitAt >= 0 && off+int64(len(p)) >= w.commitAt+frame {
 		end := w.commitAt + frame
-		c, err := parseFrames(w.frames[:end-w.base], w.base, w.pageSize)
+		err := r.storeFrames(w.frames[:end-w.base], w.base)
 		if err == nil && w.verify {
 			err = verifyFrames(f, w.frames[:end-w.base], w.base)
 		}
@@ -121,9 +120,7 @@ func (r *recorder) walWrote(f vfs.File, p []byte, off int64) {
 			r.fail(err)
 			return
 		}
-		r.commits = append(r.commits, c)
-		// The commit's pages point into frames: start a new buffer.
-		w.base, w.commitAt, w.frames = end, -1, nil
+		w.base, w.commitAt, w.frames = end, -1, w.frames[:0]
 	}
 }
 
@@ -152,36 +149,34 @@ func walPageSize(hdr []byte) int64 {
 	return ps
 }
 
-// parseFrames turns buf, the log's frames from offset from on, into one
-// commit: the last version of each page, up to the database size the last
-// frame gives. The pages point into buf.
-func parseFrames(buf []byte, from, pageSize int64) (driver.CapturedCommit, error) {
-	frame := walFrameHeaderSize + pageSize
+// storeFrames adds buf, the log's frames from offset from on, to the store
+// as one commit: the last version of each page, up to the database size
+// the last frame gives.
+func (r *recorder) storeFrames(buf []byte, from int64) error {
+	w := &r.log
+	frame := walFrameHeaderSize + w.pageSize
 	if from < walHeaderSize || len(buf) == 0 || int64(len(buf))%frame != 0 {
-		return driver.CapturedCommit{}, fmt.Errorf("log bytes [%d, %d) are not whole %d-byte frames", from, from+int64(len(buf)), frame)
+		return fmt.Errorf("log bytes [%d, %d) are not whole %d-byte frames", from, from+int64(len(buf)), frame)
 	}
 	n := len(buf) / int(frame)
-	latest := make(map[uint32]int, n) // page number -> frame index
+	w.order = w.order[:0]
 	for i := range n {
-		hdr := buf[i*int(frame):]
-		pgno := binary.BigEndian.Uint32(hdr[offFramePgno:])
+		pgno := binary.BigEndian.Uint32(buf[i*int(frame)+offFramePgno:])
 		if pgno == 0 {
-			return driver.CapturedCommit{}, fmt.Errorf("log frame at %d has page number 0", from+int64(i)*frame)
+			return fmt.Errorf("log frame at %d has page number 0", from+int64(i)*frame)
 		}
-		latest[pgno] = i
+		w.order = append(w.order, uint64(pgno)<<32|uint64(i))
 	}
+	slices.Sort(w.order)
 	count := binary.BigEndian.Uint32(buf[(n-1)*int(frame)+offFrameCommit:])
-	pgnos := make([]uint32, 0, len(latest))
-	for pgno := range latest {
-		if pgno <= count {
-			pgnos = append(pgnos, pgno)
+	r.store.begin(int(w.pageSize), count)
+	for k, key := range w.order {
+		pgno := uint32(key >> 32)
+		if pgno > count || (k+1 < len(w.order) && uint32(w.order[k+1]>>32) == pgno) {
+			continue // beyond the database, or not the page's last frame
 		}
+		at := int(key&0xFFFFFFFF)*int(frame) + walFrameHeaderSize
+		r.store.page(pgno, buf[at:at+int(w.pageSize)])
 	}
-	slices.Sort(pgnos)
-	pages := make([]driver.Page, len(pgnos))
-	for k, pgno := range pgnos {
-		at := latest[pgno]*int(frame) + walFrameHeaderSize
-		pages[k] = driver.Page{Pgno: pgno, Data: buf[at : at+int(pageSize) : at+int(pageSize)]}
-	}
-	return driver.CapturedCommit{PageSize: int(pageSize), PageCount: count, Pages: pages}, nil
+	return nil
 }
