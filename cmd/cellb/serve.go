@@ -15,9 +15,9 @@ import (
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/fleet"
-	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/peer"
+	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/drivers/cgo"
 	"github.com/cellb/cellb/drivers/modernc"
@@ -119,7 +119,8 @@ type server struct {
 	cfg     serveConfig
 	log     *slog.Logger
 	bucket  store.Store
-	node    *fleet.Node // nil on the embedded default
+	node    *fleet.Node  // nil on the embedded default
+	shards  *shard.Lease // the embedded default's shard locks; nil in a fleet
 	rt      *cell.Runtime
 	app     *counterApp
 	peerKey []byte
@@ -165,7 +166,13 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 			}
 		}
 	} else {
-		opts.Lease = lease.None{}
+		// Processes sharing --data take cells by shard locks, so two of
+		// them never write one database.
+		if s.shards, err = shard.Open(filepath.Join(cfg.Data, "shards"), 16, shard.WithLogger(logger)); err != nil {
+			s.shutdownPorts(ctx)
+			return nil, err
+		}
+		opts.Lease = s.shards
 	}
 	if opts.Log, err = ltxlog.New(ltxlog.Options{Store: s.bucket, Logger: logger}); err != nil {
 		s.shutdownPorts(ctx)
@@ -217,6 +224,9 @@ func (s *server) shutdownPorts(ctx context.Context) error {
 	var errs []error
 	if s.node != nil {
 		errs = append(errs, s.node.Close(ctx))
+	}
+	if s.shards != nil {
+		errs = append(errs, s.shards.Close())
 	}
 	errs = append(errs, store.Close(s.bucket))
 	return errors.Join(errs...)

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cellb/cellb/core/shard"
+)
+
+// startClosable starts an embedded-default server the test closes itself
+// (startServer's cleanup would close it a second time).
+func startClosable(t *testing.T, dir string) (*server, *httptest.Server, func()) {
+	t.Helper()
+	s, err := newServer(context.Background(), serveConfig{Data: dir, Driver: "wasm", ScriptName: "cellb-example", Idle: time.Minute}, "", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.handler())
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			hs.Close()
+			if err := s.close(context.Background()); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return s, hs, stop
+}
+
+// counterIn finds a counter name whose cell falls in the wanted shard (or,
+// with other set, in any shard but it).
+func counterIn(s *server, want int, other bool) string {
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("n%d", i)
+		got := shard.Of(s.app.ns.Key(s.app.ns.IDFromName(name)), 16)
+		if (got == want) != other {
+			return name
+		}
+	}
+}
+
+// TestTwoServersOnOneDataDir: two embedded-default servers on one --data
+// directory never both serve a cell. The second answers 409 for every cell
+// of a shard the first holds; once the first closes, the second serves
+// those cells from the first's data under a higher epoch.
+func TestTwoServersOnOneDataDir(t *testing.T) {
+	dir := t.TempDir()
+	s1, hs1, stop1 := startClosable(t, dir)
+	_, hs2, _ := startClosable(t, dir)
+
+	var epoch1 uint64
+	for want := int64(1); want <= 3; want++ {
+		a := call(t, "POST", hs1.URL+"/counter/c")
+		if a.status != 200 || a.value != want {
+			t.Fatalf("first server: %+v, want %d", a, want)
+		}
+		epoch1, _ = strconv.ParseUint(a.epoch, 10, 64)
+	}
+	if epoch1 == 0 {
+		t.Fatal("the first server's cell runs under epoch 0; the shard lease hands out epochs from 1")
+	}
+	isOwnedElsewhere := func(a answer) bool {
+		return a.status == 409 && strings.HasPrefix(a.body, "Durable Object Counter/") && strings.Contains(a.body, "is owned by another node")
+	}
+	for _, method := range []string{"GET", "POST"} {
+		if a := call(t, method, hs2.URL+"/counter/c"); !isOwnedElsewhere(a) {
+			t.Fatalf("second server, %s of the first's cell: %+v, want 409", method, a)
+		}
+	}
+	held := shard.Of(s1.app.ns.Key(s1.app.ns.IDFromName("c")), 16)
+	neighbour := counterIn(s1, held, false)
+	if a := call(t, "POST", hs2.URL+"/counter/"+neighbour); !isOwnedElsewhere(a) {
+		t.Fatalf("second server, another cell of the held shard: %+v, want 409", a)
+	}
+	elsewhere := counterIn(s1, held, true)
+	if a := call(t, "POST", hs2.URL+"/counter/"+elsewhere); a.status != 200 || a.value != 1 {
+		t.Fatalf("second server, a cell of a free shard: %+v", a)
+	}
+	if a := call(t, "POST", hs1.URL+"/counter/"+elsewhere); !isOwnedElsewhere(a) {
+		t.Fatalf("first server, the second's cell: %+v, want 409", a)
+	}
+
+	stop1()
+	a := call(t, "POST", hs2.URL+"/counter/c")
+	if a.status != 200 || a.value != 4 {
+		t.Fatalf("second server after the first closed: %+v, want 4 (the first's 3, plus one)", a)
+	}
+	if e, _ := strconv.ParseUint(a.epoch, 10, 64); e <= epoch1 {
+		t.Fatalf("second server's epoch %d is not above the first's %d", e, epoch1)
+	}
+	if a := call(t, "GET", hs2.URL+"/counter/"+neighbour); a.status != 200 || a.value != 0 {
+		t.Fatalf("second server, the neighbour cell after the first closed: %+v", a)
+	}
+}
