@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/cellb/cellb/core/driver"
@@ -31,7 +30,8 @@ type walCapture struct {
 	file     *os.File // opened on first use; the WAL appears with the first write
 	reader   wal.Reader
 	pos      wal.Position
-	pageSize int // from the last WAL header read; 0 before the first
+	pageSize int    // from the last WAL header read; 0 before the first
+	header   []byte // the last WAL header read (see walCapture.source)
 	pending  []driver.CapturedCommit
 	// readAt is SQLite's data version of the main database when the WAL
 	// was last read; while it is unchanged no commit can be unread.
@@ -70,6 +70,7 @@ func (w *walCapture) reset() {
 	}
 	w.pos = wal.Position{}
 	w.pageSize = 0
+	w.header = nil
 	w.pending = nil
 	w.err, w.errFresh = nil, false
 }
@@ -93,11 +94,13 @@ func (w *walCapture) read(c *Conn, frames int) {
 		}
 		w.file = f
 	}
-	var src io.ReaderAt = w.file
-	if frames > 0 && w.pageSize > 0 {
-		src = sizedFile{w.file, wal.HeaderSize + int64(frames)*(wal.FrameHeaderSize+int64(w.pageSize))}
+	b, err := w.reader.ReadCommits(w.source(frames, true), w.pos)
+	if (err != nil || len(b.Commits) == 0) && frames > 0 && w.header != nil {
+		// The hook runs only after a commit, so finding none means the
+		// log was restarted since the header was last read: read it anew.
+		w.header = nil
+		b, err = w.reader.ReadCommits(w.source(frames, false), w.pos)
 	}
-	b, err := w.reader.ReadCommits(src, w.pos)
 	if err != nil {
 		w.fail(err)
 		return
@@ -134,14 +137,40 @@ func (w *walCapture) freshError() error {
 // walSize is how far into the WAL the commits read so far reach.
 func (w *walCapture) walSize() int64 { return w.pos.Offset }
 
-// sizedFile is the WAL file with the size SQLite reported, so the reader
-// need not ask the file system.
-type sizedFile struct {
-	*os.File
-	size int64
+// source is what the reader reads the WAL through. After a commit SQLite
+// reports how many frames the log holds, which gives its size without
+// asking the file system; and the header, which changes only when the log
+// restarts, is served from the last copy read when cached is set.
+func (w *walCapture) source(frames int, cached bool) *walFile {
+	src := &walFile{w: w, size: -1, cached: cached}
+	if frames > 0 && w.pageSize > 0 {
+		src.size = wal.HeaderSize + int64(frames)*(wal.FrameHeaderSize+int64(w.pageSize))
+	}
+	return src
 }
 
-func (f sizedFile) Size() int64 { return f.size }
+// walFile is the WAL as the reader sees it (see walCapture.source).
+type walFile struct {
+	w      *walCapture
+	size   int64 // -1: unknown
+	cached bool
+}
+
+func (f *walFile) Size() int64 { return f.size }
+
+func (f *walFile) ReadAt(p []byte, off int64) (int, error) {
+	isHeader := off == 0 && len(p) == wal.HeaderSize
+	if isHeader && f.cached && f.w.header != nil {
+		return copy(p, f.w.header), nil
+	}
+	n, err := f.w.file.ReadAt(p, off)
+	if isHeader && n == wal.HeaderSize {
+		f.w.header = append(f.w.header[:0], p...)
+	} else if isHeader {
+		f.w.header = nil
+	}
+	return n, err
+}
 
 // dataVersion is SQLite's counter of the main database's write
 // transactions (SQLITE_FCNTL_DATA_VERSION, which unlike PRAGMA

@@ -78,6 +78,14 @@ func TestCaptureSurvivesEveryKindOfCheckpoint(t *testing.T) {
 		mustExec(t, c, "UPDATE t SET v = randomblob(100) WHERE k % 2 = 0")
 		f.check(fmt.Sprintf("checkpoint %d", i), 4)
 	}
+	// A restart by SQL the driver does not see, followed by a commit
+	// larger than everything read from the old generation.
+	mustExec(t, c, "PRAGMA wal_checkpoint(TRUNCATE)")
+	mustExec(t, c, "INSERT INTO t VALUES (1000, x'01')")
+	mustExec(t, c, "PRAGMA wal_checkpoint(PASSIVE)")
+	mustExec(t, c, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 60) INSERT INTO t SELECT 2000+i, randomblob(3000) FROM n")
+	mustExec(t, c, "INSERT INTO t VALUES (3000, x'02')")
+	f.check("restart by SQL", 3)
 }
 
 func TestCaptureCheckpointsOnceTheWALIsLarge(t *testing.T) {

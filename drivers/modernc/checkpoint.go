@@ -39,7 +39,9 @@ func (c *Conn) Checkpoint(ctx context.Context, mode driver.CheckpointMode) error
 // checkpoint reads pending commits (when capturing), then checkpoints.
 func (c *Conn) checkpoint(mode int32) error {
 	if c.wal != nil {
-		c.wal.read(c, 0)
+		if c.dataVersion() != c.wal.readAt {
+			c.wal.read(c, 0)
+		}
 		if err := c.wal.freshError(); err != nil {
 			return err
 		}
@@ -53,6 +55,9 @@ func (c *Conn) checkpoint(mode int32) error {
 func (c *Conn) checkpointRaw(mode int32) error {
 	out := c.tls.Alloc(8)
 	defer c.tls.Free(8)
+	if c.wal != nil {
+		c.wal.header = nil // the log may restart: read its header afresh
+	}
 	rc := sqlite3.Xsqlite3_wal_checkpoint_v2(c.tls, c.db, c.zMain, mode, out, out+4)
 	if rc != sqlite3.SQLITE_OK {
 		return fmt.Errorf("modernc: checkpoint: %w", sqliteError(c.tls, c.db, rc))

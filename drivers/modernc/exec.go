@@ -129,7 +129,7 @@ func (c *Conn) done(key stmtKey, st, buf uintptr, keep bool) {
 	if keep {
 		sqlite3.Xsqlite3_reset(c.tls, st)
 		sqlite3.Xsqlite3_clear_bindings(c.tls, st)
-		for _, old := range c.cache.put(key, st) {
+		if old := c.cache.put(key, st); old != 0 {
 			sqlite3.Xsqlite3_finalize(c.tls, old)
 		}
 	} else {
