@@ -204,3 +204,5 @@ func (c *checkT) eventually(what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func driverConfig(path string) driver.Config { return driver.Config{Path: path} }

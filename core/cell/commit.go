@@ -79,6 +79,9 @@ func (inst *instance) logCommitsLocked(ctx context.Context) error {
 		}
 		return nil
 	}
+	if inst.localLog {
+		return nil // every local commit is durable: nothing to hand over
+	}
 	mark, err := inst.readMarkLocked(ctx)
 	if err != nil {
 		return err

@@ -37,6 +37,7 @@ type instance struct {
 	conn     driver.Conn
 	capturer driver.PageCapturer
 	log      durability.CellLog
+	localLog bool // the log is durability.Local: commits need no hand-over
 	grant    lease.Grant
 	closed   bool
 	seq      uint64
@@ -154,7 +155,8 @@ func (inst *instance) open(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	capture := rt.opts.Driver.Capabilities().PageCapture && !isLocalLog(rt.log)
+	inst.localLog = isLocalLog(rt.log)
+	capture := rt.opts.Driver.Capabilities().PageCapture && !inst.localLog
 	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: path, PageCapture: capture})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
@@ -180,7 +182,7 @@ func (inst *instance) open(ctx context.Context) error {
 	}
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	if inst.capturer == nil {
+	if inst.capturer == nil && !inst.localLog {
 		if inst.mark, err = inst.readMarkLocked(ctx); err != nil {
 			return err
 		}
