@@ -18,6 +18,7 @@ func alarmCases() []caseDef {
 		{"alarm/rearm-wins", caseAlarmRearm},
 		{"alarm/survives-restart", caseAlarmRestart},
 		{"alarm/internal-failure-uncounted", caseAlarmInternalFailure},
+		{"alarm/one-at-a-time", caseAlarmOneAtATime},
 	}
 }
 
@@ -249,5 +250,50 @@ func caseAlarmInternalFailure(c *checkT) {
 	r := wait(c, runs, "the alarm after the internal failure")
 	if r.err != nil || r.info.RetryCount != 0 || r.info.IsRetry {
 		c.errorf("after an internal failure the handler saw %+v (err %v), want RetryCount 0: internal failures do not count", r.info, r.err)
+	}
+}
+
+// One Alarm runs at a time per object: an alarm that falls due while the
+// handler is yielded waits for it to finish.
+func caseAlarmOneAtATime(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	var running, most atomic.Int32
+	var n atomic.Int32
+	inFirst, release := make(chan struct{}), make(chan struct{})
+	ns, runs := c.alarmClass(rt, "Single", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error {
+		r := running.Add(1)
+		defer running.Add(-1)
+		if r > most.Load() {
+			most.Store(r)
+		}
+		if n.Add(1) == 1 {
+			close(inFirst)
+			_, err := cell.Await(ctx, func(ctx context.Context) (int, error) { <-release; return 0, nil })
+			return err
+		}
+		return nil
+	})
+	alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) {
+		return 0, o.st.SetAlarm(ctx, epoch.Add(time.Second))
+	})
+	clk.Advance(time.Second)
+	wait(c, inFirst, "the first alarm")
+	// While the first handler is yielded, another event re-arms the alarm
+	// for now, and it falls due.
+	alarmCall(c, ns, "re-arm", func(ctx context.Context, o *alarmObj) (int, error) {
+		return 0, o.st.SetAlarm(ctx, clk.Now())
+	})
+	clk.Advance(time.Millisecond)
+	select {
+	case r := <-runs:
+		c.errorf("an alarm run finished while the first was still running: %+v", r)
+	case <-time.After(settle):
+	}
+	close(release)
+	wait(c, runs, "the first alarm to finish")
+	wait(c, runs, "the re-armed alarm after the first finished")
+	if m := most.Load(); m != 1 {
+		c.errorf("%d Alarm handlers ran at once, want 1", m)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
@@ -26,6 +27,7 @@ func resetCases() []caseDef {
 		{"reset/durability-failure", caseDurabilityFailure},
 		{"reset/block-concurrency-while", caseBlockConcurrencyWhile},
 		{"reset/lease-lost", caseLeaseLost},
+		{"reset/constructor-error", caseConstructorError},
 	}
 }
 
@@ -394,5 +396,27 @@ func caseLogCommits(c *checkT) {
 		if len(rows) != 1 || rows[0][0] != int64(i+1) {
 			c.errorf("commit %d's image holds n=%v, want %d (the image must be taken at commit time)", cm.Seq, rows, i+1)
 		}
+	}
+}
+
+// A constructor that fails makes the call fail with an ActivationError;
+// the next call constructs again.
+func caseConstructorError(c *checkT) {
+	rt := c.runtime(rtConfig{})
+	var attempt atomic.Int32
+	pc := c.probeClass(rt, "Ctor", func(ctx context.Context, p *probe) error {
+		if attempt.Add(1) == 1 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	s := pc.stub("a")
+	_, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int, error) { return 0, nil })
+	var ae *cell.ActivationError
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "not yet") {
+		c.errorf("a call to an object whose constructor failed returned %v, want a *cell.ActivationError carrying the error", err)
+	}
+	if _, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") }); err != nil {
+		c.errorf("the call after a failed construction: %v", err)
 	}
 }
