@@ -187,7 +187,7 @@ func (c *Conn) dataVersion() uint32 {
 // mode, with the name of the database that committed.
 func walHookTrampoline(_ *libc.TLS, handle uintptr, _ uintptr, zDB uintptr, frames int32) int32 {
 	c := lookupConn(handle)
-	if c == nil || c.wal == nil || goString(zDB) != "main" {
+	if c == nil || c.wal == nil || !cStringIs(zDB, "main") {
 		return sqlite3.SQLITE_OK
 	}
 	c.wal.read(c, int(frames))

@@ -43,6 +43,20 @@ func goString(addr uintptr) string {
 	return libc.GoString(addr)
 }
 
+// cStringIs reports whether the C string at addr is s, reading no byte
+// past the first that differs (so never past the string's NUL).
+func cStringIs(addr uintptr, s string) bool {
+	if addr == 0 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if *(*byte)(cPointer(addr + uintptr(i))) != s[i] {
+			return false
+		}
+	}
+	return *(*byte)(cPointer(addr + uintptr(len(s)))) == 0
+}
+
 // cMalloc allocates n bytes (at least one) with libc's allocator; free it
 // with cFree.
 func cMalloc(tls *libc.TLS, n int) (uintptr, error) {

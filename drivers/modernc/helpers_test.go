@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cellb/cellb/core/driver"
+	"modernc.org/libc"
 )
 
 // openT opens a database in t's temporary directory (name "" opens an
@@ -109,4 +110,25 @@ func replay(base []byte, commits []driver.CapturedCommit) []byte {
 		}
 	}
 	return img
+}
+
+func TestCStringIs(t *testing.T) {
+	tls := libc.NewTLS()
+	defer tls.Close()
+	for _, tc := range []struct {
+		c, s string
+		want bool
+	}{{"main", "main", true}, {"mai", "main", false}, {"mainx", "main", false}, {"temp", "main", false}, {"", "", true}, {"", "main", false}} {
+		p, err := cStringAlloc(tls, tc.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cStringIs(p, tc.s); got != tc.want {
+			t.Errorf("cStringIs(%q, %q) = %v", tc.c, tc.s, got)
+		}
+		cFree(tls, p)
+	}
+	if cStringIs(0, "") {
+		t.Error("a NULL pointer equals a string")
+	}
 }
