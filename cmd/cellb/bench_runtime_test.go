@@ -250,6 +250,9 @@ func BenchmarkRestore100MiB(b *testing.B) {
 	const pageSize = 4096
 	ctx := context.Background()
 	dir := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o755); err != nil {
+		b.Fatal(err)
+	}
 	s, err := fsstore.Open(filepath.Join(dir, "bucket"))
 	if err != nil {
 		b.Fatal(err)

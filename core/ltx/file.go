@@ -59,49 +59,65 @@ type File struct {
 // the file checksum. It also enforces what a restore relies on: pages in
 // strictly ascending order, none beyond Commit, none at the lock page, and a
 // snapshot holding every page.
-func Decode(data []byte) (f *File, err error) {
+func Decode(data []byte) (*File, error) {
+	f := &File{}
+	h, tr, err := decode(data, func(pgno uint32, page []byte) error {
+		f.Pages = append(f.Pages, driver.Page{Pgno: pgno, Data: append([]byte(nil), page...)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.Header = h
+	f.PostApplyChecksum, f.FileChecksum = tr[0], tr[1]
+	return f, nil
+}
+
+// decode walks a file, calling page for each page in order with a buffer
+// that is reused for the next page, and verifies everything Decode promises.
+// Pages reach the callback before the file checksum is known: a caller
+// must discard what it built if decode fails.
+func decode(data []byte, page func(pgno uint32, data []byte) error) (h Header, trailer [2]uint64, err error) {
 	// The codec is third-party; a panic on hostile input must not take
 	// the process down or pass as success.
 	defer func() {
 		if r := recover(); r != nil {
-			f, err = nil, corrupt("decoder panicked", fmt.Errorf("%v", r))
+			err = corrupt("decoder panicked", fmt.Errorf("%v", r))
 		}
 	}()
 	if len(data) < sf.HeaderSize+sf.PageHeaderSize+8+sf.TrailerSize {
-		return nil, corrupt(fmt.Sprintf("only %d bytes, shorter than the smallest LTX file", len(data)), nil)
+		return h, trailer, corrupt(fmt.Sprintf("only %d bytes, shorter than the smallest LTX file", len(data)), nil)
 	}
 	dec := sf.NewDecoder(bytes.NewReader(data))
 	if err := dec.DecodeHeader(); err != nil {
-		return nil, corrupt("bad header", err)
+		return h, trailer, corrupt("bad header", err)
 	}
-	sh := dec.Header()
-	h := fromSF(sh)
+	h = fromSF(dec.Header())
 	if err := prescan(data, h.PageSize); err != nil {
-		return nil, err
+		return h, trailer, err
 	}
 	if h.IsSnapshot() && h.Commit == 0 {
-		return nil, corrupt("snapshot with a zero page count", nil)
+		return h, trailer, corrupt("snapshot with a zero page count", nil)
 	}
-	f = &File{Header: h}
 	lock := h.LockPgno()
 	var prev uint32
+	buf := make([]byte, h.PageSize)
 	for {
-		buf := make([]byte, h.PageSize)
 		var ph sf.PageHeader
 		if err := dec.DecodePage(&ph, buf); err == io.EOF {
 			break
 		} else if err != nil {
-			return nil, corrupt(fmt.Sprintf("bad page after page %d", prev), err)
+			return h, trailer, corrupt(fmt.Sprintf("bad page after page %d", prev), err)
 		}
 		switch {
 		case ph.Pgno == 0:
-			return nil, corrupt("page number 0", nil)
+			return h, trailer, corrupt("page number 0", nil)
 		case ph.Pgno <= prev:
-			return nil, corrupt(fmt.Sprintf("page %d follows page %d: pages out of order", ph.Pgno, prev), nil)
+			return h, trailer, corrupt(fmt.Sprintf("page %d follows page %d: pages out of order", ph.Pgno, prev), nil)
 		case ph.Pgno > h.Commit:
-			return nil, corrupt(fmt.Sprintf("page %d is beyond the commit size of %d pages", ph.Pgno, h.Commit), nil)
+			return h, trailer, corrupt(fmt.Sprintf("page %d is beyond the commit size of %d pages", ph.Pgno, h.Commit), nil)
 		case ph.Pgno == lock:
-			return nil, corrupt(fmt.Sprintf("page %d is the lock page", ph.Pgno), nil)
+			return h, trailer, corrupt(fmt.Sprintf("page %d is the lock page", ph.Pgno), nil)
 		}
 		if h.IsSnapshot() {
 			want := prev + 1
@@ -109,11 +125,13 @@ func Decode(data []byte) (f *File, err error) {
 				want++
 			}
 			if ph.Pgno != want {
-				return nil, corrupt(fmt.Sprintf("snapshot skips from page %d to page %d", prev, ph.Pgno), nil)
+				return h, trailer, corrupt(fmt.Sprintf("snapshot skips from page %d to page %d", prev, ph.Pgno), nil)
 			}
 		}
 		prev = ph.Pgno
-		f.Pages = append(f.Pages, driver.Page{Pgno: ph.Pgno, Data: buf})
+		if err := page(ph.Pgno, buf); err != nil {
+			return h, trailer, err
+		}
 	}
 	if h.IsSnapshot() {
 		last := h.Commit
@@ -121,16 +139,14 @@ func Decode(data []byte) (f *File, err error) {
 			last--
 		}
 		if prev != last {
-			return nil, corrupt(fmt.Sprintf("snapshot ends at page %d but the database has %d pages", prev, h.Commit), nil)
+			return h, trailer, corrupt(fmt.Sprintf("snapshot ends at page %d but the database has %d pages", prev, h.Commit), nil)
 		}
 	}
 	if err := dec.Close(); err != nil {
-		return nil, corrupt("bad trailer or checksum", err)
+		return h, trailer, corrupt("bad trailer or checksum", err)
 	}
 	tr := dec.Trailer()
-	f.PostApplyChecksum = uint64(tr.PostApplyChecksum)
-	f.FileChecksum = uint64(tr.FileChecksum)
-	return f, nil
+	return h, [2]uint64{uint64(tr.PostApplyChecksum), uint64(tr.FileChecksum)}, nil
 }
 
 // DecodeHeader parses only the 100-byte header.

@@ -19,11 +19,56 @@ type Image struct {
 // NewImage starts an empty image.
 func NewImage() *Image { return &Image{} }
 
+// ApplyData decodes and verifies an LTX file and lays it over the image in
+// one pass, without materialising its pages. On error the image is left
+// unusable (its pages may be partly overwritten): start a new one.
+func (im *Image) ApplyData(data []byte) (Header, error) {
+	h, err := DecodeHeader(data)
+	if err != nil {
+		return h, err
+	}
+	if err := im.begin(h); err != nil {
+		return h, err
+	}
+	ps := int(im.pageSize)
+	_, _, err = decode(data, func(pgno uint32, page []byte) error {
+		copy(im.data[int(pgno-1)*ps:], page)
+		im.present[pgno-1] = true
+		return nil
+	})
+	if err != nil {
+		im.applied = -1 << 30 // poisoned
+		return h, err
+	}
+	im.finish(h)
+	return h, nil
+}
+
 // Apply lays f over the image. Files must continue the chain: the first
 // must start at TXID 1 (or at 1 after a snapshot-level file), every later
 // one at or before the next TXID, and all share one page size.
 func (im *Image) Apply(f *File) error {
 	h := f.Header
+	if err := im.begin(h); err != nil {
+		return err
+	}
+	ps := int(im.pageSize)
+	for _, p := range f.Pages {
+		if p.Pgno > h.Commit {
+			continue
+		}
+		copy(im.data[int(p.Pgno-1)*ps:], p.Data)
+		im.present[p.Pgno-1] = true
+	}
+	im.finish(h)
+	return nil
+}
+
+// begin checks that h continues the chain and sizes the image for it.
+func (im *Image) begin(h Header) error {
+	if im.applied < 0 {
+		return corrupt("an earlier file failed to apply to this image", nil)
+	}
 	if im.applied == 0 {
 		if h.MinTXID != 1 {
 			return &GapError{After: 0, Next: h.MinTXID}
@@ -41,18 +86,13 @@ func (im *Image) Apply(f *File) error {
 		}
 	}
 	im.resize(h.Commit)
-	ps := int(im.pageSize)
-	for _, p := range f.Pages {
-		if p.Pgno > h.Commit {
-			continue
-		}
-		copy(im.data[int(p.Pgno-1)*ps:], p.Data)
-		im.present[p.Pgno-1] = true
-	}
+	return nil
+}
+
+func (im *Image) finish(h Header) {
 	im.commit = h.Commit
 	im.last = h.MaxTXID
 	im.applied++
-	return nil
 }
 
 func (im *Image) resize(commit uint32) {
@@ -89,6 +129,9 @@ func (im *Image) PageSize() uint32 { return im.pageSize }
 // and returns the image. The slice is the Image's own; copy it to keep it
 // past further Apply calls.
 func (im *Image) Bytes() ([]byte, error) {
+	if im.applied < 0 {
+		return nil, corrupt("an earlier file failed to apply to this image", nil)
+	}
 	if im.applied == 0 {
 		return nil, ErrTxNotAvailable
 	}

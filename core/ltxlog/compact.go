@@ -30,14 +30,11 @@ func (c *cellLog) compact(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		file, err := ltx.Decode(obj.Data)
+		h, err := im.ApplyData(obj.Data)
 		if err != nil {
 			return err
 		}
-		if err := im.Apply(file); err != nil {
-			return err
-		}
-		last = file.Header
+		last = h
 	}
 	img, err := im.Bytes()
 	if err != nil {

@@ -73,27 +73,23 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", f.Key, err)
 		}
-		file, err := ltx.Decode(obj.Data)
+		h, err := ltx.DecodeHeader(obj.Data)
 		if err != nil {
-			var ce *ltx.CorruptError
-			if errors.As(err, &ce) {
-				ce.Key = f.Key
-			}
-			return nil, err
+			return nil, withKey(err, f.Key)
 		}
-		if file.Header.MinTXID != f.MinTXID || file.Header.MaxTXID != f.MaxTXID {
+		if h.MinTXID != f.MinTXID || h.MaxTXID != f.MaxTXID {
 			return nil, &ltx.CorruptError{Key: f.Key, Reason: fmt.Sprintf("header holds TXIDs %d-%d, name says %d-%d",
-				file.Header.MinTXID, file.Header.MaxTXID, f.MinTXID, f.MaxTXID)}
+				h.MinTXID, h.MaxTXID, f.MinTXID, f.MaxTXID)}
 		}
-		if !opts.Time.IsZero() && file.Header.Timestamp > opts.Time.UnixMilli() {
+		if !opts.Time.IsZero() && h.Timestamp > opts.Time.UnixMilli() {
 			if im.TXID() == 0 {
 				return nil, fmt.Errorf("no state of %s at or before %s: its chain starts at %s",
-					cell, opts.Time.UTC().Format(time.RFC3339Nano), ltx.FormatTimestamp(file.Header.Timestamp))
+					cell, opts.Time.UTC().Format(time.RFC3339Nano), ltx.FormatTimestamp(h.Timestamp))
 			}
 			break
 		}
-		if err := im.Apply(file); err != nil {
-			return nil, fmt.Errorf("apply %s: %w", f.Key, err)
+		if _, err := im.ApplyData(obj.Data); err != nil {
+			return nil, fmt.Errorf("apply %s: %w", f.Key, withKey(err, f.Key))
 		}
 		res.Files = append(res.Files, f)
 		res.Epoch = f.Epoch
@@ -173,4 +169,13 @@ func listEpochFiles(ctx context.Context, s store.Store, cell string, epoch uint6
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// withKey names the object in a corruption error.
+func withKey(err error, key string) error {
+	var ce *ltx.CorruptError
+	if errors.As(err, &ce) && ce.Key == "" {
+		ce.Key = key
+	}
+	return err
 }
