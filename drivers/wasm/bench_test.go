@@ -234,7 +234,8 @@ type txnRunner struct {
 	name  string
 	run   func(i int)
 	close func()
-	spent time.Duration
+	spent time.Duration // wall clock
+	cpu   time.Duration // process CPU time
 }
 
 func BenchmarkSmallTransactionsInterleaved(b *testing.B) {
@@ -246,11 +247,12 @@ func BenchmarkSmallTransactionsInterleaved(b *testing.B) {
 				runners := []*txnRunner{rawSmall(b, mode), driverSmall(b, mode, false), driverSmall(b, mode, true)}
 				for r := range rounds {
 					for _, x := range runners {
-						start := time.Now()
+						start, cpu := time.Now(), processCPU()
 						for i := r * smallTxns / rounds; i < (r+1)*smallTxns/rounds; i++ {
 							x.run(i)
 						}
 						x.spent += time.Since(start)
+						x.cpu += processCPU() - cpu
 					}
 				}
 				for _, x := range runners {
@@ -266,32 +268,107 @@ func BenchmarkSmallTransactionsInterleaved(b *testing.B) {
 func BenchmarkBulkInsertInterleaved(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run(string(mode), func(b *testing.B) {
-			const rounds = 3
+			const chunks = 100
 			for b.Loop() {
 				b.StopTimer()
-				runners := []*txnRunner{{name: "raw"}, {name: "driver"}, {name: "capture"}}
-				for range rounds {
-					for k, x := range runners {
-						run, closeFn := bulkOnce(b, mode, k)
-						start := time.Now()
-						run()
-						x.spent += time.Since(start)
-						closeFn()
+				// The three transactions are open at once, each on its own
+				// database; their rows go in by turns, a chunk at a time.
+				runners := []*bulkRunner{rawBulk(b, mode), driverBulk(b, mode, false), driverBulk(b, mode, true)}
+				for _, x := range runners {
+					x.timed(x.begin)
+				}
+				for k := range chunks {
+					for _, x := range runners {
+						x.timed(func() {
+							for i := k * bulkRows / chunks; i < (k+1)*bulkRows/chunks; i++ {
+								x.insert(i)
+							}
+						})
 					}
 				}
-				reportInterleaved(b, runners, rounds*bulkRows, "ns/row", 1)
+				for _, x := range runners {
+					x.timed(x.commit)
+					x.close()
+				}
+				reportInterleaved(b, []*txnRunner{&runners[0].txnRunner, &runners[1].txnRunner, &runners[2].txnRunner}, bulkRows, "ns/row", 1)
 				b.StartTimer()
 			}
 		})
 	}
 }
 
+// bulkRunner is one variant of the bulk workload.
+type bulkRunner struct {
+	txnRunner
+	begin, commit func()
+	insert        func(i int)
+}
+
+func (x *bulkRunner) timed(fn func()) {
+	start, cpu := time.Now(), processCPU()
+	fn()
+	x.spent += time.Since(start)
+	x.cpu += processCPU() - cpu
+}
+
+func rawBulk(b *testing.B, mode JournalMode) *bulkRunner {
+	db := rawOpen(b, benchPath(b), mode)
+	ins := rawPrepare(b, db, "INSERT INTO t(a, b) VALUES (?, ?)")
+	return &bulkRunner{
+		txnRunner: txnRunner{name: "raw", close: func() { ins.Close(); db.Close() }},
+		begin:     func() { rawExec(b, db, "BEGIN IMMEDIATE") },
+		commit:    func() { rawExec(b, db, "COMMIT") },
+		insert: func(i int) {
+			ins.BindInt64(1, int64(i))
+			ins.BindText(2, "row payload text")
+			if err := ins.Exec(); err != nil {
+				b.Fatal(err)
+			}
+		},
+	}
+}
+
+func driverBulk(b *testing.B, mode JournalMode, capture bool) *bulkRunner {
+	ctx := context.Background()
+	c := benchOpen(b, mode, capture)
+	return &bulkRunner{
+		txnRunner: txnRunner{name: variant(capture), close: func() { c.Close() }},
+		begin: func() {
+			if err := c.Begin(ctx); err != nil {
+				b.Fatal(err)
+			}
+		},
+		commit: func() {
+			if err := c.Commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if capture {
+				takeOne(b, c)
+			}
+		},
+		insert: func(i int) {
+			if _, err := c.Exec(ctx, "INSERT INTO t(a, b) VALUES (?, ?)", i, "row payload text"); err != nil {
+				b.Fatal(err)
+			}
+		},
+	}
+}
+
+// reportInterleaved reports, per variant, wall-clock time per unit and its
+// ratio to raw, and the same for CPU time ("cpu-" metrics), which a busy
+// machine disturbs far less.
 func reportInterleaved(b *testing.B, runners []*txnRunner, units int, unit string, scale float64) {
-	raw := runners[0].spent
+	raw := runners[0]
 	for _, x := range runners {
 		b.ReportMetric(float64(x.spent.Nanoseconds())/float64(units)/scale, x.name+"-"+unit)
-		if x != runners[0] {
-			b.ReportMetric(float64(x.spent)/float64(raw), x.name+"/raw")
+		if x.cpu > 0 {
+			b.ReportMetric(float64(x.cpu.Nanoseconds())/float64(units)/scale, "cpu-"+x.name+"-"+unit)
+		}
+		if x != raw {
+			b.ReportMetric(float64(x.spent)/float64(raw.spent), x.name+"/raw")
+			if raw.cpu > 0 {
+				b.ReportMetric(float64(x.cpu)/float64(raw.cpu), "cpu-"+x.name+"/raw")
+			}
 		}
 	}
 }
@@ -341,43 +418,4 @@ func driverSmall(b *testing.B, mode JournalMode, capture bool) *txnRunner {
 		},
 		close: func() { c.Close() },
 	}
-}
-
-// bulkOnce prepares one bulk transaction for variant k (0 raw, 1 driver,
-// 2 capture) on a fresh database.
-func bulkOnce(b *testing.B, mode JournalMode, k int) (run, closeFn func()) {
-	ctx := context.Background()
-	if k == 0 {
-		db := rawOpen(b, benchPath(b), mode)
-		ins := rawPrepare(b, db, "INSERT INTO t(a, b) VALUES (?, ?)")
-		return func() {
-			rawExec(b, db, "BEGIN IMMEDIATE")
-			for i := range bulkRows {
-				ins.BindInt64(1, int64(i))
-				ins.BindText(2, "row payload text")
-				if err := ins.Exec(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			rawExec(b, db, "COMMIT")
-		}, func() { ins.Close(); db.Close() }
-	}
-	capture := k == 2
-	c := benchOpen(b, mode, capture)
-	return func() {
-		if err := c.Begin(ctx); err != nil {
-			b.Fatal(err)
-		}
-		for i := range bulkRows {
-			if _, err := c.Exec(ctx, "INSERT INTO t(a, b) VALUES (?, ?)", i, "row payload text"); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := c.Commit(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if capture {
-			takeOne(b, c)
-		}
-	}, func() { c.Close() }
 }

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -231,16 +232,20 @@ func (c *Conn) Exec(ctx context.Context, sql string, args ...any) (driver.Result
 	if err := ctx.Err(); err != nil {
 		return driver.Result{}, err
 	}
-	if err := checkArgs(args); err != nil {
-		return driver.Result{}, err
-	}
 	defer c.bind(ctx)()
 	before := c.db.TotalChanges()
+	// A cached statement is a single statement: binding checks the
+	// arguments before anything runs.
 	if cs := c.cache.get(sql); cs != nil {
 		if err := c.execStmt(ctx, cs.stmt, args); err != nil {
 			return driver.Result{}, err
 		}
 		return c.result(before), nil
+	}
+	// Several statements may run before the one taking the arguments:
+	// refuse bad arguments first.
+	if err := checkArgs(args); err != nil {
+		return driver.Result{}, err
 	}
 	bound := false
 	for n := 1; ; n++ {
@@ -319,21 +324,27 @@ func bindArgs(s *sqlite3.Stmt, args []any) error {
 		return fmt.Errorf("%w: the statement has %d parameters, %d arguments given", ErrArguments, n, len(args))
 	}
 	for i, a := range args {
-		v, err := driver.NormalizeArg(a)
-		if err != nil {
-			return fmt.Errorf("%w: argument %d: %w", ErrArguments, i+1, err)
-		}
-		switch v := v.(type) {
-		case nil:
-			err = s.BindNull(i + 1)
+		// The common types bind directly; the rest go through
+		// driver.NormalizeArg, which defines what every driver accepts.
+		var err error
+		switch v := a.(type) {
+		case int:
+			err = s.BindInt64(i+1, int64(v))
 		case int64:
 			err = s.BindInt64(i+1, v)
-		case float64:
-			err = s.BindFloat(i+1, v)
 		case string:
 			err = s.BindText(i+1, v)
 		case []byte:
 			err = s.BindBlob(i+1, v)
+		case float64:
+			err = s.BindFloat(i+1, v)
+		case nil:
+			err = s.BindNull(i + 1)
+		default:
+			err = bindNormalized(s, i+1, a)
+		}
+		if errors.Is(err, ErrArguments) {
+			return err
 		}
 		if err != nil {
 			return fmt.Errorf("binding argument %d: %w", i+1, sqliteError(context.Background(), err))
@@ -342,15 +353,32 @@ func bindArgs(s *sqlite3.Stmt, args []any) error {
 	return nil
 }
 
+func bindNormalized(s *sqlite3.Stmt, param int, a any) error {
+	v, err := driver.NormalizeArg(a)
+	if err != nil {
+		return fmt.Errorf("%w: argument %d: %w", ErrArguments, param, err)
+	}
+	switch v := v.(type) {
+	case nil:
+		err = s.BindNull(param)
+	case int64:
+		err = s.BindInt64(param, v)
+	case float64:
+		err = s.BindFloat(param, v)
+	case string:
+		err = s.BindText(param, v)
+	case []byte:
+		err = s.BindBlob(param, v)
+	}
+	return err
+}
+
 // Query runs one statement and returns its rows.
 func (c *Conn) Query(ctx context.Context, sql string, args ...any) (driver.Rows, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := checkArgs(args); err != nil {
 		return nil, err
 	}
 	defer c.bind(ctx)()
@@ -491,11 +519,11 @@ func (c *Conn) TakeCommits(ctx context.Context) ([]driver.CapturedCommit, error)
 // Close closes the database, its open Rows included. Pending captured
 // commits are discarded.
 func (c *Conn) Close() error {
+	c.broken = nil // a connection broken by Restore is now just closed
 	if c.db == nil {
 		return nil
 	}
 	err := c.closeDB()
-	c.broken = nil
 	if c.rec != nil {
 		c.rec.reset()
 	}

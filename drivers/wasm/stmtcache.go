@@ -37,8 +37,9 @@ func (sc *stmtCache) get(sql string) *cachedStmt {
 }
 
 func (sc *stmtCache) touch(cs *cachedStmt) {
-	for i, x := range sc.order {
-		if x == cs {
+	// The statement just used is usually the most recent already.
+	for i := len(sc.order) - 1; i >= 0; i-- {
+		if x := sc.order[i]; x == cs {
 			copy(sc.order[i:], sc.order[i+1:])
 			sc.order[len(sc.order)-1] = cs
 			return
