@@ -37,7 +37,7 @@ func (c *conn) installAuthorizer() error {
 // forbids using the connection from inside it.
 func (c *conn) authorize(op int, arg1, arg2, db, trigger string) int {
 	if c.cap != nil && c.cap.dirty() {
-		c.cap.read(0)
+		c.cap.read()
 	}
 	if c.internal {
 		return sqlite3.SQLITE_OK

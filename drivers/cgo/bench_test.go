@@ -3,6 +3,7 @@ package cgo_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -168,3 +169,114 @@ func processCPU() time.Duration {
 
 func (c *cpuClock) start() { c.begin = processCPU() }
 func (c *cpuClock) stop()  { c.total += processCPU() - c.begin }
+
+// BenchmarkSingleRowTxInterleaved runs the single-row transactions of the
+// three variants in alternating blocks on three open databases, so that a
+// busy machine slows all three alike, and reports each variant's wall and
+// CPU time per transaction and the ratios between them. One iteration is
+// one block of blockTxs transactions per variant.
+func BenchmarkSingleRowTxInterleaved(b *testing.B) {
+	const blockTxs = 200
+	ctx := context.Background()
+	dir := b.TempDir()
+
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "raw.db")+"?_journal_mode=WAL&_sync=NORMAL&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, createSQL); err != nil {
+		b.Fatal(err)
+	}
+	st, err := db.PrepareContext(ctx, insertSQL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+
+	d := &cgo.Driver{Synchronous: cgo.SyncNormal}
+	openCellB := func(name string, capture bool) driver.Conn {
+		c, err := d.Open(ctx, driver.Config{Path: filepath.Join(dir, name), PageCapture: capture})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, createSQL); err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	plain, capt := openCellB("cellb.db", false), openCellB("capture.db", true)
+	defer plain.Close()
+	defer capt.Close()
+	pc := capt.(driver.PageCapturer)
+	if _, err := pc.TakeCommits(ctx); err != nil {
+		b.Fatal(err)
+	}
+
+	raw := func(i int) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, i, payload); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	cellb := func(c driver.Conn, capture bool) func(int) error {
+		return func(i int) error {
+			if err := c.Begin(ctx); err != nil {
+				return err
+			}
+			if _, err := c.Exec(ctx, insertSQL, i, payload); err != nil {
+				return err
+			}
+			if err := c.Commit(ctx); err != nil {
+				return err
+			}
+			if capture {
+				commits, err := pc.TakeCommits(ctx)
+				if err == nil && len(commits) != 1 {
+					err = fmt.Errorf("%d commits", len(commits))
+				}
+				return err
+			}
+			return nil
+		}
+	}
+	variants := []struct {
+		name string
+		run  func(int) error
+		wall time.Duration
+		cpu  time.Duration
+	}{
+		{name: "mattn", run: raw},
+		{name: "cellb", run: cellb(plain, false)},
+		{name: "capture", run: cellb(capt, true)},
+	}
+	n := 0
+	for b.Loop() {
+		for k := range variants {
+			v := &variants[(k+n)%len(variants)] // rotate which goes first
+			start, cpu0 := time.Now(), processCPU()
+			for i := range blockTxs {
+				if err := v.run(n*blockTxs + i); err != nil {
+					b.Fatalf("%s: %v", v.name, err)
+				}
+			}
+			v.wall += time.Since(start)
+			v.cpu += processCPU() - cpu0
+		}
+		n++
+	}
+	txs := float64(n * blockTxs)
+	for _, v := range variants {
+		b.ReportMetric(float64(v.wall.Nanoseconds())/1e3/txs, v.name+"-µs/tx")
+		b.ReportMetric(float64(v.cpu.Nanoseconds())/1e3/txs, v.name+"-cpu-µs/tx")
+	}
+	b.ReportMetric(float64(variants[2].wall)/float64(variants[1].wall), "capture/cellb")
+	b.ReportMetric(float64(variants[2].cpu)/float64(variants[1].cpu), "capture/cellb-cpu")
+	b.ReportMetric(float64(variants[1].wall)/float64(variants[0].wall), "cellb/mattn")
+	b.ReportMetric(float64(variants[1].cpu)/float64(variants[0].cpu), "cellb/mattn-cpu")
+}

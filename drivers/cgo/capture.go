@@ -12,14 +12,16 @@ import (
 	"github.com/cellb/cellb/core/wal"
 )
 
-// capture follows the WAL of one connection. SQLite's WAL hook reads each
-// commit as soon as it is written. A commit the WAL hook does not see (one
-// completed by resetting a statement before its last row) raises the
-// commit flag, and is read at the first moment after it at which the driver
-// regains control: the end of the statement, the preparation of the next
-// one, or the start of the next method; always before anything can
-// checkpoint and restart the log. The pages are copied out of the file
-// then, so a later transaction cannot change them.
+// capture follows the WAL of one connection. SQLite's commit and WAL hooks
+// record each commit (the WAL hook also sees VACUUM, which bypasses the
+// commit hook), and the driver reads the new frames as soon as it regains
+// control: when the statement returns, or earlier, when SQLite prepares the
+// next statement of the same Exec (the authorizer callback). Either way the
+// commit is read before anything can checkpoint and restart the log: a
+// checkpoint needs a statement of its own (which is prepared, so the
+// authorizer reads first) or one of the driver's methods (which read
+// first), and automatic checkpoints are off. The pages are copied out of
+// the file then, so a later transaction cannot change them.
 type capture struct {
 	walPath         string
 	checkpointBytes int64
@@ -27,8 +29,8 @@ type capture struct {
 	r               wal.Reader
 	pos             wal.Position
 	pending         []driver.CapturedCommit
-	// flag is set by SQLite's commit hook: a commit happened that has
-	// not been read yet. It stays set while reading fails.
+	// flag is set by SQLite's hooks: a commit happened that has not been
+	// read yet. It stays set while reading fails.
 	flag commitFlag
 	// err is the last failure to read the WAL; the read is retried, and
 	// TakeCommits reports the error until a read succeeds.
@@ -45,11 +47,10 @@ func newCapture(walPath string, checkpointBytes int64) *capture {
 	return &capture{walPath: walPath, checkpointBytes: checkpointBytes, flag: newCommitFlag()}
 }
 
-// read appends the commits added to the WAL since the last read. frames,
-// when positive, is the number of valid frames SQLite says the WAL holds
-// (the WAL hook passes it): reading then stops at their end without probing
-// for more.
-func (p *capture) read(frames int64) {
+// read appends the commits added to the WAL since the last read. When the
+// WAL hook reported how many frames the WAL holds, reading stops at their
+// end without asking the file system.
+func (p *capture) read() {
 	if p.f == nil {
 		f, err := os.Open(p.walPath)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -66,7 +67,7 @@ func (p *capture) read(frames int64) {
 		p.f = f
 	}
 	var src io.ReaderAt = p.f
-	if frames > 0 && p.frameSize > 0 {
+	if frames := p.flag.frames(); frames > 0 && p.frameSize > 0 {
 		src = io.NewSectionReader(p.f, 0, wal.HeaderSize+frames*p.frameSize)
 	}
 	b, err := p.r.ReadCommits(src, p.pos)
@@ -111,9 +112,8 @@ func (p *capture) close() {
 }
 
 // maybeCheckpoint checkpoints a WAL that has grown past the threshold once
-// its commits are read (the WAL hook does the same at commit time). SQLite
-// restarts the log at the next write, and the reader notices by the new
-// salts.
+// its commits are read. SQLite restarts the log at the next write, and the
+// reader notices by the new salts.
 func (c *conn) maybeCheckpoint() {
 	if !c.cap.wantsCheckpoint() || c.InTransaction() {
 		return

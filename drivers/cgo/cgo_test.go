@@ -401,3 +401,51 @@ func TestSynchronousSetting(t *testing.T) {
 		t.Error("an unknown Synchronous value was accepted")
 	}
 }
+
+// Closing a connection while a writing statement's rows are still open
+// must not leave SQLite calling back into the closed connection's state.
+func TestCloseWithOpenRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	c, err := cgo.New().Open(t.Context(), driver.Config{Path: path, PageCapture: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, c, "CREATE TABLE t(x)")
+	rows, err := c.Query(t.Context(), "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < 5) INSERT INTO t SELECT i FROM s RETURNING x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Next()
+	if err := c.Close(); err != nil {
+		t.Logf("Close with open rows: %v", err)
+	}
+	for rows.Next() {
+	}
+	rows.Close()
+	if _, err := c.Exec(t.Context(), "SELECT 1"); !errors.Is(err, cgo.ErrClosed) {
+		t.Errorf("Exec after Close: %v", err)
+	}
+}
+
+// One Exec whose second commit completes only when mattn resets the
+// statement (RETURNING through Exec steps once), followed by a checkpoint:
+// both commits must have been read before the checkpoint lets SQLite
+// restart the log.
+func TestCommitByResetThenCheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	c := open(t, cgo.New(), path, true)
+	exec(t, c, "CREATE TABLE t(x)")
+	tr := track(t, c)
+	// The second round reuses the cached RETURNING statement, so nothing
+	// is prepared between the two commits.
+	for range 2 {
+		exec(t, c, "INSERT INTO t VALUES (randomblob(5000)); INSERT INTO t VALUES (randomblob(5000)) RETURNING length(x)")
+		if err := c.(driver.Checkpointer).Checkpoint(t.Context(), driver.CheckpointRestart); err != nil {
+			t.Fatal(err)
+		}
+		exec(t, c, "INSERT INTO t VALUES (1)")
+	}
+	if n := tr.check("commits around checkpoints"); n != 6 {
+		t.Errorf("%d commits, want 6", n)
+	}
+}

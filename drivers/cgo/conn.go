@@ -36,7 +36,7 @@ type conn struct {
 	// the "not authorized" error SQLite reports for it.
 	denied string
 	cap    *capture // nil without page capture
-	// handle names this conn to the C callbacks (authorizer, WAL hook).
+	// handle names this conn to the authorizer callback.
 	handle cgo.Handle
 	// txStmts are BEGIN IMMEDIATE, COMMIT and ROLLBACK, prepared once:
 	// preparing them for every transaction would cost more than running
@@ -68,13 +68,7 @@ func (c *conn) open() error {
 	sc := raw.(*sqlite3.SQLiteConn)
 	c.sc = sc
 	if err := c.setup(); err != nil {
-		c.closeTxStmts()
-		sc.Close()
-		c.sc = nil
-		if c.cap != nil {
-			c.cap.close()
-			c.cap = nil
-		}
+		c.closeSQLite()
 		return err
 	}
 	return nil
@@ -106,12 +100,11 @@ func (c *conn) setup() error {
 	return c.installHooks()
 }
 
-// installHooks registers what capture needs (see capture): the WAL hook
-// and the commit flag.
+// installHooks registers what capture needs (see capture): commit and WAL
+// hooks that record each commit.
 func (c *conn) installHooks() error {
 	if c.cap != nil {
-		setCommitFlag(c.sc, c.cap.flag)
-		setWALHook(c.sc, uintptr(c.handle))
+		setCommitHooks(c.sc, c.cap.flag)
 	}
 	return c.installAuthorizer()
 }
@@ -134,7 +127,7 @@ func (c *conn) ready(ctx context.Context) error {
 // frames are certainly still in the WAL.
 func (c *conn) afterStatement() {
 	if c.cap != nil && c.cap.dirty() {
-		c.cap.read(0)
+		c.cap.read()
 		c.maybeCheckpoint()
 	}
 }
@@ -224,20 +217,31 @@ func (c *conn) PageCount(ctx context.Context) (int64, error) {
 
 // Close closes the database; commits not yet taken are dropped.
 func (c *conn) Close() error {
-	if c.sc == nil {
-		return nil
-	}
-	c.closeTxStmts()
-	err := c.sc.Close()
-	c.sc = nil
-	if c.cap != nil {
-		c.cap.close()
+	var err error
+	if c.sc != nil {
+		err = c.closeSQLite()
 	}
 	if c.handle != 0 {
 		c.handle.Delete()
 		c.handle = 0
 	}
 	return wrapErr(err)
+}
+
+// closeSQLite closes the SQLite connection and the capture state. The hooks
+// are removed first: a statement the user left open keeps SQLite's
+// connection alive after close, and must not call back into freed state.
+func (c *conn) closeSQLite() error {
+	c.closeTxStmts()
+	setCommitHooks(c.sc, commitFlag{})
+	setAuthorizer(c.sc, 0)
+	err := c.sc.Close()
+	c.sc = nil
+	if c.cap != nil {
+		c.cap.close()
+		c.cap = nil
+	}
+	return err
 }
 
 // internalExec runs the driver's own statement, unseen by the user's

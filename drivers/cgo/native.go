@@ -1,11 +1,11 @@
 package cgo
 
-// mattn/go-sqlite3 has no WAL hook, and its authorizer hook drops SQLite's
-// fourth argument (the trigger or view name). Both are registered here
-// directly on the connection's sqlite3 handle. The three functions used are
-// declared by hand below (the project carries no SQLite header); they
-// resolve to the SQLite that mattn/go-sqlite3 links, whose symbols are
-// global.
+// mattn/go-sqlite3 has no WAL hook, its commit hook calls into Go on every
+// commit, and its authorizer hook drops SQLite's fourth argument (the
+// trigger or view name). These hooks are registered here directly on the
+// connection's sqlite3 handle. The three SQLite functions used are declared
+// by hand below (the project carries no SQLite header); they resolve to the
+// SQLite that mattn/go-sqlite3 links, whose symbols are global.
 
 /*
 #include <stdint.h>
@@ -17,46 +17,49 @@ int sqlite3_set_authorizer(sqlite3 *db,
 	int (*xAuth)(void *, int, const char *, const char *, const char *, const char *),
 	void *pUserData);
 void *sqlite3_wal_hook(sqlite3 *db, int (*xHook)(void *, sqlite3 *, const char *, int), void *pArg);
-int sqlite3_wal_checkpoint_v2(sqlite3 *db, const char *zDb, int eMode, int *pnLog, int *pnCkpt);
 void *sqlite3_commit_hook(sqlite3 *db, int (*xCallback)(void *), void *pArg);
 
 // Defined in native_export.go.
 extern int cellbAuthorize(uintptr_t conn, int action, char *arg1, char *arg2, char *db, char *trigger);
-extern int cellbWALCommitted(uintptr_t conn, char *db, int frames);
-extern void cellbCheckpointed(uintptr_t conn, int rc);
 
 static int cellb_authorize(void *conn, int action, const char *a, const char *b, const char *db, const char *trigger) {
 	return cellbAuthorize((uintptr_t)conn, action, (char *)a, (char *)b, (char *)db, (char *)trigger);
-}
-
-// SQLITE_CHECKPOINT_RESTART is 2 and SQLITE_OK is 0 in every SQLite
-// release. RESTART, not TRUNCATE: the log is then overwritten in place
-// instead of growing the file again block by block.
-static int cellb_wal_hook(void *conn, sqlite3 *db, const char *zDb, int nFrame) {
-	if (cellbWALCommitted((uintptr_t)conn, (char *)zDb, nFrame)) {
-		int rc = sqlite3_wal_checkpoint_v2(db, zDb, 2, 0, 0);
-		cellbCheckpointed((uintptr_t)conn, rc);
-	}
-	return 0;
 }
 
 static int cellb_set_authorizer(sqlite3 *db, uintptr_t conn) {
 	return sqlite3_set_authorizer(db, conn ? cellb_authorize : 0, (void *)conn);
 }
 
-static void cellb_set_wal_hook(sqlite3 *db, uintptr_t conn) {
-	sqlite3_wal_hook(db, conn ? cellb_wal_hook : 0, (void *)conn);
-}
+// cellb_commits is what the commit and WAL hooks record for Go to read
+// after the SQLite call returns: whether a commit happened, and how many
+// frames the WAL held after the last commit that wrote some. Setting plain
+// fields keeps every commit free of callbacks into Go.
+typedef struct {
+	int committed;
+	int frames;
+} cellb_commits;
 
-// The commit hook only raises a flag in C memory, which Go reads without a
-// call: it costs no callback into Go on every commit.
-static int cellb_commit_hook(void *flag) {
-	*(int *)flag = 1;
+// The commit hook runs before the commit writes its frames and the WAL
+// hook after, so a commit the WAL hook does not report (one completed by
+// resetting its statement) leaves frames at 0: "unknown, read to the end".
+static int cellb_commit_hook(void *p) {
+	((cellb_commits *)p)->committed = 1;
+	((cellb_commits *)p)->frames = 0;
 	return 0;
 }
 
-static void cellb_set_commit_flag(sqlite3 *db, int *flag) {
-	sqlite3_commit_hook(db, flag ? cellb_commit_hook : 0, flag);
+// The WAL hook also sees VACUUM, which commits without the commit hook.
+static int cellb_wal_hook(void *p, sqlite3 *db, const char *zDb, int nFrame) {
+	if (zDb[0] == 'm' && zDb[1] == 'a' && zDb[2] == 'i' && zDb[3] == 'n' && zDb[4] == 0) {
+		((cellb_commits *)p)->committed = 1;
+		((cellb_commits *)p)->frames = nFrame;
+	}
+	return 0;
+}
+
+static void cellb_set_commit_hooks(sqlite3 *db, cellb_commits *p) {
+	sqlite3_commit_hook(db, p ? cellb_commit_hook : 0, p);
+	sqlite3_wal_hook(db, p ? cellb_wal_hook : 0, p);
 }
 */
 import "C"
@@ -95,28 +98,27 @@ func setAuthorizer(sc *sqlite3.SQLiteConn, handle uintptr) error {
 	return nil
 }
 
-// commitFlag is an int in C memory that the commit hook sets.
-type commitFlag struct{ p *C.int }
+// commitFlag is the cellb_commits record in C memory that SQLite's
+// commit and WAL hooks write; Go reads it with plain loads.
+type commitFlag struct{ p *C.cellb_commits }
 
 func newCommitFlag() commitFlag {
-	p := (*C.int)(C.malloc(C.size_t(unsafe.Sizeof(C.int(0)))))
-	*p = 0
+	p := (*C.cellb_commits)(C.malloc(C.size_t(unsafe.Sizeof(C.cellb_commits{}))))
+	*p = C.cellb_commits{}
 	return commitFlag{p}
 }
 
-func (f commitFlag) isSet() bool { return f.p != nil && *f.p != 0 }
-func (f commitFlag) set()        { *f.p = 1 }
-func (f commitFlag) clear()      { *f.p = 0 }
-func (f commitFlag) free()       { C.free(unsafe.Pointer(f.p)) }
+// isSet: a commit happened since the last clear.
+func (f commitFlag) isSet() bool { return f.p != nil && f.p.committed != 0 }
 
-// setCommitFlag makes SQLite set f on every commit; the zero flag removes
-// the hook.
-func setCommitFlag(sc *sqlite3.SQLiteConn, f commitFlag) {
-	C.cellb_set_commit_flag(rawDB(sc), f.p)
-}
+// frames is the WAL's frame count after the last commit the WAL hook
+// reported since the last clear, or 0.
+func (f commitFlag) frames() int64 { return int64(f.p.frames) }
+func (f commitFlag) clear()        { *f.p = C.cellb_commits{} }
+func (f commitFlag) free()         { C.free(unsafe.Pointer(f.p)) }
 
-// setWALHook registers the commit reader for the connection named by
-// handle, or removes it for handle 0.
-func setWALHook(sc *sqlite3.SQLiteConn, handle uintptr) {
-	C.cellb_set_wal_hook(rawDB(sc), C.uintptr_t(handle))
+// setCommitHooks makes SQLite record every commit in f; the zero flag
+// removes the hooks.
+func setCommitHooks(sc *sqlite3.SQLiteConn, f commitFlag) {
+	C.cellb_set_commit_hooks(rawDB(sc), f.p)
 }

@@ -72,7 +72,7 @@ func (c *conn) Restore(ctx context.Context, image []byte) error {
 
 	// Closing the last connection checkpoints and removes the WAL; the
 	// database file is replaced next anyway.
-	c.detach()
+	c.closeSQLite()
 	replaceErr := replaceDatabase(c.s.path, tmp)
 	if err := c.open(); err != nil {
 		return errors.Join(replaceErr, fmt.Errorf("cgo: restore: reopen: %w", err))
@@ -81,18 +81,6 @@ func (c *conn) Restore(ctx context.Context, image []byte) error {
 		return fmt.Errorf("cgo: restore: %w", replaceErr)
 	}
 	return nil
-}
-
-// detach closes the SQLite connection and drops capture state, keeping the
-// settings and authorizer for the reopen.
-func (c *conn) detach() {
-	c.closeTxStmts()
-	c.sc.Close()
-	c.sc = nil
-	if c.cap != nil {
-		c.cap.close()
-		c.cap = nil
-	}
 }
 
 // writeTemp writes b to a new file in dir and syncs it.
@@ -155,18 +143,17 @@ func (c *conn) restoreMemory(image []byte) error {
 	err := c.open()
 	if err == nil && len(img) > 0 {
 		if err = copyInto(c.sc, img); err != nil {
-			c.closeTxStmts()
-			c.sc.Close()
+			c.closeSQLite()
 		}
 	}
 	if err != nil {
 		c.sc, c.txStmts = old, oldTx
 		return fmt.Errorf("cgo: restore: %w", err)
 	}
-	for _, st := range oldTx {
-		st.Close()
-	}
-	old.Close()
+	fresh, freshTx := c.sc, c.txStmts
+	c.sc, c.txStmts = old, oldTx
+	c.closeSQLite()
+	c.sc, c.txStmts = fresh, freshTx
 	return nil
 }
 
