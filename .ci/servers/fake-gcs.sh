@@ -70,14 +70,14 @@ start() {
 		exit 1
 	fi
 	install
-	local data=$state/$name-data port endpoint
-	mkdir -p "$data"
+	local port endpoint
 	port=$(first_free_port 14443)
 	endpoint=http://127.0.0.1:$port
 	# setsid makes the server the leader of its own process group, so stop
-	# can signal it together with anything it spawns.
-	setsid "$bin" -host 127.0.0.1 -port "$port" -scheme http \
-		-backend filesystem -filesystem-root "$data" \
+	# can signal it together with anything it spawns. The memory backend:
+	# the filesystem one keeps objects as nested files, so it cannot hold
+	# "x" and "x/y" at once (GCS can) and answers such a write with a 500.
+	setsid "$bin" -host 127.0.0.1 -port "$port" -scheme http -backend memory \
 		-external-url "$endpoint" -public-host "127.0.0.1:$port" \
 		-log-level warn >"$log" 2>&1 </dev/null &
 	local pid=$!

@@ -1,0 +1,73 @@
+package azure
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/cellb/cellb/core/store"
+)
+
+// ErrNoVersion reports a successful write whose response carried no ETag.
+// The write was applied but its version is unknown, so Put returns it as
+// an ambiguous outcome (the caller re-reads), never as an empty version.
+var ErrNoVersion = errors.New("azure: the response carried no ETag")
+
+// status returns the HTTP status behind err, or 0 when no answer came back.
+func status(err error) int {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode
+	}
+	return 0
+}
+
+// isMissingBlob reports a missing blob, never a missing container: a
+// misnamed container must not look like an empty key.
+func isMissingBlob(err error) bool {
+	return status(err) == http.StatusNotFound && !bloberror.HasCode(err, bloberror.ContainerNotFound)
+}
+
+// isCleanRejection reports an answer that says a conditional write was not
+// applied: 412 ConditionNotMet (If-Match with another ETag), 409
+// BlobAlreadyExists (Azure's documented answer to If-None-Match: * on an
+// existing blob), and for If-Match a 404 for the blob itself.
+func isCleanRejection(err error, cond store.Condition) bool {
+	switch status(err) {
+	case http.StatusPreconditionFailed:
+		return true
+	case http.StatusConflict:
+		return bloberror.HasCode(err, bloberror.BlobAlreadyExists)
+	case http.StatusNotFound:
+		return cond.Kind == store.MatchVersion && bloberror.HasCode(err, bloberror.BlobNotFound)
+	}
+	return false
+}
+
+// writeError maps the failure of Put Blob or Put Block List. A conditional
+// write is precondition failed only on a clean rejection and ambiguous on
+// anything else; an unconditional one is a plain failure on a 4xx answer
+// and ambiguous otherwise.
+func writeError(key string, cond store.Condition, err error) error {
+	if cond.IsConditional() {
+		if isCleanRejection(err, cond) {
+			return &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: %w", store.ErrPreconditionFailed, err)}
+		}
+		return store.Ambiguous("put", key, err)
+	}
+	if s := status(err); s >= 400 && s < 500 {
+		return &store.OpError{Op: "put", Key: key, Err: err}
+	}
+	return store.Ambiguous("put", key, err)
+}
+
+// readError maps a failed Get, Delete or List.
+func readError(op, key string, err error) error {
+	if op == "get" && isMissingBlob(err) {
+		return &store.OpError{Op: op, Key: key, Err: store.ErrNotFound}
+	}
+	return &store.OpError{Op: op, Key: key, Err: err}
+}
