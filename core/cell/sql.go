@@ -225,13 +225,7 @@ func (r *Rows) Values() []any {
 func (r *Rows) Err() error {
 	r.inst.mu.Lock()
 	defer r.inst.mu.Unlock()
-	if r.err == ErrRowsClosed {
-		return r.err
-	}
-	if r.err != nil {
-		return r.err
-	}
-	return nil
+	return r.err
 }
 
 // Close releases the rows.
