@@ -69,6 +69,15 @@ func FuzzReadCommits(f *testing.F) {
 		if rest.Reset {
 			t.Fatal("resuming on the same file reported a reset")
 		}
+		if first.Header.PageSize > 0 {
+			from, err := r.ReadCommitsFrom(bytes.NewReader(data), first.Next, first.Header)
+			if err != nil {
+				t.Fatalf("ReadCommitsFrom: %v", err)
+			}
+			if fmt.Sprint(from.Commits) != fmt.Sprint(rest.Commits) || from.Next != rest.Next {
+				t.Fatal("ReadCommitsFrom differs from ReadCommits on an unrestarted log")
+			}
+		}
 		got := fmt.Sprint(append(first.Commits, rest.Commits...))
 		if got != fmt.Sprint(whole.Commits) || rest.Next != whole.Next {
 			t.Fatalf("two-step read differs from a whole read")

@@ -482,3 +482,49 @@ func TestReadErrorsLoseNothing(t *testing.T) {
 }
 
 var _ io.ReaderAt = failingReader{}
+
+// ReadCommitsFrom gives what ReadCommits gives while the generation goes
+// on, and nothing once the log has restarted (the caller then falls back
+// to ReadCommits).
+func TestReadCommitsFrom(t *testing.T) {
+	w := newWAL(512, false, 4, 5)
+	w.frame(1, 1, w.page(1))
+	first, err := ReadCommits(bytes.NewReader(w.bytes()), Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.frame(2, 2, w.page(2)).frame(1, 0, w.page(3)).frame(3, 3, w.page(4))
+	file := w.bytes()
+	var r Reader
+	want, err := r.ReadCommits(bytes.NewReader(file), first.Next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ReadCommitsFrom(bytes.NewReader(file), first.Next, first.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.Commits) != fmt.Sprint(want.Commits) || got.Next != want.Next || len(got.Commits) != 2 {
+		t.Errorf("ReadCommitsFrom %s, ReadCommits %s", summary(got), summary(want))
+	}
+	// After a restart whose new frames reach past the old position, the
+	// frames there carry new salts: nothing is read.
+	w.restart(99)
+	for i := range 6 {
+		w.frame(uint32(i+1), 6, w.page(byte(50+i)))
+	}
+	after, err := r.ReadCommitsFrom(bytes.NewReader(w.bytes()), got.Next, first.Header)
+	if err != nil || len(after.Commits) != 0 || after.Stop != StopSalt || after.Next != got.Next {
+		t.Errorf("after a restart: %v %s", err, summary(after))
+	}
+	full, err := r.ReadCommits(bytes.NewReader(w.bytes()), got.Next)
+	if err != nil || !full.Reset || len(full.Commits) != 6 {
+		t.Errorf("fallback: %v %s", err, summary(full))
+	}
+	// Positions that do not belong to the header's generation are refused.
+	for _, p := range []Position{{}, {Salt1: 1, Salt2: 2, Offset: 32}, {Salt1: 4, Salt2: 5, Offset: 40}} {
+		if _, err := r.ReadCommitsFrom(bytes.NewReader(file), p, first.Header); !errors.Is(err, ErrInvalidPosition) {
+			t.Errorf("position %+v: %v", p, err)
+		}
+	}
+}
