@@ -136,3 +136,27 @@ func TestClassNamesAndPaths(t *testing.T) {
 		}
 	}
 }
+
+func FuzzIDFromString(f *testing.F) {
+	for _, v := range idVectors {
+		f.Add(v.script, v.class, v.id)
+		f.Add(v.script, v.class, strings.ToUpper(v.id))
+	}
+	f.Add("w", "C", "not hex")
+	f.Fuzz(func(t *testing.T, script, class, s string) {
+		id, err := IDFromString(script, class, s)
+		if err != nil {
+			var ie *InvalidIDError
+			if !errors.As(err, &ie) {
+				t.Fatalf("error %v is not an *InvalidIDError", err)
+			}
+			return
+		}
+		if id.String() != strings.ToLower(s) {
+			t.Fatalf("accepted %q as %q", s, id)
+		}
+		if ValidateCellKey("C:"+id.String()) != nil {
+			t.Fatalf("an accepted id %q makes an invalid cell key", id)
+		}
+	})
+}
