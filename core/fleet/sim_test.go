@@ -2,13 +2,17 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,7 +234,10 @@ func (w *world) checkWorld(t simT, lastEpoch map[string]uint64) {
 		if err != nil {
 			continue
 		}
-		if l, err := DecodeNodeLease(NodeKey(name), obj.Data); err == nil && l.ExpiresMs > exp {
+		var l struct {
+			ExpiresMs uint64 `json:"expires_ms"`
+		}
+		if err := json.Unmarshal(obj.Data, &l); err == nil && l.ExpiresMs > exp {
 			t.Fatalf("seed %d: crashed %s's lease came back (expires_ms %d > %d)\n%s", w.seed, name, l.ExpiresMs, exp, w.dump())
 		}
 	}
@@ -333,9 +340,58 @@ func TestSimulation(t *testing.T) {
 	if testing.Short() {
 		n = 500
 	}
-	for seed := 0; seed < n; seed++ {
-		runSeed(t, uint64(seed), simHooks{}, 120)
+	// Seeds are independent worlds: run them on every core. Each worker
+	// stops its run at the first violation; the lowest failing seed is
+	// reported, with the command that replays it.
+	workers := runtime.GOMAXPROCS(0)
+	var next atomic.Int64
+	var mu sync.Mutex
+	failedSeed, failedMsg := int64(-1), ""
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				seed := next.Add(1) - 1
+				if seed >= int64(n) {
+					return
+				}
+				mu.Lock()
+				stop := failedSeed >= 0 && seed > failedSeed
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if msg := runSeedRecorded(uint64(seed), simHooks{}); msg != "" {
+					mu.Lock()
+					if failedSeed < 0 || seed < failedSeed {
+						failedSeed, failedMsg = seed, msg
+					}
+					mu.Unlock()
+				}
+			}
+		}()
 	}
+	wg.Wait()
+	if failedSeed >= 0 {
+		t.Fatal(failedMsg)
+	}
+}
+
+// runSeedRecorded runs one seed and returns its violation, or "".
+func runSeedRecorded(seed uint64, hooks simHooks) (msg string) {
+	ft := &failRecorder{}
+	defer func() {
+		if r := recover(); r != nil {
+			if r != errSimFailed {
+				panic(r)
+			}
+			msg = ft.msg
+		}
+	}()
+	runSeed(ft, seed, hooks, 120)
+	return ""
 }
 
 // TestSimulationCatchesBrokenVariants runs the same simulator over protocol
@@ -361,16 +417,7 @@ func TestSimulationCatchesBrokenVariants(t *testing.T) {
 	for name, hooks := range variants {
 		caught := false
 		for seed := 0; seed < 2000 && !caught; seed++ {
-			ft := &failRecorder{}
-			func() {
-				defer func() {
-					if r := recover(); r != nil && r != errSimFailed {
-						panic(r)
-					}
-				}()
-				runSeed(ft, uint64(seed), hooks, 120)
-			}()
-			caught = ft.failed
+			caught = runSeedRecorded(uint64(seed), hooks) != ""
 		}
 		if !caught {
 			t.Errorf("broken variant %q passed 2000 seeds: the simulation cannot catch it", name)
