@@ -38,9 +38,9 @@ type capture struct {
 	// restartDue: the driver checkpointed the log; the next write starts
 	// it afresh, so there is no point checkpointing again before that.
 	restartDue bool
-	// frameSize is the WAL's frame size once known (0 before the first
-	// read).
-	frameSize int64
+	// hdr is the WAL header of the generation pos belongs to (zero before
+	// the first read).
+	hdr wal.Header
 }
 
 func newCapture(walPath string, checkpointBytes int64) *capture {
@@ -67,10 +67,21 @@ func (p *capture) read() {
 		p.f = f
 	}
 	var src io.ReaderAt = p.f
-	if frames := p.flag.frames(); frames > 0 && p.frameSize > 0 {
-		src = io.NewSectionReader(p.f, 0, wal.HeaderSize+frames*p.frameSize)
+	if frames := p.flag.frames(); frames > 0 && p.hdr.PageSize > 0 {
+		src = io.NewSectionReader(p.f, 0, wal.HeaderSize+frames*p.hdr.FrameSize())
 	}
-	b, err := p.r.ReadCommits(src, p.pos)
+	// Every commit is read before the log can be checkpointed (see the
+	// type's comment), so the current generation can be continued without
+	// reading the header; finding no commit that way may mean a restart,
+	// which the full read then sees.
+	var b wal.Batch
+	var err error
+	if p.hdr.PageSize > 0 && !p.pos.IsZero() {
+		b, err = p.r.ReadCommitsFrom(src, p.pos, p.hdr)
+	}
+	if err != nil || len(b.Commits) == 0 {
+		b, err = p.r.ReadCommits(src, p.pos)
+	}
 	if err != nil {
 		p.err = fmt.Errorf("cgo: page capture: %w", err)
 		return
@@ -81,7 +92,7 @@ func (p *capture) read() {
 		p.restartDue = false
 	}
 	if b.Header.PageSize > 0 {
-		p.frameSize = b.Header.FrameSize()
+		p.hdr = b.Header
 	}
 	for _, c := range b.Commits {
 		p.pending = append(p.pending, driver.CapturedCommit{PageSize: b.Header.PageSize, PageCount: c.DBSize, Pages: c.Pages})
