@@ -18,6 +18,8 @@ func lifecycleCases() []caseDef {
 	return []caseDef{
 		{"lifecycle/idle-eviction", caseIdleEviction},
 		{"lifecycle/close-drains", caseCloseDrains},
+		{"lifecycle/log-close-final", caseLogCloseFinal},
+		{"lifecycle/reset-while-yielded", caseResetWhileYielded},
 	}
 }
 
@@ -134,5 +136,71 @@ func caseFetch(c *checkT) {
 	pcls := c.probeClass(rt, "NotHTTP", nil)
 	if _, err := pcls.stub("a").Fetch(c.ctx, req); !errors.Is(err, cell.ErrNotHTTPHandler) {
 		c.errorf("Fetch to an object without ServeHTTP: %v, want ErrNotHTTPHandler", err)
+	}
+}
+
+// EvictAll models a crash: the log is closed with final=false. Eviction
+// and Close close it with final=true.
+func caseLogCloseFinal(c *checkT) {
+	log := c.controlLog()
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Final", nil)
+	s := pc.stub("a")
+	must(c, s, "write", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	rt.EvictAll()
+	c.eventually("the log to be closed after EvictAll", func() bool { return len(log.Closes()) == 1 })
+	if log.Closes()[0] {
+		c.errorf("EvictAll closed the log with final=true; it models a crash")
+	}
+	must(c, s, "write again", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	if err := rt.Close(c.ctx); err != nil {
+		c.fatalf("Close: %v", err)
+	}
+	if cl := log.Closes(); len(cl) != 2 || !cl[1] {
+		c.errorf("log closes %v, want [false true] (Close is orderly)", cl)
+	}
+}
+
+// A handler yielded in Await when its object resets gets the reset when it
+// comes back, and its later writes never commit.
+func caseResetWhileYielded(c *checkT) {
+	ls := newTestLease()
+	rt := c.runtime(rtConfig{lease: ls})
+	pc := c.probeClass(rt, "Yielded", nil)
+	s := pc.stub("a")
+	inAwait, resume := make(chan struct{}), make(chan struct{})
+	res := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		if _, err := p.incr(ctx, "before"); err != nil {
+			return 0, err
+		}
+		_, err := cell.Await(ctx, func(ctx context.Context) (int, error) {
+			close(inAwait)
+			<-resume
+			return 0, nil
+		})
+		if !isBroken(err) {
+			c.errorf("Await after a reset returned %v, want a BrokenObjectError", err)
+		}
+		p.incr(ctx, "after") // must not commit
+		return 0, err
+	})
+	wait(c, inAwait, "the handler in Await")
+	ls.revokeAll(errors.New("lease taken over"))
+	c.eventually("the reset to take the cell out of memory", func() bool { return !slices.Contains(rt.ActiveCells(), s.Key()) })
+	close(resume)
+	if r := wait(c, res, "the yielded call"); !isBroken(r.err) {
+		c.errorf("the yielded call returned %v, want a BrokenObjectError", r.err)
+	}
+	type ba struct{ before, after int64 }
+	v := must(c, s, "read back", func(ctx context.Context, p *probe) (ba, error) {
+		b, err := p.get(ctx, "before")
+		if err != nil {
+			return ba{}, err
+		}
+		a, err := p.get(ctx, "after")
+		return ba{b, a}, err
+	})
+	if v.before != 1 || v.after != 0 {
+		c.errorf("after the reset before=%d after=%d, want 1 and 0 (the write before the yield committed; nothing after it)", v.before, v.after)
 	}
 }

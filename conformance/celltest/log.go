@@ -177,6 +177,13 @@ type controlCellLog struct {
 	key string
 }
 
+// Closes lists the final flag of every cell log closed so far, in order.
+func (l *ControlLog) Closes() []bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]bool(nil), l.closed...)
+}
+
 // Commits returns the commits handed to the log for one cell, in order.
 func (l *ControlLog) Commits(cellKey string) []durability.Commit {
 	l.mu.Lock()
