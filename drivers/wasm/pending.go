@@ -72,13 +72,18 @@ func (s *pendingStore) take() []driver.CapturedCommit {
 	if len(s.commits) == 0 {
 		return nil
 	}
-	need := len(s.data)
-	if need > len(s.chunk) {
-		s.chunk = make([]byte, max(need, chunkSize))
+	var data []byte
+	if need := len(s.data); need > chunkSize {
+		// A large batch keeps the store's own buffer rather than a copy.
+		data, s.data = s.data[:need:need], nil
+	} else {
+		if need > len(s.chunk) {
+			s.chunk = make([]byte, chunkSize)
+		}
+		data = s.chunk[:need:need]
+		s.chunk = s.chunk[need:]
+		copy(data, s.data)
 	}
-	data := s.chunk[:need:need]
-	s.chunk = s.chunk[need:]
-	copy(data, s.data)
 	pages := make([]driver.Page, len(s.pgnos))
 	out := make([]driver.CapturedCommit, len(s.commits))
 	for i, c := range s.commits {
