@@ -69,10 +69,13 @@ func caseCloseDrains(c *checkT) {
 	wait(c, entered, "the in-flight handler")
 	closed := make(chan error, 1)
 	go func() { closed <- rt.Close(c.ctx) }()
-	time.Sleep(settle / 2)
-	if _, err := cell.Call(c.ctx, pc.stub("b"), func(ctx context.Context, p *probe) (int, error) { return 0, nil }); !errors.Is(err, cell.ErrClosed) {
-		c.errorf("a call during Close returned %v, want ErrClosed", err)
-	}
+	c.eventually("calls to be refused once Close started", func() bool {
+		_, err := cell.Call(c.ctx, pc.stub("b"), func(ctx context.Context, p *probe) (int, error) { return 0, nil })
+		if err != nil && !errors.Is(err, cell.ErrClosed) {
+			c.fatalf("a call during Close returned %v, want ErrClosed", err)
+		}
+		return err != nil
+	})
 	log.Hold()
 	close(release)
 	if !quiet(closed, settle) {

@@ -252,7 +252,7 @@ func caseLeaseLost(c *checkT) {
 	})
 	wait(c, entered, "the running handler")
 	queued := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
-	time.Sleep(settle / 2)
+	c.eventually("the second call to queue", func() bool { return rt.Queued(s.Key()) == 1 })
 	ls.revokeAll(errors.New("lease taken over"))
 	if r := wait(c, queued, "the queued call"); !isBroken(r.err) || !strings.Contains(r.err.Error(), "lease") {
 		c.errorf("a queued call after the lease was lost returned (%d, %v), want a BrokenObjectError about the lease", r.v, r.err)

@@ -182,7 +182,7 @@ func caseFIFO(c *checkT) {
 			time.Sleep(time.Millisecond)
 			return i, err
 		}))
-		time.Sleep(15 * time.Millisecond) // let event i queue before i+1
+		c.eventually("event to queue", func() bool { return rt.Queued(s.Key()) == i })
 	}
 	close(release)
 	wait(c, head, "the first event")

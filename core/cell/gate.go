@@ -215,3 +215,10 @@ func (g *gate) waitQuiet(ctx context.Context, err error) (bool, error) {
 		}
 	}
 }
+
+// queued is the number of events waiting for the gate.
+func (g *gate) queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiters)
+}

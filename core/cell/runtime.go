@@ -177,6 +177,18 @@ func (rt *Runtime) ActiveCells() []string {
 	return keys
 }
 
+// Queued is the number of events waiting for the input gate of the cell
+// with key (0 when it is not in memory): a measure of contention.
+func (rt *Runtime) Queued(key string) int {
+	rt.mu.Lock()
+	inst := rt.cells[key]
+	rt.mu.Unlock()
+	if inst == nil {
+		return 0
+	}
+	return inst.g.queued()
+}
+
 // errRetired fails events that reached an instance just as it was retired
 // (evicted or closed); they retry on a fresh instance.
 var errRetired = errors.New("cell: instance retired")
