@@ -192,6 +192,18 @@ func (r *recorder) finish(f vfs.File) {
 	if r.err != nil {
 		return
 	}
+	if r.startPS == 0 {
+		// The file had no database yet. If it has none still, the
+		// transaction rolled back (SQLite truncated the file again).
+		size, err := f.Size()
+		if err != nil {
+			r.fail(fmt.Errorf("reading the database size: %w", err))
+			return
+		}
+		if size == r.startSize {
+			return
+		}
+	}
 	counter, size, err := r.readCommit(f)
 	if err != nil {
 		r.fail(err)

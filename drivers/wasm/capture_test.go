@@ -521,3 +521,26 @@ func withJournalMode(img []byte, mode byte) []byte {
 	}
 	return img
 }
+
+// The very first transaction on an empty file may spill and roll back,
+// leaving the file empty again: no commit, and capture carries on.
+func TestFirstTransactionRolledBack(t *testing.T) {
+	eachKind(t, func(t *testing.T, k dbKind) {
+		ctx := t.Context()
+		c := k.open(t, true, WithPragmas("cache_size=10"))
+		chk := newChecker(t, c)
+		if err := c.Begin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, c, "CREATE TABLE t(v)")
+		for range 200 {
+			mustExec(t, c, "INSERT INTO t VALUES (randomblob(3000))")
+		}
+		if err := c.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		chk.step("a spilled first transaction rolled back", 0)
+		mustExec(t, c, "CREATE TABLE t(v)")
+		chk.step("the first table after it", 1)
+	})
+}
