@@ -16,12 +16,15 @@ import (
 // record each commit (the WAL hook also sees VACUUM, which bypasses the
 // commit hook), and the driver reads the new frames as soon as it regains
 // control: when the statement returns, or earlier, when SQLite prepares the
-// next statement of the same Exec (the authorizer callback). Either way the
-// commit is read before anything can checkpoint and restart the log: a
-// checkpoint needs a statement of its own (which is prepared, so the
-// authorizer reads first) or one of the driver's methods (which read
-// first), and automatic checkpoints are off. The pages are copied out of
-// the file then, so a later transaction cannot change them.
+// next statement of the same Exec (the authorizer callback). That is always
+// before SQLite can restart the log over unread frames. A restart happens
+// only when a write begins after a completed checkpoint, and automatic
+// checkpoints are off; the driver's own checkpoints read first; a
+// checkpoint statement followed by more statements in the same Exec is
+// prepared afresh (mattn caches only the last statement of a text), so the
+// authorizer reads before it runs; and one that ends an Exec is followed by
+// the read when the Exec returns. The pages are copied out of the file at
+// that point, so a later transaction cannot change them.
 type capture struct {
 	walPath         string
 	checkpointBytes int64

@@ -20,9 +20,9 @@
 //     declared DATE, DATETIME, TIMESTAMP or BOOLEAN to time.Time or bool,
 //     losing the stored value (text that does not parse becomes the zero
 //     time, 5 becomes true); this driver switches that conversion off.
-//   - The authorizer and a WAL hook are registered on SQLite's handle
-//     directly (mattn's authorizer drops the trigger-name argument, and it
-//     has no WAL hook).
+//   - The authorizer, commit and WAL hooks are registered on SQLite's
+//     handle directly: mattn's authorizer drops the trigger-name argument,
+//     and mattn has no WAL hook (see native.go and docs/drivers-cgo.md).
 //   - Exec with several statements hands the arguments out in order: each
 //     statement takes as many as it has placeholders. With one statement
 //     that has placeholders this is the port's rule; a statement that needs

@@ -93,6 +93,7 @@ func (d *Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, erro
 	}
 	c := &conn{s: s}
 	if err := c.open(); err != nil {
+		c.Close() // releases the callback handle
 		return nil, err
 	}
 	if cfg.PageCapture {

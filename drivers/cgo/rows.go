@@ -101,7 +101,7 @@ func (c *conn) explain(err error) error {
 	err = wrapErr(err)
 	var se *sqliteError
 	if denied != "" && errors.As(err, &se) && se.Code == codeAuth {
-		return fmt.Errorf("cgo: PRAGMA %s is refused while page capture is on (the connection must stay in WAL mode with automatic checkpoints off): %w", denied, err)
+		return fmt.Errorf("cgo: PRAGMA %s is refused while page capture is on: the WAL must carry every commit until the driver has read it (WAL mode, automatic checkpoints off): %w", denied, err)
 	}
 	return err
 }
