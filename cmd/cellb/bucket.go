@@ -42,6 +42,9 @@ type bucketLocation struct {
 func bucketSchemes() map[string]bucketScheme {
 	return map[string]bucketScheme{
 		"file": {open: openFileBucket, form: "file:///path/to/dir (or a plain path)"},
+		"s3":   {open: openS3Bucket, form: s3Form, hasPrefix: true},
+		"gs":   {open: openGCSBucket, form: gcsForm, hasPrefix: true},
+		"az":   {open: openAzureBucket, form: azureForm, hasPrefix: true},
 	}
 }
 
