@@ -3,6 +3,7 @@ package celltest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ func turnCases() []caseDef {
 		{"turn/interleave-only-at-yields", caseInterleave},
 		{"turn/fifo-gate", caseFIFO},
 		{"turn/stub-call-yields", caseStubCallYields},
+		{"turn/fan-out", caseFanOut},
 		{"turn/not-in-turn", caseNotInTurn},
 		{"turn/fetch", caseFetch},
 	}
@@ -262,5 +264,73 @@ func caseNotInTurn(c *checkT) {
 	})
 	if _, err := kept.st.SQL().Exec(c.ctx, "SELECT 1"); !errors.Is(err, cell.ErrNotInTurn) {
 		c.errorf("storage outside any turn returned %v, want ErrNotInTurn", err)
+	}
+}
+
+// Goroutines sharing a handler's context may call stubs at the same time:
+// the handler's turn is yielded while any of them is out, and taken back
+// when the last returns. A goroutine left running after the handler
+// returned does not take the gate back.
+func caseFanOut(c *checkT) {
+	rt := c.runtime(rtConfig{})
+	pc := c.probeClass(rt, "FanOut", nil)
+	a := pc.stub("a")
+	const n = 3
+	reached, release := make(chan struct{}, n), make(chan struct{})
+	outer := callAsync(c.ctx, a, func(ctx context.Context, p *probe) (int64, error) {
+		if _, err := p.incr(ctx, "x"); err != nil {
+			return 0, err
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := cell.Call(ctx, pc.stub(fmt.Sprintf("leaf%d", i)), func(ctx context.Context, q *probe) (int64, error) {
+					reached <- struct{}{}
+					<-release
+					return q.incr(ctx, "y")
+				})
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return 0, err
+			}
+		}
+		return p.incr(ctx, "x") // the turn is back: storage works
+	})
+	for range n {
+		wait(c, reached, "the fanned-out calls")
+	}
+	if r := wait(c, callAsync(c.ctx, a, func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "x") }),
+		"an event on a during the fan-out"); r.err != nil || r.v != 1 {
+		c.errorf("event during the fan-out read x=%d (err %v), want 1", r.v, r.err)
+	}
+	close(release)
+	if r := wait(c, outer, "the fanning-out call"); r.err != nil || r.v != 2 {
+		c.errorf("the fanning-out handler returned (%d, %v), want (2, nil)", r.v, r.err)
+	}
+
+	// Fire and forget: the goroutine outlives the handler.
+	inLeaf, leave := make(chan struct{}), make(chan struct{})
+	must(c, a, "fire and forget", func(ctx context.Context, p *probe) (int, error) {
+		go cell.Call(ctx, pc.stub("late"), func(ctx context.Context, q *probe) (int, error) {
+			close(inLeaf)
+			<-leave
+			return 0, nil
+		})
+		<-inLeaf
+		return 0, nil
+	})
+	close(leave)
+	time.Sleep(settle) // let the late call come back
+	if r := wait(c, callAsync(c.ctx, a, func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "x") }),
+		"an event after a goroutine outlived its handler (the gate must not be taken back)"); r.err != nil {
+		c.errorf("event after fire-and-forget: %v", r.err)
 	}
 }

@@ -150,7 +150,7 @@ func (inst *instance) alarmTurn(ctx context.Context, ev *event, obj any) error {
 	inst.mu.Lock()
 	inst.firing = nil
 	inst.mu.Unlock()
-	if !ev.holding {
+	if !ev.isHolding() {
 		if err := inst.g.err(); err != nil {
 			return err
 		}

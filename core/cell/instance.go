@@ -54,15 +54,37 @@ type instance struct {
 }
 
 // event is one call into an object: a request, an RPC, an alarm, the
-// constructor. It travels in the handler's context.
+// constructor. It travels in the handler's context, so goroutines the
+// handler starts with that context (a fan-out of stub calls) share it.
 type event struct {
-	inst    *instance
-	holding bool        // holds the gate (touched only by the event's goroutine)
-	active  atomic.Bool // holds the gate and is not yielded: storage allowed
-	bcw     int         // BlockConcurrencyWhile depth: yields keep the gate
+	inst   *instance
+	active atomic.Bool // holds the gate and is not yielded: storage allowed
+
+	// mu guards what the handler and goroutines yielding with its context
+	// share.
+	mu       sync.Mutex
+	holding  bool // holds the gate
+	yields   int  // yields in progress (concurrent stub calls share one)
+	finished bool // the handler returned: a late yield must not take the gate back
+	bcw      int  // BlockConcurrencyWhile depth: yields keep the gate
 	// breakAfter, if set, resets the object once the turn has committed
 	// (an alarm handler that panicked: its failure is recorded first).
 	breakAfter *BrokenObjectError
+}
+
+func (ev *event) isHolding() bool {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	return ev.holding
+}
+
+// finishing marks the handler as returned and reports whether it holds
+// the gate.
+func (ev *event) finishing() bool {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.finished = true
+	return ev.holding
 }
 
 type eventKey struct{}
@@ -97,6 +119,7 @@ func (inst *instance) activate() {
 	ctx := inst.rt.bg
 	ev := &event{inst: inst, holding: true}
 	defer inst.g.leave()
+	defer ev.finishing()
 	if inst.prev != nil {
 		select {
 		case <-inst.prev.done:
@@ -260,23 +283,30 @@ func (inst *instance) turn(ctx context.Context, ev *event, fn func(ctx context.C
 // transaction and reset the object.
 func (inst *instance) panicked(ev *event, reason string, p *PanicError) error {
 	inst.rt.logger.Error("cell handler panicked", "cell", inst.key, "panic", p.Value, "stack", string(p.Stack))
-	if !ev.holding {
+	if !ev.finishing() {
 		return inst.breakNow(reason, p)
 	}
 	ev.active.Store(false)
 	inst.rollbackTurn()
 	berr := inst.breakNow(reason, p)
+	ev.mu.Lock()
 	ev.holding = false
+	ev.mu.Unlock()
 	inst.releaseGate()
 	return berr
 }
 
 // finish ends the event's last turn and waits behind the output gate.
 func (inst *instance) finish(ctx context.Context, ev *event, userErr error) error {
-	if !ev.holding {
+	if !ev.finishing() {
 		// A yield could not get the gate back (the object broke, or ctx
-		// ended); the handler saw that error.
+		// ended), or a goroutine the handler left behind is still yielded;
+		// the turn has already ended.
 		if err := inst.g.err(); err != nil {
+			return err
+		}
+		// The reply still waits for what was committed before it.
+		if err := inst.awaitDurable(ctx, inst.pendingSnapshot()); err != nil {
 			return err
 		}
 		if userErr != nil {
@@ -290,7 +320,9 @@ func (inst *instance) finish(ctx context.Context, ev *event, userErr error) erro
 	}
 	snap := inst.pendingSnapshot()
 	ev.active.Store(false)
+	ev.mu.Lock()
 	ev.holding = false
+	ev.mu.Unlock()
 	inst.releaseGate()
 	if err != nil {
 		return err
@@ -312,9 +344,24 @@ func (inst *instance) releaseGate() {
 // transaction), runs fn without the gate, and queues the handler again at
 // the back of the gate. Outside a turn it just runs fn. Inside
 // BlockConcurrencyWhile the turn still commits but the gate is kept.
+//
+// Goroutines sharing the handler's context may yield at the same time (a
+// fan-out of stub calls): the first ends the turn, the last to come back
+// takes it again.
 func yield(ctx context.Context, fn func(ctx context.Context) error) error {
 	ev := eventFrom(ctx)
-	if ev == nil || !ev.active.Load() {
+	if ev == nil {
+		return fn(ctx)
+	}
+	ev.mu.Lock()
+	switch {
+	case ev.yields > 0 && !ev.finished:
+		ev.yields++ // the turn is already yielded by a sibling goroutine
+		ev.mu.Unlock()
+		return ev.resume(ctx, fn(ctx))
+	case ev.finished || !ev.active.Load():
+		// Not in a turn: the event ended, or ctx is used inside Await.
+		ev.mu.Unlock()
 		return fn(ctx)
 	}
 	inst := ev.inst
@@ -322,27 +369,42 @@ func yield(ctx context.Context, fn func(ctx context.Context) error) error {
 	inSavepoint := inst.spDepth > 0
 	inst.mu.Unlock()
 	if inSavepoint {
+		ev.mu.Unlock()
 		return ErrYieldInTransaction
 	}
 	if err := inst.endTurn(ctx, ev); err != nil {
+		ev.mu.Unlock()
 		return err
 	}
 	ev.active.Store(false)
-	if ev.bcw > 0 {
-		err := fn(ctx)
-		if gerr := inst.g.err(); gerr != nil {
-			return gerr
+	ev.yields = 1
+	if ev.bcw == 0 {
+		ev.holding = false
+		inst.releaseGate()
+	}
+	ev.mu.Unlock()
+	return ev.resume(ctx, fn(ctx))
+}
+
+// resume ends one yield; the last one back takes the turn again (waiting
+// for the gate at the back of the queue, unless BlockConcurrencyWhile kept
+// it).
+func (ev *event) resume(ctx context.Context, ferr error) error {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.yields--
+	if ev.yields > 0 || ev.finished {
+		return ferr
+	}
+	inst := ev.inst
+	if ev.bcw == 0 {
+		if err := inst.g.acquire(ctx); err != nil {
+			return err
 		}
-		ev.active.Store(true)
+		ev.holding = true
+	} else if err := inst.g.err(); err != nil {
 		return err
 	}
-	ev.holding = false
-	inst.releaseGate()
-	ferr := fn(ctx)
-	if err := inst.g.acquire(ctx); err != nil {
-		return err
-	}
-	ev.holding = true
 	ev.active.Store(true)
 	return ferr
 }

@@ -41,10 +41,14 @@ func (s *State) BlockConcurrencyWhile(ctx context.Context, fn func(ctx context.C
 }
 
 func (inst *instance) blockWhile(ctx context.Context, ev *event, fn func(ctx context.Context) error) error {
+	ev.mu.Lock()
 	ev.bcw++
+	ev.mu.Unlock()
 	var err error
 	p := protect(func() { err = fn(ctx) })
+	ev.mu.Lock()
 	ev.bcw--
+	ev.mu.Unlock()
 	switch {
 	case p != nil:
 		inst.rt.logger.Error("cell blockConcurrencyWhile panicked", "cell", inst.key, "panic", p.Value, "stack", string(p.Stack))
