@@ -15,7 +15,6 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,15 +40,6 @@ var rawPragmas = []string{
 
 // workload is what one benchmark iteration does on an open database.
 type workload func(b *testing.B, w writer)
-
-// cpuTime is the CPU time the process has used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // timed runs work and adds the CPU time it used to *cpu.
 func timed(b *testing.B, w writer, work workload, cpu *time.Duration) {

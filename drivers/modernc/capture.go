@@ -30,8 +30,9 @@ type walCapture struct {
 	file     *os.File // opened on first use; the WAL appears with the first write
 	reader   wal.Reader
 	pos      wal.Position
-	pageSize int    // from the last WAL header read; 0 before the first
-	header   []byte // the last WAL header read (see walCapture.source)
+	pageSize int         // from the last WAL header read; 0 before the first
+	header   *wal.Header // of the generation pos is in, once read
+	mapping  walMapping
 	pending  []driver.CapturedCommit
 	// readAt is SQLite's data version of the main database when the WAL
 	// was last read; while it is unchanged no commit can be unread.
@@ -64,6 +65,7 @@ func (w *walCapture) start(c *Conn) error {
 
 // reset forgets all state: pending commits, position, errors, the file.
 func (w *walCapture) reset() {
+	w.mapping.unmap()
 	if w.file != nil {
 		w.file.Close()
 		w.file = nil
@@ -94,12 +96,18 @@ func (w *walCapture) read(c *Conn, frames int) {
 		}
 		w.file = f
 	}
-	b, err := w.reader.ReadCommits(w.source(frames, true), w.pos)
-	if (err != nil || len(b.Commits) == 0) && frames > 0 && w.header != nil {
-		// The hook runs only after a commit, so finding none means the
-		// log was restarted since the header was last read: read it anew.
-		w.header = nil
-		b, err = w.reader.ReadCommits(w.source(frames, false), w.pos)
+	src := w.source(frames)
+	var b wal.Batch
+	var err error
+	if frames > 0 && w.header != nil && !w.pos.IsZero() {
+		// Every commit of this generation has been read as it committed
+		// (and before any checkpoint), so the generation's header can be
+		// reused. The hook runs only after a commit: finding none means
+		// the log was restarted, and the header must be read anew.
+		b, err = w.reader.ReadCommitsFrom(src, w.pos, *w.header)
+	}
+	if err != nil || len(b.Commits) == 0 {
+		b, err = w.reader.ReadCommits(src, w.pos)
 	}
 	if err != nil {
 		w.fail(err)
@@ -107,6 +115,7 @@ func (w *walCapture) read(c *Conn, frames int) {
 	}
 	if b.Header.PageSize > 0 {
 		w.pageSize = b.Header.PageSize
+		w.header = &b.Header
 	}
 	for _, cm := range b.Commits {
 		w.pending = append(w.pending, driver.CapturedCommit{
@@ -138,11 +147,11 @@ func (w *walCapture) freshError() error {
 func (w *walCapture) walSize() int64 { return w.pos.Offset }
 
 // source is what the reader reads the WAL through. After a commit SQLite
-// reports how many frames the log holds, which gives its size without
-// asking the file system; and the header, which changes only when the log
-// restarts, is served from the last copy read when cached is set.
-func (w *walCapture) source(frames int, cached bool) *walFile {
-	src := &walFile{w: w, size: -1, cached: cached}
+// reports how many frames the log holds, which gives the file's size
+// without asking the file system and lets those bytes be read through a
+// memory mapping (walMapping).
+func (w *walCapture) source(frames int) *walFile {
+	src := &walFile{w: w, size: -1}
 	if frames > 0 && w.pageSize > 0 {
 		src.size = wal.HeaderSize + int64(frames)*(wal.FrameHeaderSize+int64(w.pageSize))
 	}
@@ -151,25 +160,30 @@ func (w *walCapture) source(frames int, cached bool) *walFile {
 
 // walFile is the WAL as the reader sees it (see walCapture.source).
 type walFile struct {
-	w      *walCapture
-	size   int64 // -1: unknown
-	cached bool
+	w    *walCapture
+	size int64 // -1: unknown
 }
 
 func (f *walFile) Size() int64 { return f.size }
 
 func (f *walFile) ReadAt(p []byte, off int64) (int, error) {
-	isHeader := off == 0 && len(p) == wal.HeaderSize
-	if isHeader && f.cached && f.w.header != nil {
-		return copy(p, f.w.header), nil
+	if view := f.mapped(off, len(p)); view != nil {
+		return copy(p, view), nil
 	}
-	n, err := f.w.file.ReadAt(p, off)
-	if isHeader && n == wal.HeaderSize {
-		f.w.header = append(f.w.header[:0], p...)
-	} else if isHeader {
-		f.w.header = nil
+	return f.w.file.ReadAt(p, off)
+}
+
+// mapped returns bytes off..off+n of the file from the mapping, or nil when
+// they are not known to be written (or the file is not mapped).
+func (f *walFile) mapped(off int64, n int) []byte {
+	if f.size < 0 || off < 0 || off+int64(n) > f.size {
+		return nil
 	}
-	return n, err
+	view := f.w.mapping.view(f.w.file, f.size)
+	if view == nil {
+		return nil
+	}
+	return view[off : off+int64(n)]
 }
 
 // dataVersion is SQLite's counter of the main database's write
