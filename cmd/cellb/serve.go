@@ -96,10 +96,12 @@ func parseServe(args []string) (serveConfig, error) {
 func pickDriver(name string, bucketWins bool) (driver.Driver, error) {
 	switch name {
 	case "wasm":
+		// WAL: one sync per commit (FULL) instead of the rollback
+		// journal's two, none when the bucket wins.
 		if bucketWins {
-			return wasm.New(wasm.WithPragmas("synchronous=OFF")), nil
+			return wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=OFF")), nil
 		}
-		return wasm.New(), nil
+		return wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=FULL")), nil
 	case "cgo":
 		if bucketWins {
 			return &cgo.Driver{Synchronous: cgo.SyncNormal}, nil

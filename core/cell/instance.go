@@ -190,11 +190,11 @@ func (inst *instance) open(ctx context.Context) error {
 			inst.capturer = pc
 		}
 	}
-	pages, err := conn.PageCount(ctx)
+	empty, err := databaseIsEmpty(ctx, conn)
 	if err != nil {
 		return fmt.Errorf("database size: %w", err)
 	}
-	restore := grant.BucketWins() || pages == 0
+	restore := grant.BucketWins() || empty
 	cl, err := rt.log.Open(ctx, inst.key, grant.Epoch(), conn, restore)
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
@@ -513,4 +513,30 @@ func protect(fn func()) (p *PanicError) {
 	}()
 	fn()
 	return nil
+}
+
+// databaseIsEmpty reports whether a database holds nothing yet: no pages, or
+// (a driver that set WAL mode on a new file has already written page 1) no
+// schema object at all. Only such a database is restored when the local file
+// is the primary copy.
+func databaseIsEmpty(ctx context.Context, conn driver.Conn) (bool, error) {
+	pages, err := conn.PageCount(ctx)
+	if err != nil || pages == 0 {
+		return pages == 0, err
+	}
+	rows, err := conn.Query(ctx, "SELECT count(*) FROM sqlite_schema")
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	var n int64 = -1
+	for rows.Next() {
+		if err := driver.ScanValues(rows.Values(), &n); err != nil {
+			return false, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	return n == 0, nil
 }
