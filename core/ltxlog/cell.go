@@ -268,7 +268,9 @@ func (c *cellLog) upload(batch []*pending, base []byte) error {
 	md := map[string]string{ltx.MetadataTimestamp: ltx.FormatTimestamp(now)}
 	delay := c.opts.RetryDelay
 	for attempt := 0; ; attempt++ {
-		_, err = c.opts.Store.Put(context.Background(), key, data, store.PutOptions{Metadata: md})
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
+		_, err = c.opts.Store.Put(ctx, key, data, store.PutOptions{Metadata: md})
+		cancel()
 		if err == nil {
 			break
 		}

@@ -228,3 +228,26 @@ func TestFaultyBucketNeverLosesAcknowledgedCommits(t *testing.T) {
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// TestHungBucketFailsTheCommit: a PUT that never answers fails the commit
+// after the upload timeout instead of holding the reply forever.
+func TestHungBucketFailsTheCommit(t *testing.T) {
+	ctx := context.Background()
+	fs := faultstore.New(memstore.New(), faultstore.Config{
+		BeforeCall: func(ctx context.Context, c faultstore.Call) error {
+			if c.Op == faultstore.OpPut {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		},
+	})
+	lg, _ := New(Options{Logger: quiet, Store: fs, UploadTimeout: 20 * time.Millisecond, UploadRetries: 1, RetryDelay: time.Millisecond})
+	d := newPageDB(512, true)
+	cl, _ := lg.Open(ctx, cell, 1, d, false)
+	d.mutate(rand.New(rand.NewPCG(1, 1)))
+	if err := wait(t, appendCommit(t, cl, d, 1)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the upload deadline", err)
+	}
+	cl.Close(ctx, false)
+}
