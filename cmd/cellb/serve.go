@@ -35,7 +35,7 @@ func serveCommand() command {
 }
 
 const serveUsage = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
-                  [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D]]
+                  [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D] [--verify-owner]]
 
 Without --bucket the node runs on the embedded default: cell databases
 under DIR (the primary copy) and an LTX log in a local-files bucket at
@@ -54,6 +54,7 @@ type serveConfig struct {
 	PeerListen string
 	Advertise  string
 	TTL        time.Duration
+	VerifyAck  bool
 	Idle       time.Duration
 	ScriptName string
 }
@@ -69,6 +70,7 @@ func parseServe(args []string) (serveConfig, error) {
 	fs.StringVar(&c.PeerListen, "peer-listen", "", "address of the authenticated peer listener")
 	fs.StringVar(&c.Advertise, "advertise", "", "peer address other nodes use to reach this one (default: --peer-listen)")
 	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "node lease TTL")
+	fs.BoolVar(&c.VerifyAck, "verify-owner", false, "before each acknowledgement, re-read own.json and acknowledge only if it still names this node and epoch (celld's rule; one read per reply)")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
 	fs.StringVar(&c.ScriptName, "script", "cellb-example", "deployment name that keys counter ids (celld's script_name)")
 	pos, err := parseFlags(fs, args)
@@ -78,8 +80,8 @@ func parseServe(args []string) (serveConfig, error) {
 	if len(pos) > 0 {
 		return c, fmt.Errorf("unexpected argument %q", pos[0])
 	}
-	if c.Bucket == "" && (c.Node != "" || c.PeerListen != "" || c.Advertise != "") {
-		return c, errors.New("--node, --peer-listen and --advertise need --bucket")
+	if c.Bucket == "" && (c.Node != "" || c.PeerListen != "" || c.Advertise != "" || c.VerifyAck) {
+		return c, errors.New("--node, --peer-listen, --advertise and --verify-owner need --bucket")
 	}
 	if c.Advertise != "" && c.PeerListen == "" {
 		return c, errors.New("--advertise needs --peer-listen")
@@ -152,7 +154,7 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		DataDir: filepath.Join(cfg.Data, "cells"),
 	}
 	if cfg.Bucket != "" {
-		s.node, err = fleet.Join(ctx, fleet.Options{Store: s.bucket, Node: cfg.Node, Addr: peerAddr, TTL: cfg.TTL, Logger: logger})
+		s.node, err = fleet.Join(ctx, fleet.Options{Store: s.bucket, Node: cfg.Node, Addr: peerAddr, TTL: cfg.TTL, VerifyOwnerOnAck: cfg.VerifyAck, Logger: logger})
 		if err != nil {
 			store.Close(s.bucket)
 			return nil, err

@@ -166,6 +166,16 @@ func TestLocalFilesArePrimaryAndBucketRestoresEmpty(t *testing.T) {
 }
 
 // TestOwnedElsewhereIs409: two fleet nodes without peers on one bucket.
+func TestVerifyOwnerOnAck(t *testing.T) {
+	bucket := "file://" + t.TempDir()
+	_, a := startServer(t, serveConfig{Data: t.TempDir(), Bucket: bucket, Node: "node_v", VerifyAck: true})
+	for want := int64(1); want <= 3; want++ {
+		if r := call(t, "POST", a.URL+"/counter/v"); r.status != 200 || r.value != want {
+			t.Fatalf("%+v", r)
+		}
+	}
+}
+
 func TestOwnedElsewhereIs409(t *testing.T) {
 	bucket := "file://" + t.TempDir()
 	_, a := startServer(t, serveConfig{Data: t.TempDir(), Bucket: bucket, Node: "node_a"})
