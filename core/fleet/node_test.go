@@ -257,3 +257,35 @@ func TestAmbiguousClaimIsReconciled(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// TestVerifyOwnerOnAck: with celld's acknowledgement rule, a record that no
+// longer names this node and epoch refuses the write.
+func TestVerifyOwnerOnAck(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
+	n, err := Join(ctx, Options{Store: s, Node: "node_a", Clock: clk, Logger: quiet, VerifyOwnerOnAck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Kill()
+	g, err := n.TryAcquire(ctx, "C:v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.CheckWrite(); err != nil {
+		t.Fatalf("own record: %v", err)
+	}
+	if _, err := s.Put(ctx, OwnKey("C:v"), OwnRecord{"node_x", 9}.Encode(), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var le *lease.LeaseLapsedError
+	if err := g.CheckWrite(); !errors.As(err, &le) {
+		t.Fatalf("a record naming another node still acknowledged: %v", err)
+	}
+	select {
+	case <-g.Lost():
+	default:
+		t.Fatal("the grant was not marked lost")
+	}
+}
