@@ -231,8 +231,8 @@ func (c *CapturingConn) TakeCommits(ctx context.Context) ([]driver.CapturedCommi
 		// RESTART, not TRUNCATE: SQLite then writes the next commits over
 		// the old frames from the start of the file (with new salts), and
 		// overwriting blocks the file already has costs far less than
-		// growing it again after a truncation (about 2.5 times less per
-		// small transaction, measured here).
+		// growing it again after a truncation (see
+		// docs/benchmarks-drivers-modernc.md).
 		if err := c.checkpoint(sqlite3.SQLITE_CHECKPOINT_RESTART); err != nil {
 			// Not fatal: the WAL keeps growing and the next call retries.
 			c.opts.Logger.WarnContext(ctx, "modernc: checkpoint after capture failed", "path", c.path, "err", err)
