@@ -1,0 +1,123 @@
+// Package backup is the backup durability mode: a durability.Log that saves
+// the whole database image to the bucket when the cell changed since the
+// last successful save — every Interval, and once more on an orderly Close.
+//
+// A backup acknowledges every commit at once. Its recovery point objective
+// is therefore not zero, by design: a crash (Close with final false, as
+// EvictAll models it) loses every commit made after the last successful
+// save, and a failed save only logs and is retried at the next tick. Use the
+// LTX log (core/ltxlog) when every acknowledged write must survive.
+//
+// The image saved is always one taken at commit time: the log keeps the
+// newest image the runtime handed over (NeedsImage), or, when the driver
+// captures pages, lays each commit's pages over its own copy. It never
+// reads the database later, when a later turn may have a transaction open.
+//
+// Keys (see docs/durability.md):
+//
+//	cells/<cell>/backup/e<epoch>/<seq:016x>.db
+//
+// where seq is the commit sequence number of the image inside the epoch.
+// The newest backup is the one with the greatest (epoch, seq); each carries
+// its SHA-256 in metadata, which Restore checks. After a save the log keeps
+// the newest Keep backups of the cell and deletes the older ones.
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Options configure a Log.
+type Options struct {
+	// Store is the bucket. Required.
+	Store store.Store
+	// Clock paces the saves; the real clock by default.
+	Clock clock.Clock
+	// Logger receives save failures; slog.Default() if nil.
+	Logger *slog.Logger
+	// Interval is how often a changed cell is saved (default one minute).
+	Interval time.Duration
+	// Keep is how many backups of a cell stay in the bucket (default 3,
+	// at least 1). Older ones are deleted only after a newer save.
+	Keep int
+
+	// afterTick, set by tests, learns each periodic save's outcome.
+	afterTick func(error)
+}
+
+// Log saves periodic backups. It implements durability.Log.
+type Log struct {
+	opts Options
+}
+
+var _ durability.Log = (*Log)(nil)
+
+// New returns a backup log writing to opts.Store.
+func New(opts Options) (*Log, error) {
+	if opts.Store == nil {
+		return nil, errors.New("backup: Options.Store is required")
+	}
+	if opts.Interval < 0 || opts.Keep < 0 {
+		return nil, errors.New("backup: Interval and Keep must not be negative")
+	}
+	opts.Clock = clock.Or(opts.Clock)
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Interval == 0 {
+		opts.Interval = time.Minute
+	}
+	if opts.Keep == 0 {
+		opts.Keep = 3
+	}
+	return &Log{opts: opts}, nil
+}
+
+// Open starts the cell's backups for epoch. With restore, the newest backup
+// replaces the database first (a bucket without one leaves it as it is).
+// The database as opened counts as saved: only a later commit makes the
+// cell due for a backup.
+func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
+	if restore {
+		res, err := Restore(ctx, l.opts.Store, cellKey)
+		switch {
+		case errors.Is(err, ErrNothingToRestore):
+		case err != nil:
+			return nil, fmt.Errorf("backup: restore %s: %w", cellKey, err)
+		default:
+			if err := conn.Restore(ctx, res.Image); err != nil {
+				return nil, fmt.Errorf("backup: restore %s into the database: %w", cellKey, err)
+			}
+			l.opts.Logger.Info("restored cell from backup", "cell", cellKey, "key", res.Key, "bytes", len(res.Image))
+		}
+	}
+	capture := false
+	if pc, ok := conn.(driver.PageCapturer); ok {
+		// Whatever was captured before now is already in the image below.
+		if _, err := pc.TakeCommits(ctx); err == nil {
+			capture = true
+		} else if !errors.Is(err, driver.ErrUnsupported) {
+			return nil, fmt.Errorf("backup: page capture of %s: %w", cellKey, err)
+		}
+	}
+	var base []byte
+	if capture {
+		// Only a page-capturing connection needs a base to lay pages on.
+		var err error
+		if base, err = conn.Serialize(ctx); err != nil {
+			return nil, fmt.Errorf("backup: read %s at open: %w", cellKey, err)
+		}
+	}
+	c := newCellLog(l.opts, cellKey, epoch, base, capture)
+	go c.run()
+	return c, nil
+}
