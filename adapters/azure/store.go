@@ -182,8 +182,8 @@ func accessConditions(cond store.Condition) *blob.AccessConditions {
 	var m blob.ModifiedAccessConditions
 	switch cond.Kind {
 	case store.CreateOnly:
-		any := azcore.ETagAny
-		m.IfNoneMatch = &any
+		anyETag := azcore.ETagAny
+		m.IfNoneMatch = &anyETag
 	case store.MatchVersion:
 		etag := azcore.ETag(cond.Version)
 		m.IfMatch = &etag
@@ -222,8 +222,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// maxListKeys is the largest page Azure returns.
-const maxListKeys = 5000
+// maxListKeys is the largest page List returns (Azure allows 5000; the
+// Store port promises at most 1000).
+const maxListKeys = 1000
 
 // List implements store.Store. The token is Azure's continuation marker.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
@@ -231,8 +232,8 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 		return store.ListPage{}, err
 	}
 	limit := opts.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
+	if limit <= 0 || limit > maxListKeys {
+		limit = maxListKeys
 	}
 	var prefix, marker *string
 	if opts.Prefix != "" {
@@ -241,21 +242,21 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 	if opts.Token != "" {
 		marker = &opts.Token
 	}
-	max := int32(limit)
+	maxResults := int32(limit)
 	var (
 		items    []*container.BlobItem
 		prefixes []*container.BlobPrefix
 		next     *string
 	)
 	if opts.Delimiter == "" {
-		pager := s.client.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: prefix, Marker: marker, MaxResults: &max})
+		pager := s.client.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: prefix, Marker: marker, MaxResults: &maxResults})
 		resp, err := pager.NextPage(ctx)
 		if err != nil {
 			return store.ListPage{}, readError("list", opts.Prefix, err)
 		}
 		items, next = resp.Segment.BlobItems, resp.NextMarker
 	} else {
-		pager := s.client.NewListBlobsHierarchyPager(opts.Delimiter, &container.ListBlobsHierarchyOptions{Prefix: prefix, Marker: marker, MaxResults: &max})
+		pager := s.client.NewListBlobsHierarchyPager(opts.Delimiter, &container.ListBlobsHierarchyOptions{Prefix: prefix, Marker: marker, MaxResults: &maxResults})
 		resp, err := pager.NextPage(ctx)
 		if err != nil {
 			return store.ListPage{}, readError("list", opts.Prefix, err)
