@@ -19,7 +19,9 @@ type Options struct {
 	// Otherwise Application Default Credentials are used.
 	Anonymous bool
 	// ClientOptions are passed to storage.NewClient after the ones above
-	// (credentials files, token sources, HTTP clients).
+	// (credentials files, token sources, HTTP clients). Do not pass
+	// storage.WithJSONReads: Get takes the metadata from the XML read
+	// path's headers, and JSON reads do not carry it.
 	ClientOptions []option.ClientOption
 }
 
