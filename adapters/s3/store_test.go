@@ -14,7 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cellb/cellb/adapters/s3"
 	"github.com/cellb/cellb/core/store"
@@ -46,6 +48,14 @@ func serverOptions(t testing.TB) s3.Options {
 // removes everything under it when the test ends.
 func openServer(t testing.TB, tweak func(*s3.Options)) store.Store {
 	t.Helper()
+	st, _, _ := openServerRaw(t, tweak)
+	return st
+}
+
+// openServerRaw is openServer that also returns the unprefixed Store and
+// the prefix, for checks through the S3 client itself.
+func openServerRaw(t testing.TB, tweak func(*s3.Options)) (store.Store, *s3.Store, string) {
+	t.Helper()
 	opts := serverOptions(t)
 	if tweak != nil {
 		tweak(&opts)
@@ -60,7 +70,7 @@ func openServer(t testing.TB, tweak func(*s3.Options)) store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { removeAll(t, st) })
-	return st
+	return st, raw, prefix + "/"
 }
 
 func removeAll(t testing.TB, st store.Store) {
@@ -178,7 +188,7 @@ func TestRaces(t *testing.T) {
 // go in parts keeps its condition (checked at CompleteMultipartUpload).
 func TestMultipartConditional(t *testing.T) {
 	ctx := t.Context()
-	st := openServer(t, func(o *s3.Options) {
+	st, raw, prefix := openServerRaw(t, func(o *s3.Options) {
 		o.PartSize = 5 << 20
 		o.MultipartThreshold = 5 << 20
 	})
@@ -206,6 +216,16 @@ func TestMultipartConditional(t *testing.T) {
 	}
 	if got.Version != v2 || !bytes.Equal(got.Data, big("third-")) || got.Metadata["kind"] != "" {
 		t.Fatalf("after multipart writes: version %s (want %s), %d bytes, metadata %v", got.Version, v2, len(got.Data), got.Metadata)
+	}
+	// The rejected uploads were aborted: no parts are left behind.
+	ups, err := raw.Client().ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{
+		Bucket: aws.String(os.Getenv("CELLB_TEST_S3_BUCKET")), Prefix: aws.String(prefix),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups.Uploads) != 0 {
+		t.Fatalf("%d multipart uploads left behind, e.g. %s", len(ups.Uploads), aws.ToString(ups.Uploads[0].Key))
 	}
 }
 
