@@ -111,16 +111,23 @@ start() {
 		exit 1
 	fi
 	install
+	rm -f "$pidfile"
 	local data=$state/$name-data port endpoint
 	mkdir -p "$data"
 	port=$(first_free_port 10000)
 	endpoint=http://127.0.0.1:$port/$account
 	# setsid makes the server the leader of its own process group, so stop
 	# can signal it together with anything it spawns.
-	setsid "$bin" --blobHost 127.0.0.1 --blobPort "$port" --location "$data" \
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$bin" --blobHost 127.0.0.1 --blobPort "$port" --location "$data" \
 		--disableTelemetry --skipApiVersionCheck --silent >"$log" 2>&1 </dev/null &
-	local pid=$!
-	echo "$pid" >"$pidfile"
+	# The server writes its own pid (it leads its process group) before it
+	# starts, whether or not setsid had to fork.
+	local pid=
+	for _ in $(seq 50); do
+		[ -s "$pidfile" ] && pid=$(cat "$pidfile") && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] || fail "did not start"
 	local code=000
 	for _ in $(seq 150); do
 		kill -0 "$pid" 2>/dev/null || fail "exited during startup"

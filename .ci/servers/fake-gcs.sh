@@ -70,6 +70,7 @@ start() {
 		exit 1
 	fi
 	install
+	rm -f "$pidfile"
 	local port endpoint
 	port=$(first_free_port 14443)
 	endpoint=http://127.0.0.1:$port
@@ -77,11 +78,17 @@ start() {
 	# can signal it together with anything it spawns. The memory backend:
 	# the filesystem one keeps objects as nested files, so it cannot hold
 	# "x" and "x/y" at once (GCS can) and answers such a write with a 500.
-	setsid "$bin" -host 127.0.0.1 -port "$port" -scheme http -backend memory \
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$bin" -host 127.0.0.1 -port "$port" -scheme http -backend memory \
 		-external-url "$endpoint" -public-host "127.0.0.1:$port" \
 		-log-level warn >"$log" 2>&1 </dev/null &
-	local pid=$!
-	echo "$pid" >"$pidfile"
+	# The server writes its own pid (it leads its process group) before it
+	# starts, whether or not setsid had to fork.
+	local pid=
+	for _ in $(seq 50); do
+		[ -s "$pidfile" ] && pid=$(cat "$pidfile") && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] || fail "did not start"
 	local code=000
 	for _ in $(seq 150); do
 		kill -0 "$pid" 2>/dev/null || fail "exited during startup"

@@ -75,16 +75,23 @@ start() {
 		exit 1
 	fi
 	install
+	rm -f "$pidfile"
 	local data=$state/$name-data port endpoint
 	mkdir -p "$data"
 	port=$(first_free_port 17070)
 	endpoint=http://127.0.0.1:$port
-	ROOT_ACCESS_KEY_ID=$access_key ROOT_SECRET_ACCESS_KEY=$secret_key \
-		setsid "$bin" --port "127.0.0.1:$port" posix "$data" >"$log" 2>&1 </dev/null &
-	local pid=$!
 	# setsid makes the server the leader of its own process group, so stop
 	# can signal it together with anything it spawns.
-	echo "$pid" >"$pidfile"
+	ROOT_ACCESS_KEY_ID=$access_key ROOT_SECRET_ACCESS_KEY=$secret_key \
+		setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$bin" --port "127.0.0.1:$port" posix "$data" >"$log" 2>&1 </dev/null &
+	# The server writes its own pid (it leads its process group) before it
+	# starts, whether or not setsid had to fork.
+	local pid=
+	for _ in $(seq 50); do
+		[ -s "$pidfile" ] && pid=$(cat "$pidfile") && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] || fail "did not start"
 	local code=000
 	for _ in $(seq 150); do
 		kill -0 "$pid" 2>/dev/null || fail "exited during startup"
