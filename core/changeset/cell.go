@@ -1,0 +1,350 @@
+package changeset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/store"
+)
+
+// ErrClosed fails commits still pending when a log is closed without a
+// final flush (a crash, as EvictAll models it).
+var ErrClosed = errors.New("changeset: log closed before the commit was uploaded")
+
+// ErrInTransaction: a snapshot was due while the connection had a
+// transaction open, inside which SQLite cannot copy the database.
+var ErrInTransaction = errors.New("changeset: a snapshot is due but the connection is inside a transaction")
+
+// UploadError is a failed upload; every commit in it and after it fails.
+type UploadError struct {
+	Key string
+	Err error
+}
+
+func (e *UploadError) Error() string { return fmt.Sprintf("upload %s: %v", e.Key, e.Err) }
+func (e *UploadError) Unwrap() error { return e.Err }
+
+// The runtime marks its own statements so a driver's statement cache
+// never hands them to user code; the log's statements are the runtime's.
+const (
+	sqlSchemaVersion = `/*cellb*/ SELECT schema_version FROM pragma_schema_version`
+	// sqlUnrecordable lists tables whose changes a session misses: virtual
+	// tables and tables without a PRIMARY KEY (SQLite's own tables, such
+	// as sqlite_sequence, included — see docs/changeset-format.md).
+	sqlUnrecordable = `/*cellb*/ SELECT s.name FROM sqlite_schema AS s
+WHERE s.type = 'table' AND s.name NOT LIKE 'sqlite\_%' ESCAPE '\'
+  AND (s.sql LIKE 'CREATE VIRTUAL TABLE%'
+       OR NOT EXISTS (SELECT 1 FROM pragma_table_info(s.name) AS p WHERE p.pk > 0))`
+)
+
+// entry is one commit waiting for upload.
+type entry struct {
+	seq    uint64
+	rec    *Record // nil: the commit recorded nothing
+	future *durability.Future
+}
+
+type cellLog struct {
+	opts  Options
+	cell  string
+	epoch uint64
+	log   *slog.Logger
+
+	// Capture state: touched only on the runtime's thread (Append, Close).
+	conn          driver.Conn
+	sc            driver.Sessioner
+	sess          driver.Session
+	started       bool  // the epoch's first snapshot has been taken
+	schema        int64 // schema_version at the last snapshot
+	unrecordable  string
+	lastSnapBytes int
+	bytesSince    int
+	lastSeq       uint64 // the sequence number of the newest commit in this epoch's files
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []*entry
+	failed  error
+	closing bool
+	abandon bool
+	done    chan struct{}
+
+	// Upload side, touched only by run (and by Open before run starts).
+	uploaded []string // this epoch's keys a newer snapshot supersedes
+}
+
+func newCellLog(opts Options, cell string, epoch uint64, conn driver.Conn, sc driver.Sessioner, sess driver.Session) *cellLog {
+	c := &cellLog{
+		opts: opts, cell: cell, epoch: epoch,
+		log:  opts.Logger.With("cell", cell, "epoch", epoch),
+		conn: conn, sc: sc, sess: sess,
+		done: make(chan struct{}),
+	}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+// NeedsImage: the log reads changesets (and, for snapshots, the image)
+// from the connection itself.
+func (c *cellLog) NeedsImage() bool { return false }
+
+// Append takes the commit's changes from the session (or a snapshot when
+// one is due) and queues them. It does no bucket I/O.
+func (c *cellLog) Append(cm durability.Commit) durability.Durable {
+	f := durability.NewFuture()
+	c.mu.Lock()
+	err := c.failed
+	if err == nil && c.closing {
+		err = ErrClosed
+	}
+	c.mu.Unlock()
+	if err != nil {
+		f.Resolve(err)
+		return f
+	}
+	// The file's own numbering, not cm.Seq: it continues after files an
+	// earlier log left in the same epoch.
+	seq := c.lastSeq + 1
+	rec, err := c.capture(context.Background(), seq)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.failLocked(fmt.Errorf("changeset: record commit %d: %w", cm.Seq, err))
+		f.Resolve(c.failed)
+		return f
+	}
+	c.lastSeq = seq
+	c.queue = append(c.queue, &entry{seq: seq, rec: rec, future: f})
+	c.cond.Signal()
+	return f
+}
+
+// capture reads what commit seq changed: the session's changeset, or a
+// whole image when changesets cannot describe it.
+func (c *cellLog) capture(ctx context.Context, seq uint64) (*Record, error) {
+	schema, err := c.queryInt(ctx, sqlSchemaVersion)
+	if err != nil {
+		return nil, err
+	}
+	snapshot := !c.started || schema != c.schema || c.unrecordable != "" ||
+		(c.bytesSince > c.lastSnapBytes && c.bytesSince > c.opts.MinSnapshotBytes)
+	if !snapshot {
+		cs, err := c.sess.Changeset()
+		if err == nil {
+			if err := c.restartSession(ctx); err != nil {
+				return nil, err
+			}
+			if len(cs) == 0 {
+				return nil, nil
+			}
+			c.bytesSince += len(cs)
+			return &Record{Seq: seq, Kind: KindChangeset, Data: cs}, nil
+		}
+		// The session cannot describe what happened (SQLite answers
+		// SQLITE_SCHEMA after a rolled-back ALTER TABLE, for one): the
+		// image can.
+		c.log.Debug("no changeset for this commit; taking a snapshot", "err", err)
+	}
+	if c.conn.InTransaction() {
+		return nil, ErrInTransaction
+	}
+	img, err := c.conn.Serialize(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if err := c.restartSession(ctx); err != nil {
+		return nil, err
+	}
+	un, err := c.findUnrecordable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if un != "" && un != c.unrecordable {
+		c.log.Warn("a table's changes cannot be recorded as changesets; every commit uploads a snapshot while it exists", "table", un)
+	}
+	c.started, c.schema, c.unrecordable = true, schema, un
+	c.lastSnapBytes, c.bytesSince = len(img), 0
+	return &Record{Seq: seq, Kind: KindImage, Data: img}, nil
+}
+
+func (c *cellLog) restartSession(ctx context.Context) error {
+	if err := c.sess.Close(); err != nil {
+		return fmt.Errorf("close session: %w", err)
+	}
+	s, err := c.sc.StartSession(ctx)
+	if err != nil {
+		return fmt.Errorf("start session: %w", err)
+	}
+	c.sess = s
+	return nil
+}
+
+func (c *cellLog) queryInt(ctx context.Context, sql string) (int64, error) {
+	rows, err := c.conn.Query(ctx, sql)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%q returned no row", sql)
+	}
+	v, ok := rows.Values()[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("%q returned %T", sql, rows.Values()[0])
+	}
+	return v, rows.Close()
+}
+
+// findUnrecordable returns the first table a session cannot record, or "".
+func (c *cellLog) findUnrecordable(ctx context.Context) (string, error) {
+	rows, err := c.conn.Query(ctx, sqlUnrecordable)
+	if err != nil {
+		return "", fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	name := ""
+	if rows.Next() {
+		name, _ = rows.Values()[0].(string)
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("list tables: %w", err)
+	}
+	return name, rows.Close()
+}
+
+func (c *cellLog) failLocked(err error) {
+	if c.failed == nil {
+		c.failed = err
+	}
+	for _, e := range c.queue {
+		e.future.Resolve(c.failed)
+	}
+	c.queue = nil
+	c.cond.Broadcast()
+}
+
+// Close stops the log and ends its session. final waits for every queued
+// commit to be uploaded; otherwise queued commits fail with ErrClosed.
+func (c *cellLog) Close(ctx context.Context, final bool) error {
+	c.mu.Lock()
+	c.closing = true
+	if !final {
+		c.abandon = true
+		for _, e := range c.queue {
+			e.future.Resolve(ErrClosed)
+		}
+		c.queue = nil
+	}
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	_ = c.sess.Close() // on the runtime's thread, like every use of conn
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.abandon = true
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if final && c.failed != nil {
+		return c.failed
+	}
+	return nil
+}
+
+// run uploads batches in order until the log closes.
+func (c *cellLog) run() {
+	defer close(c.done)
+	for {
+		c.mu.Lock()
+		for len(c.queue) == 0 && !c.closing && c.failed == nil {
+			c.cond.Wait()
+		}
+		if c.abandon || c.failed != nil || (c.closing && len(c.queue) == 0) {
+			c.mu.Unlock()
+			return
+		}
+		batch := c.queue
+		c.queue = nil
+		c.mu.Unlock()
+
+		err := c.upload(batch)
+		if err != nil {
+			c.log.Error("changeset upload failed; the cell's later commits will not be acknowledged", "err", err)
+			c.mu.Lock()
+			for _, e := range batch {
+				e.future.Resolve(err)
+			}
+			c.failLocked(err)
+			c.mu.Unlock()
+			return
+		}
+		for _, e := range batch {
+			e.future.Resolve(nil)
+		}
+	}
+}
+
+// upload writes a batch as one file. A snapshot in the batch makes the
+// records before it redundant: the image already holds their effects.
+func (c *cellLog) upload(batch []*entry) error {
+	f := &File{Cell: c.cell, Epoch: c.epoch, MinSeq: batch[0].seq, MaxSeq: batch[len(batch)-1].seq}
+	for _, e := range batch {
+		if e.rec == nil {
+			continue
+		}
+		if e.rec.Kind == KindImage {
+			f.Records = f.Records[:0]
+		}
+		f.Records = append(f.Records, *e.rec)
+	}
+	now := c.opts.Clock.Now()
+	f.Timestamp = now.UnixMilli()
+	data, err := Encode(f)
+	if err != nil {
+		return fmt.Errorf("encode commits %d-%d: %w", f.MinSeq, f.MaxSeq, err)
+	}
+	key := Key(c.cell, c.epoch, f.MinSeq, f.MaxSeq, f.Snapshot())
+	delay := c.opts.RetryDelay
+	for attempt := 0; ; attempt++ {
+		_, err = c.opts.Store.Put(context.Background(), key, data, store.PutOptions{})
+		if err == nil {
+			break
+		}
+		if attempt >= c.opts.UploadRetries || c.isAbandoned() {
+			return &UploadError{Key: key, Err: err}
+		}
+		c.log.Warn("changeset upload failed; retrying", "key", key, "attempt", attempt+1, "err", err)
+		t := c.opts.Clock.NewTimer(delay)
+		<-t.C()
+		delay *= 2
+	}
+	if f.Snapshot() {
+		// Files before a stored snapshot are never read again.
+		for _, old := range c.uploaded {
+			if err := c.opts.Store.Delete(context.Background(), old); err != nil && !store.IsNotFound(err) {
+				c.log.Warn("deleting a superseded changeset file failed", "key", old, "err", err)
+			}
+		}
+		c.uploaded = c.uploaded[:0]
+	}
+	c.uploaded = append(c.uploaded, key)
+	return nil
+}
+
+func (c *cellLog) isAbandoned() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.abandon
+}

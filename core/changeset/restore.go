@@ -1,0 +1,184 @@
+package changeset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/store"
+)
+
+// ErrNothingToRestore: the bucket holds no snapshot of the cell.
+var ErrNothingToRestore = errors.New("the bucket holds no changeset snapshot for this cell")
+
+// GapError: the files after the snapshot do not follow each other.
+type GapError struct {
+	Epoch      uint64
+	After      uint64 // the last sequence number the chain reaches
+	NextMinSeq uint64 // where the next file starts
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("changeset log of epoch %d has a gap: commits %d-%d are missing", e.Epoch, e.After+1, e.NextMinSeq-1)
+}
+
+// Result describes a restore.
+type Result struct {
+	Epoch uint64
+	Seq   uint64 // the last commit restored
+	Files []FileInfo
+}
+
+// Restore replaces conn's database with the cell's newest state in the
+// bucket: the newest epoch's newest snapshot, then the changesets after it
+// in order. Every file is read and verified before the database is touched;
+// if applying a changeset then fails, the database holds a partial state and
+// the error says so — the caller must not use it. conn must implement
+// driver.Sessioner.
+func Restore(ctx context.Context, s store.Store, cell string, conn driver.Conn) (*Result, error) {
+	sc, ok := conn.(driver.Sessioner)
+	if !ok {
+		return nil, &NoSessionsError{Conn: fmt.Sprintf("%T", conn)}
+	}
+	var files []*File
+	var res *Result
+	for attempt := 1; ; attempt++ {
+		var err error
+		files, res, err = read(ctx, s, cell)
+		if err != nil && store.IsNotFound(err) && attempt < 5 {
+			continue // the owner replaced files with a newer snapshot
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
+	}
+	if err := conn.Restore(ctx, files[0].Records[0].Data); err != nil {
+		return nil, fmt.Errorf("restore the snapshot %s: %w", res.Files[0].Key, err)
+	}
+	for i, f := range files {
+		for _, r := range f.Records {
+			if r.Kind != KindChangeset {
+				continue
+			}
+			if err := sc.ApplyChangeset(ctx, r.Data); err != nil {
+				return nil, fmt.Errorf("apply commit %d from %s (the database is only partly restored): %w", r.Seq, res.Files[i].Key, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// read finds and decodes the files to restore.
+func read(ctx context.Context, s store.Store, cell string) ([]*File, *Result, error) {
+	epochs, err := listEpochs(ctx, s, cell)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range epochs {
+		plan, err := planEpoch(ctx, s, cell, e)
+		if err != nil {
+			return nil, nil, err
+		}
+		if plan == nil {
+			continue // no snapshot: the epoch never stored anything usable
+		}
+		res := &Result{Epoch: e, Files: plan, Seq: plan[len(plan)-1].MaxSeq}
+		files := make([]*File, 0, len(plan))
+		for _, fi := range plan {
+			obj, err := s.Get(ctx, fi.Key)
+			if err != nil {
+				return nil, nil, fmt.Errorf("read %s: %w", fi.Key, err)
+			}
+			f, err := Decode(obj.Data)
+			if err != nil {
+				var ce *CorruptError
+				if errors.As(err, &ce) {
+					ce.Key = fi.Key
+				}
+				return nil, nil, err
+			}
+			if f.Cell != cell || f.Epoch != fi.Epoch || f.MinSeq != fi.MinSeq || f.MaxSeq != fi.MaxSeq || f.Snapshot() != fi.Snapshot {
+				return nil, nil, &CorruptError{Key: fi.Key, Reason: fmt.Sprintf("header (cell %q, epoch %d, commits %d-%d, snapshot %v) does not match the name",
+					f.Cell, f.Epoch, f.MinSeq, f.MaxSeq, f.Snapshot())}
+			}
+			files = append(files, f)
+		}
+		return files, res, nil
+	}
+	return nil, nil, ErrNothingToRestore
+}
+
+// planEpoch returns the epoch's newest snapshot and the files that follow
+// it without a gap, or nil when the epoch holds no snapshot.
+func planEpoch(ctx context.Context, s store.Store, cell string, epoch uint64) ([]FileInfo, error) {
+	all, err := listEpochFiles(ctx, s, cell, epoch)
+	if err != nil {
+		return nil, err
+	}
+	start := -1
+	for i, fi := range all {
+		if fi.Snapshot && (start < 0 || fi.MaxSeq > all[start].MaxSeq) {
+			start = i
+		}
+	}
+	if start < 0 {
+		return nil, nil
+	}
+	plan := []FileInfo{all[start]}
+	var rest []FileInfo
+	for _, fi := range all {
+		if fi.MinSeq > all[start].MaxSeq {
+			rest = append(rest, fi)
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i].MinSeq < rest[j].MinSeq })
+	for _, fi := range rest {
+		last := plan[len(plan)-1].MaxSeq
+		if fi.MinSeq != last+1 {
+			return nil, &GapError{Epoch: epoch, After: last, NextMinSeq: fi.MinSeq}
+		}
+		plan = append(plan, fi)
+	}
+	return plan, nil
+}
+
+// listEpochFiles returns the epoch's files in no particular order.
+func listEpochFiles(ctx context.Context, s store.Store, cell string, epoch uint64) ([]FileInfo, error) {
+	page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: EpochPrefix(cell, epoch)})
+	if err != nil {
+		return nil, err
+	}
+	var all []FileInfo
+	for _, o := range page.Objects {
+		if fi, ok := ParseKey(cell, epoch, o.Key); ok {
+			fi.Size = o.Size
+			all = append(all, fi)
+		}
+	}
+	return all, nil
+}
+
+// listEpochs returns the cell's epochs, newest first.
+func listEpochs(ctx context.Context, s store.Store, cell string) ([]uint64, error) {
+	page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: CellPrefix(cell), Delimiter: "/"})
+	if err != nil {
+		return nil, err
+	}
+	var epochs []uint64
+	for _, p := range page.Prefixes {
+		name := strings.TrimSuffix(strings.TrimPrefix(p, CellPrefix(cell)), "/")
+		if len(name) < 2 || name[0] != 'e' {
+			continue
+		}
+		if e, err := strconv.ParseUint(name[1:], 10, 64); err == nil && strconv.FormatUint(e, 10) == name[1:] {
+			epochs = append(epochs, e)
+		}
+	}
+	sort.Slice(epochs, func(i, j int) bool { return epochs[i] > epochs[j] })
+	return epochs, nil
+}
