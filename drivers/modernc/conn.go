@@ -243,6 +243,9 @@ func (c *Conn) Commit(ctx context.Context) error {
 }
 
 // Rollback abandons the open transaction; without one it does nothing.
+// It runs even when ctx is already done: a rollback is how a caller
+// cleans up after a cancelled call, and leaving the transaction open would
+// keep the write lock.
 func (c *Conn) Rollback(ctx context.Context) error {
 	if c.db == 0 {
 		return ErrClosed
@@ -250,7 +253,7 @@ func (c *Conn) Rollback(ctx context.Context) error {
 	if !c.InTransaction() {
 		return nil
 	}
-	return c.execInternal(ctx, "ROLLBACK")
+	return c.execInternal(context.WithoutCancel(ctx), "ROLLBACK")
 }
 
 // PageSize is the database page size in bytes.

@@ -59,8 +59,11 @@ func TestBindAndReadStorageClasses(t *testing.T) {
 			t.Errorf("%s: read back %#v, want %#v (%s)", tc.name, got, tc.want, tc.typ)
 		}
 	}
-	if _, err := c.Exec(context.Background(), "INSERT INTO t VALUES (?, ?)", "bad", struct{}{}); err == nil {
-		t.Error("an unsupported argument type was accepted")
+	if _, err := c.Exec(context.Background(), "INSERT INTO t VALUES (?, ?)", "bad", struct{}{}); !errors.Is(err, ErrArgumentType) {
+		t.Errorf("an unsupported argument type gave %v, want ErrArgumentType", err)
+	}
+	if got := queryAll(t, c, "SELECT count(*) FROM t WHERE n = 'bad'")[0][0]; got != int64(0) {
+		t.Error("a statement with an unsupported argument ran")
 	}
 }
 
@@ -252,6 +255,13 @@ func TestContextInterruptsAndDoesNotLinger(t *testing.T) {
 	}
 	if _, err := c.Exec(ctx2, "SELECT 1"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Exec with a context already done = %v", err)
+	}
+	// Rollback still runs with a context that is done: it is the clean-up.
+	if err := c.Begin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rollback(ctx2); err != nil || c.InTransaction() {
+		t.Fatalf("Rollback with a cancelled context = %v (in transaction: %v)", err, c.InTransaction())
 	}
 }
 

@@ -26,6 +26,9 @@ var (
 	// ErrArguments is returned when the arguments do not match the
 	// statement's parameters.
 	ErrArguments = errors.New("modernc: arguments do not match the statement's parameters")
+	// ErrArgumentType is returned for an argument of a Go type SQLite
+	// cannot store (see driver.NormalizeArg); nothing runs.
+	ErrArgumentType = errors.New("modernc: unsupported argument type")
 	// ErrMultipleStatements is returned by Query for SQL holding more than
 	// one statement.
 	ErrMultipleStatements = errors.New("modernc: Query takes exactly one statement")

@@ -193,7 +193,7 @@ func normalizeArgs(args []any) ([]any, error) {
 	for i, a := range args {
 		v, err := driver.NormalizeArg(a)
 		if err != nil {
-			return nil, fmt.Errorf("modernc: argument %d: %w", i+1, err)
+			return nil, fmt.Errorf("%w: argument %d: %w", ErrArgumentType, i+1, err)
 		}
 		vals[i] = v
 	}

@@ -2,6 +2,7 @@ package modernc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -100,7 +101,8 @@ func (s *session) abandon() { _ = s.Close() }
 // conflict (a row changed or missing, a duplicate key, a constraint)
 // aborts it, leaves the database as it was, and returns a *ConflictError
 // (errors.Is ErrChangesetConflict). A malformed changeset fails with
-// SQLite's error, also changing nothing.
+// SQLite's error, also changing nothing. Outside a transaction the apply
+// is one commit.
 func (c *Conn) ApplyChangeset(ctx context.Context, changeset []byte) error {
 	if err := c.ready(ctx); err != nil {
 		return err
@@ -117,22 +119,39 @@ func (c *Conn) ApplyChangeset(ctx context.Context, changeset []byte) error {
 	}
 	defer cFree(c.tls, buf)
 	copy(cBytes(buf, len(changeset)), changeset)
+	// SQLite applies under a savepoint of its own, but a changeset cut
+	// short can fail only after that savepoint was released, with part of
+	// it applied; the driver's own savepoint around the call makes the
+	// apply all or nothing whatever the input.
+	outer := c.InTransaction()
+	if err := c.execInternal(ctx, "SAVEPOINT cellb_apply_changeset"); err != nil {
+		return err
+	}
 	defer c.asInternal(true)()
 	stop := c.watch(ctx)
 	c.conflict = nil
 	rc := sqlite3.Xsqlite3changeset_apply(c.tls, c.db, int32(len(changeset)), buf, 0, conflictCallback, c.handle)
 	stop()
-	if conflict := c.conflict; conflict != nil {
-		c.conflict = nil
-		return conflict
+	conflict := c.conflict
+	c.conflict = nil
+	err = nil
+	switch {
+	case conflict != nil:
+		err = conflict
+	case rc != sqlite3.SQLITE_OK:
+		err = ctxError(ctx, fmt.Errorf("modernc: apply changeset: %w", sqliteError(c.tls, c.db, rc)))
 	}
-	if rc != sqlite3.SQLITE_OK {
-		return ctxError(ctx, fmt.Errorf("modernc: apply changeset: %w", sqliteError(c.tls, c.db, rc)))
+	background := context.WithoutCancel(ctx)
+	switch {
+	case err == nil:
+		return c.execInternal(background, "RELEASE cellb_apply_changeset")
+	case outer: // keep the caller's transaction, drop only the apply
+		return errors.Join(err,
+			c.execInternal(background, "ROLLBACK TO cellb_apply_changeset"),
+			c.execInternal(background, "RELEASE cellb_apply_changeset"))
+	default: // the savepoint began the transaction: end it writing nothing
+		return errors.Join(err, c.execInternal(background, "ROLLBACK"))
 	}
-	if c.wal != nil {
-		return c.wal.freshError()
-	}
-	return nil
 }
 
 // conflictTrampoline is the changeset conflict handler: it notes what

@@ -271,3 +271,93 @@ func TestSessionsEndWithTheirConnection(t *testing.T) {
 		t.Errorf("closing a session of a closed connection: %v", err)
 	}
 }
+
+// FuzzApplyChangeset feeds arbitrary bytes to ApplyChangeset on a copy of a
+// database: each input either applies or fails, and a failure leaves the
+// copy exactly as it was.
+func FuzzApplyChangeset(f *testing.F) {
+	src := openT(f, "src.db", false)
+	mustExec(f, src, sessionSchema+"; INSERT INTO items VALUES (1, 'one', x'01', 1), (2, 'two', NULL, 2); INSERT INTO pairs VALUES ('a', 1, x'aa')")
+	base := serializeT(f, src)
+	s, err := src.StartSession(context.Background())
+	if err != nil {
+		f.Fatal(err)
+	}
+	mustExec(f, src, "INSERT INTO items VALUES (3, 'three', randomblob(300), 3)")
+	mustExec(f, src, "UPDATE items SET name = 'uno' WHERE id = 1")
+	mustExec(f, src, "DELETE FROM pairs")
+	cs, err := s.Changeset()
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.Close()
+	f.Add(cs)
+	f.Add(cs[:len(cs)/2])
+	f.Add([]byte{})
+	f.Add([]byte{'T', 2, 0, 0, 0})
+	dst := openT(f, "", false)
+	f.Fuzz(func(t *testing.T, changeset []byte) {
+		ctx := context.Background()
+		if err := dst.Restore(ctx, base); err != nil {
+			t.Fatal(err)
+		}
+		before := serializeT(t, dst)
+		err := dst.ApplyChangeset(ctx, changeset)
+		if dst.InTransaction() {
+			t.Fatal("ApplyChangeset left a transaction open")
+		}
+		if err != nil && !bytes.Equal(serializeT(t, dst), before) {
+			t.Fatalf("a failed apply (%v) changed the database", err)
+		}
+	})
+}
+
+func TestApplyChangesetInsideATransactionAndUnderCapture(t *testing.T) {
+	ctx := context.Background()
+	src := openT(t, "src.db", false)
+	mustExec(t, src, sessionSchema)
+	img := serializeT(t, src)
+	s := startT(t, src)
+	mustExec(t, src, "INSERT INTO items VALUES (1, 'x', NULL, 0)")
+	good := changesetT(t, s)
+	bad := good[:len(good)-3]
+
+	dst := openT(t, "dst.db", true)
+	if err := dst.Restore(ctx, img); err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, dst)
+	if err := dst.ApplyChangeset(ctx, bad); err == nil {
+		t.Fatal("a cut changeset applied")
+	}
+	f.check("failed apply", 0) // nothing written, nothing captured
+	if err := dst.ApplyChangeset(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	f.check("apply", 1) // one commit
+
+	// Inside the caller's transaction a failed apply keeps the caller's
+	// own writes, and a good one joins the transaction.
+	mustExec(t, dst, "DELETE FROM items")
+	f.check("delete", 1)
+	if err := dst.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, dst, "INSERT INTO pairs VALUES ('mine', 1, NULL)")
+	if err := dst.ApplyChangeset(ctx, bad); err == nil {
+		t.Fatal("a cut changeset applied")
+	}
+	if !dst.InTransaction() {
+		t.Fatal("a failed apply ended the caller's transaction")
+	}
+	if err := dst.ApplyChangeset(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.check("transaction", 1)
+	if got := queryAll(t, dst, "SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM pairs)")[0]; got[0] != int64(1) || got[1] != int64(1) {
+		t.Errorf("after the transaction: %v items and pairs, want 1 and 1", got)
+	}
+}
