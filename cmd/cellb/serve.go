@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cellb/cellb/core/backup"
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/changeset"
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/peer"
@@ -35,6 +38,7 @@ func serveCommand() command {
 }
 
 const serveUsage = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
+                  [--durability ltx|backup|changeset]
                   [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D] [--verify-owner]]
 
 Without --bucket the node runs on the embedded default: cell databases
@@ -42,7 +46,13 @@ under DIR (the primary copy) and an LTX log in a local-files bucket at
 DIR/bucket, from which an empty database is restored. With --bucket the
 node joins a fleet on that bucket: it takes cells by celld's ownership
 protocol, and the bucket wins over local files. With --peer-listen, calls
-for cells another live node owns are forwarded to it.`
+for cells another live node owns are forwarded to it.
+
+--durability picks what goes to the bucket (docs/durability.md): ltx, the
+LTX log celld reads (default); changeset, row changes in CellB's own format
+(needs --driver modernc); backup, the whole database each minute and on
+shutdown, acknowledging at once (a crash loses what came after the last
+backup).`
 
 // serveConfig is what `cellb serve` runs.
 type serveConfig struct {
@@ -57,6 +67,7 @@ type serveConfig struct {
 	VerifyAck  bool
 	Idle       time.Duration
 	ScriptName string
+	Durability string
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -72,6 +83,7 @@ func parseServe(args []string) (serveConfig, error) {
 	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "node lease TTL")
 	fs.BoolVar(&c.VerifyAck, "verify-owner", false, "before each acknowledgement, re-read own.json and acknowledge only if it still names this node and epoch (celld's rule; one read per reply)")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
+	fs.StringVar(&c.Durability, "durability", "ltx", "what the bucket keeps: ltx, changeset (needs --driver modernc) or backup")
 	fs.StringVar(&c.ScriptName, "script", "cellb-example", "deployment name that keys counter ids (celld's script_name)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -82,6 +94,15 @@ func parseServe(args []string) (serveConfig, error) {
 	}
 	if c.Bucket == "" && (c.Node != "" || c.PeerListen != "" || c.Advertise != "" || c.VerifyAck) {
 		return c, errors.New("--node, --peer-listen, --advertise and --verify-owner need --bucket")
+	}
+	switch c.Durability {
+	case "ltx", "backup":
+	case "changeset":
+		if c.Driver != "modernc" {
+			return c, errors.New("--durability changeset needs --driver modernc (the only driver with SQLite sessions)")
+		}
+	default:
+		return c, fmt.Errorf("unknown --durability %q (want ltx, backup or changeset)", c.Durability)
 	}
 	if c.Advertise != "" && c.PeerListen == "" {
 		return c, errors.New("--advertise needs --peer-listen")
@@ -116,6 +137,19 @@ func pickDriver(name string, bucketWins bool) (driver.Driver, error) {
 		return modernc.New(modernc.Options{Synchronous: "FULL"}), nil
 	}
 	return nil, fmt.Errorf("unknown driver %q (want wasm, cgo or modernc)", name)
+}
+
+// pickLog opens the durability mode --durability names.
+func pickLog(name string, bucket store.Store, logger *slog.Logger) (durability.Log, error) {
+	switch name {
+	case "", "ltx":
+		return ltxlog.New(ltxlog.Options{Store: bucket, Logger: logger})
+	case "changeset":
+		return changeset.New(changeset.Options{Store: bucket, Logger: logger})
+	case "backup":
+		return backup.New(backup.Options{Store: bucket, Logger: logger})
+	}
+	return nil, fmt.Errorf("unknown durability mode %q (want ltx, backup or changeset)", name)
 }
 
 // server is one running node: the runtime, its ports, and the app.
@@ -178,7 +212,7 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		}
 		opts.Lease = s.shards
 	}
-	if opts.Log, err = ltxlog.New(ltxlog.Options{Store: s.bucket, Logger: logger}); err != nil {
+	if opts.Log, err = pickLog(cfg.Durability, s.bucket, logger); err != nil {
 		s.shutdownPorts(ctx)
 		return nil, err
 	}

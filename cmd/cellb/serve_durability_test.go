@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Each --durability mode keeps the counter in the bucket: after the local
+// files are lost, a node in the same mode restores them.
+func TestServeDurabilityModesRestore(t *testing.T) {
+	for _, tc := range []struct{ mode, driver string }{
+		{"ltx", "wasm"},
+		{"changeset", "modernc"},
+		{"backup", "wasm"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := context.Background()
+			cfg := serveConfig{Data: dir, Driver: tc.driver, ScriptName: "x", Idle: time.Minute, Durability: tc.mode}
+			s, err := newServer(ctx, cfg, "", quietLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := httptest.NewServer(s.handler())
+			for i := 0; i < 4; i++ {
+				call(t, "POST", hs.URL+"/counter/keep")
+			}
+			hs.Close()
+			// An orderly shutdown: backups take their final save here.
+			if err := s.close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(filepath.Join(dir, "cells")); err != nil {
+				t.Fatal(err)
+			}
+			_, hs2 := startServer(t, cfg)
+			if a := call(t, "GET", hs2.URL+"/counter/keep"); a.value != 4 {
+				t.Fatalf("after losing the local files: %+v, want 4 from the bucket", a)
+			}
+		})
+	}
+}
+
+func TestServeDurabilityFlag(t *testing.T) {
+	for _, bad := range [][]string{
+		{"--durability", "nope"},
+		{"--durability", "changeset", "--driver", "wasm"},
+	} {
+		if _, err := parseServe(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	for _, good := range [][]string{
+		{},
+		{"--durability", "backup"},
+		{"--durability", "changeset", "--driver", "modernc"},
+	} {
+		if _, err := parseServe(good); err != nil {
+			t.Errorf("%v: %v", good, err)
+		}
+	}
+}
