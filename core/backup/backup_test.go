@@ -364,3 +364,14 @@ func TestCommitDuringSaveKeepsSavedImage(t *testing.T) {
 	}
 	r.mustRestore(r.db.image())
 }
+
+func FuzzParseKey(f *testing.F) {
+	f.Add(Key(cell, 3, 42))
+	f.Add(Prefix(cell) + "e1/zz.db")
+	f.Fuzz(func(t *testing.T, key string) {
+		in, ok := parseKey(cell, key)
+		if ok && Key(cell, in.Epoch, in.Seq) != key {
+			t.Fatalf("%q parsed as epoch %d seq %d, which names %q", key, in.Epoch, in.Seq, Key(cell, in.Epoch, in.Seq))
+		}
+	})
+}

@@ -114,3 +114,15 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseKey(f *testing.F) {
+	f.Add(Key("C:1", 3, 5, 9, true))
+	f.Add(Key("C:1", 3, 1, 1, false))
+	f.Add(EpochPrefix("C:1", 3) + "x-y.cset")
+	f.Fuzz(func(t *testing.T, key string) {
+		fi, ok := ParseKey("C:1", 3, key)
+		if ok && Key("C:1", 3, fi.MinSeq, fi.MaxSeq, fi.Snapshot) != key {
+			t.Fatalf("%q parsed as %+v", key, fi)
+		}
+	})
+}
