@@ -49,6 +49,9 @@ type Options struct {
 	// Keep is how many backups of a cell stay in the bucket (default 3,
 	// at least 1). Older ones are deleted only after a newer save.
 	Keep int
+	// SaveTimeout bounds one periodic save (default 5 minutes), so a bucket
+	// that stops answering delays the next save instead of stopping them.
+	SaveTimeout time.Duration
 
 	// afterTick, set by tests, learns each periodic save's outcome.
 	afterTick func(error)
@@ -78,6 +81,9 @@ func New(opts Options) (*Log, error) {
 	}
 	if opts.Keep == 0 {
 		opts.Keep = 3
+	}
+	if opts.SaveTimeout <= 0 {
+		opts.SaveTimeout = 5 * time.Minute
 	}
 	return &Log{opts: opts}, nil
 }

@@ -375,3 +375,30 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+// silent never answers a Put until its context ends.
+type silent struct{ store.Store }
+
+func (s silent) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// A bucket that stops answering fails the periodic save, which is retried,
+// instead of stopping the saves.
+func TestSaveTimeout(t *testing.T) {
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), store: memstore.New(), db: newMemPages(256, false), ticks: make(chan error, 16)}
+	lg, _ := New(Options{Store: silent{r.store}, Clock: r.clk, Logger: quiet, SaveTimeout: 20 * time.Millisecond})
+	lg.opts.afterTick = func(err error) { r.ticks <- err }
+	var err error
+	if r.cl, err = lg.Open(context.Background(), cell, 1, r.db, false); err != nil {
+		t.Fatal(err)
+	}
+	defer r.cl.Close(context.Background(), false)
+	r.commit(rand.New(rand.NewPCG(11, 12)))
+	for range 2 {
+		if err := r.tick(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("save to a silent bucket: %v", err)
+		}
+	}
+}

@@ -141,7 +141,9 @@ func (c *cellLog) run() {
 		// Re-arm first: saves start one Interval apart, however long each
 		// takes.
 		t.Reset(c.opts.Interval)
-		err := c.save(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.SaveTimeout)
+		err := c.save(ctx)
+		cancel()
 		if err != nil {
 			c.log.Warn("backup failed; will retry at the next interval", "err", err)
 		}

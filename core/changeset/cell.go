@@ -318,7 +318,9 @@ func (c *cellLog) upload(batch []*entry) error {
 	key := Key(c.cell, c.epoch, f.MinSeq, f.MaxSeq, f.Snapshot())
 	delay := c.opts.RetryDelay
 	for attempt := 0; ; attempt++ {
-		_, err = c.opts.Store.Put(context.Background(), key, data, store.PutOptions{})
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
+		_, err = c.opts.Store.Put(ctx, key, data, store.PutOptions{})
+		cancel()
 		if err == nil {
 			break
 		}

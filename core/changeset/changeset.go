@@ -70,6 +70,10 @@ type Options struct {
 	// RetryDelay is the first retry's delay, doubled each time (default
 	// 100ms).
 	RetryDelay time.Duration
+	// UploadTimeout bounds one PUT (default 60 s), so a bucket that stops
+	// answering fails the commit — and resets the cell — instead of holding
+	// its replies forever.
+	UploadTimeout time.Duration
 }
 
 // Log is the changeset log. It implements durability.Log.
@@ -96,6 +100,9 @@ func New(opts Options) (*Log, error) {
 	}
 	if opts.RetryDelay == 0 {
 		opts.RetryDelay = 100 * time.Millisecond
+	}
+	if opts.UploadTimeout <= 0 {
+		opts.UploadTimeout = 60 * time.Second
 	}
 	return &Log{opts: opts}, nil
 }

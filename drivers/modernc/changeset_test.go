@@ -481,3 +481,27 @@ func BenchmarkCellLogSmallUpdates(b *testing.B) {
 		})
 	}
 }
+
+// hangingPuts never answers a Put until its context ends.
+type hangingPuts struct{ *memstore.Store }
+
+func (h hangingPuts) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// A bucket that stops answering fails the commit instead of holding it.
+func TestChangesetLogUploadTimeout(t *testing.T) {
+	ctx := context.Background()
+	lg, _ := changeset.New(changeset.Options{Store: hangingPuts{memstore.New()}, Logger: csQuiet, UploadRetries: -1, UploadTimeout: 50 * time.Millisecond})
+	src := openT(t, "", false)
+	cl, err := lg.Open(ctx, csCell, 1, src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(ctx, false)
+	mustExec(t, src, "CREATE TABLE t(k INTEGER PRIMARY KEY)")
+	if err := waitDurable(t, cl.Append(durability.Commit{Seq: 1})); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("upload to a silent bucket: %v", err)
+	}
+}
