@@ -215,7 +215,9 @@ func BenchmarkActivate(b *testing.B) {
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		rt, ns := benchRuntime(b, wasm.New(), durability.Local{}, nil)
+		// The driver as cellb serve configures it on the embedded default.
+		drv, _ := pickDriver("wasm", false)
+		rt, ns := benchRuntime(b, drv, durability.Local{}, nil)
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
