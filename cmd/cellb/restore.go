@@ -13,6 +13,7 @@ import (
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/store"
 )
 
 func restoreCommand() command {
@@ -82,18 +83,52 @@ func restoreCmd(ctx context.Context, e *env, args []string, schemes map[string]b
 		bar := newProgressBar(e.stderr, "restore "+cellKey)
 		opts.Progress = bar.update
 	}
-	res, err := ltxlog.Restore(ctx, s, cellKey, opts)
+	res, n, err := restoreToFile(ctx, s, cellKey, opts, out)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, oneLine(err))
 		return 1
 	}
-	if err := writeFileAtomic(out, res.Image); err != nil {
-		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
-		return 1
-	}
 	fmt.Fprintf(e.stdout, "restored %s at TXID %d (epoch %d, %d files, %s) to %s\n",
-		cellKey, res.TXID, res.Epoch, len(res.Files), size(int64(len(res.Image))), out)
+		cellKey, res.TXID, res.Epoch, len(res.Files), size(n), out)
 	return 0
+}
+
+// restoreToFile restores straight into a temporary file next to out —
+// pages land at their offsets as they are decoded, so no image-sized buffer
+// is needed — then makes it out atomically: fsync, rename, fsync of the
+// directory. A failed restore leaves out untouched.
+func restoreToFile(ctx context.Context, s store.Store, cellKey string, opts ltxlog.RestoreOptions, out string) (*ltxlog.Result, int64, error) {
+	dir := filepath.Dir(out)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
+	if err != nil {
+		return nil, 0, err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	res, err := ltxlog.RestoreTo(ctx, s, cellKey, opts, f)
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return nil, 0, err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer d.Close()
+	return res, st.Size(), d.Sync()
 }
 
 // parseTime accepts RFC 3339 or Unix milliseconds.
@@ -102,36 +137,4 @@ func parseTime(s string) (time.Time, error) {
 		return time.UnixMilli(ms), nil
 	}
 	return time.Parse(time.RFC3339Nano, s)
-}
-
-// writeFileAtomic writes data to path so a reader sees the old file or the
-// whole new one: temp file, fsync, rename, fsync of the directory.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

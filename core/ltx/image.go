@@ -1,6 +1,7 @@
 package ltx
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -14,10 +15,23 @@ type Image struct {
 	data     []byte
 	present  []bool // present[pgno-1]
 	applied  int
+	sink     Sink // when set, pages go there instead of data
 }
 
-// NewImage starts an empty image.
+// Sink receives an image's pages at their offsets, for restores that write
+// straight to a file instead of holding the image in memory (*os.File is
+// one).
+type Sink interface {
+	WriteAt(p []byte, off int64) (int, error)
+	Truncate(size int64) error
+}
+
+// NewImage starts an empty image held in memory.
 func NewImage() *Image { return &Image{} }
+
+// NewImageTo starts an empty image written to sink, which must start
+// empty. Finish sets its final size.
+func NewImageTo(sink Sink) *Image { return &Image{sink: sink} }
 
 // ApplyData decodes and verifies an LTX file and lays it over the image in
 // one pass, without materialising its pages. On error the image is left
@@ -32,7 +46,13 @@ func (im *Image) ApplyData(data []byte) (Header, error) {
 	}
 	ps := int(im.pageSize)
 	_, _, err = decode(data, func(pgno uint32, page []byte) error {
-		copy(im.data[int(pgno-1)*ps:], page)
+		if im.sink != nil {
+			if _, err := im.sink.WriteAt(page, int64(pgno-1)*int64(ps)); err != nil {
+				return err
+			}
+		} else {
+			copy(im.data[int(pgno-1)*ps:], page)
+		}
 		im.present[pgno-1] = true
 		return nil
 	})
@@ -57,7 +77,13 @@ func (im *Image) Apply(f *File) error {
 		if p.Pgno > h.Commit {
 			continue
 		}
-		copy(im.data[int(p.Pgno-1)*ps:], p.Data)
+		if im.sink != nil {
+			if _, err := im.sink.WriteAt(p.Data, int64(p.Pgno-1)*int64(ps)); err != nil {
+				return err
+			}
+		} else {
+			copy(im.data[int(p.Pgno-1)*ps:], p.Data)
+		}
 		im.present[p.Pgno-1] = true
 	}
 	im.finish(h)
@@ -85,8 +111,7 @@ func (im *Image) begin(h Header) error {
 			return corrupt(fmt.Sprintf("file %d-%d adds nothing after TXID %d", h.MinTXID, h.MaxTXID, im.last), nil)
 		}
 	}
-	im.resize(h.Commit)
-	return nil
+	return im.resize(h.Commit)
 }
 
 func (im *Image) finish(h Header) {
@@ -95,7 +120,22 @@ func (im *Image) finish(h Header) {
 	im.applied++
 }
 
-func (im *Image) resize(commit uint32) {
+func (im *Image) resize(commit uint32) error {
+	if im.sink != nil {
+		if int(commit) < len(im.present) {
+			// Drop the pages past the new end, in the file too, so a
+			// later growth reads zeros there until it writes them.
+			if err := im.sink.Truncate(int64(commit) * int64(im.pageSize)); err != nil {
+				return err
+			}
+			clear(im.present[commit:])
+			im.present = im.present[:commit]
+		}
+		for len(im.present) < int(commit) {
+			im.present = append(im.present, false)
+		}
+		return nil
+	}
 	ps := int(im.pageSize)
 	n := int(commit) * ps
 	if n <= len(im.data) {
@@ -105,18 +145,19 @@ func (im *Image) resize(commit uint32) {
 		im.data = im.data[:n]
 		clear(im.present[commit:])
 		im.present = im.present[:commit]
-		return
+		return nil
 	}
 	if n <= cap(im.data) {
 		im.data = im.data[:n]
 	} else {
-		grown := make([]byte, n, n+n/4)
+		grown := make([]byte, n)
 		copy(grown, im.data)
 		im.data = grown
 	}
 	for len(im.present) < int(commit) {
 		im.present = append(im.present, false)
 	}
+	return nil
 }
 
 // TXID is the last transaction applied.
@@ -125,22 +166,45 @@ func (im *Image) TXID() TXID { return im.last }
 // PageSize is the image's page size (0 before the first Apply).
 func (im *Image) PageSize() uint32 { return im.pageSize }
 
-// Bytes checks that every page 1..Commit except the lock page was supplied
-// and returns the image. The slice is the Image's own; copy it to keep it
-// past further Apply calls.
-func (im *Image) Bytes() ([]byte, error) {
+// Finish checks that every page 1..Commit except the lock page was
+// supplied and sets a sink's final size (the lock page, never written,
+// reads as zeros).
+func (im *Image) Finish() error {
+	if err := im.check(); err != nil {
+		return err
+	}
+	if im.sink != nil {
+		return im.sink.Truncate(int64(im.commit) * int64(im.pageSize))
+	}
+	return nil
+}
+
+func (im *Image) check() error {
 	if im.applied < 0 {
-		return nil, corrupt("an earlier file failed to apply to this image", nil)
+		return corrupt("an earlier file failed to apply to this image", nil)
 	}
 	if im.applied == 0 {
-		return nil, ErrTxNotAvailable
+		return ErrTxNotAvailable
 	}
 	lock := LockPgno(im.pageSize)
 	for i, ok := range im.present {
 		pgno := uint32(i + 1)
 		if !ok && pgno != lock {
-			return nil, corrupt(fmt.Sprintf("page %d of %d was never written by the chain up to TXID %d", pgno, im.commit, im.last), nil)
+			return corrupt(fmt.Sprintf("page %d of %d was never written by the chain up to TXID %d", pgno, im.commit, im.last), nil)
 		}
+	}
+	return nil
+}
+
+// Bytes checks that every page 1..Commit except the lock page was supplied
+// and returns the image. The slice is the Image's own; copy it to keep it
+// past further Apply calls.
+func (im *Image) Bytes() ([]byte, error) {
+	if im.sink != nil {
+		return nil, errors.New("ltx: the image was written to a sink; call Finish")
+	}
+	if err := im.check(); err != nil {
+		return nil, err
 	}
 	return im.data, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,18 @@ func TestLogRestoresEveryAcknowledgedCommit(t *testing.T) {
 					}
 					if res.TXID != ltx.TXID(i) || !bytes.Equal(res.Image, want) {
 						t.Fatalf("commit %d: restored TXID %d, image equal=%v", i, res.TXID, bytes.Equal(res.Image, want))
+					}
+					// The same restore written straight to a file.
+					f, err := os.CreateTemp(t.TempDir(), "img")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := RestoreTo(ctx, s, cell, RestoreOptions{}, f); err != nil {
+						t.Fatalf("commit %d: RestoreTo: %v", i, err)
+					}
+					f.Close()
+					if got, _ := os.ReadFile(f.Name()); !bytes.Equal(got, want) {
+						t.Fatalf("commit %d: file restore differs (%d bytes, want %d)", i, len(got), len(want))
 					}
 				}
 				if err := cl.Close(ctx, true); err != nil {

@@ -45,7 +45,7 @@ type Result struct {
 // the cell's owner replaced it) restarts the restore from a fresh listing.
 func Restore(ctx context.Context, s store.Store, cell string, opts RestoreOptions) (*Result, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := restoreOnce(ctx, s, cell, opts)
+		res, err := restoreOnce(ctx, s, cell, opts, nil)
 		if err != nil && store.IsNotFound(err) && attempt < 5 {
 			continue
 		}
@@ -53,7 +53,24 @@ func Restore(ctx context.Context, s store.Store, cell string, opts RestoreOption
 	}
 }
 
-func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOptions) (*Result, error) {
+// RestoreTo is Restore writing the image to sink (an empty file, say)
+// instead of memory: pages go to their offsets as files are decoded, so a
+// large cell needs no image-sized buffer. Result.Image is nil. On error
+// the sink holds garbage.
+func RestoreTo(ctx context.Context, s store.Store, cell string, opts RestoreOptions, sink ltx.Sink) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		if err := sink.Truncate(0); err != nil {
+			return nil, err
+		}
+		res, err := restoreOnce(ctx, s, cell, opts, sink)
+		if err != nil && store.IsNotFound(err) && attempt < 5 {
+			continue
+		}
+		return res, err
+	}
+}
+
+func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOptions, sink ltx.Sink) (*Result, error) {
 	chain, err := findChain(ctx, s, cell)
 	if err != nil {
 		return nil, err
@@ -67,6 +84,9 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 		total += f.Size
 	}
 	im := ltx.NewImage()
+	if sink != nil {
+		im = ltx.NewImageTo(sink)
+	}
 	res := &Result{}
 	for _, f := range plan {
 		obj, err := s.Get(ctx, f.Key)
@@ -98,11 +118,15 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 			opts.Progress(done, total)
 		}
 	}
+	res.TXID = im.TXID()
+	if sink != nil {
+		return res, im.Finish()
+	}
 	img, err := im.Bytes()
 	if err != nil {
 		return nil, err
 	}
-	res.Image, res.TXID = img, im.TXID()
+	res.Image = img
 	return res, nil
 }
 
