@@ -85,7 +85,10 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 	}
 	im := ltx.NewImage()
 	if sink != nil {
-		im = ltx.NewImageTo(sink)
+		co := newCoalescer(sink)
+		defer co.close()
+		// Finish's final Truncate writes the last batch.
+		im = ltx.NewImageTo(co)
 	}
 	res := &Result{}
 	for _, f := range plan {
