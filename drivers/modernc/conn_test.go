@@ -320,3 +320,33 @@ func TestOptionsAreChecked(t *testing.T) {
 		t.Errorf("journal_mode = %v, want wal", got)
 	}
 }
+
+// TestCachedSelectStarSeesAddedColumn: a cached statement recompiled after
+// ALTER TABLE ADD COLUMN returns the new column, not the old shape.
+func TestCachedSelectStarSeesAddedColumn(t *testing.T) {
+	ctx := context.Background()
+	c := openT(t, "db", false)
+	all := func() ([]string, [][]any) {
+		rows, err := c.Query(ctx, "SELECT * FROM t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out [][]any
+		for rows.Next() {
+			out = append(out, append([]any(nil), rows.Values()...))
+		}
+		return rows.Columns(), out
+	}
+	if _, err := c.Exec(ctx, "CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 2)"); err != nil {
+		t.Fatal(err)
+	}
+	all()
+	if _, err := c.Exec(ctx, "ALTER TABLE t ADD COLUMN c DEFAULT 5"); err != nil {
+		t.Fatal(err)
+	}
+	cols, rows := all()
+	if len(cols) != 3 || len(rows) != 1 || len(rows[0]) != 3 || rows[0][2] != int64(5) {
+		t.Fatalf("columns %v rows %v, want a, b, c = 1, 2, 5", cols, rows)
+	}
+}

@@ -42,13 +42,7 @@ func (c *Conn) query(ctx context.Context, key stmtKey, vals []any) (*rows, error
 		c.done(key, st, 0, keep)
 		return nil, err
 	}
-	n := int(sqlite3.Xsqlite3_column_count(c.tls, st))
-	r.cols = make([]string, n)
-	for i := range n {
-		r.cols[i] = goString(sqlite3.Xsqlite3_column_name(c.tls, st, int32(i)))
-	}
-	r.vals = make([]any, n)
-	r.blobs = make([][]byte, n)
+	r.readColumns()
 	r.stop = c.watch(ctx)
 	c.rows[r] = struct{}{}
 	return r, nil
@@ -109,6 +103,7 @@ type rows struct {
 	vals     []any
 	blobs    [][]byte // per column, reused from row to row
 	err      error
+	stepped  bool
 	finished bool
 	closed   bool
 }
@@ -134,8 +129,29 @@ func (r *rows) Next() bool {
 		}
 		return false
 	}
+	if !r.stepped {
+		// A cached statement compiled before a schema change (ALTER TABLE
+		// ADD COLUMN, say) is recompiled by SQLite inside the first step,
+		// and only then reports its new columns.
+		r.stepped = true
+		if n := int(sqlite3.Xsqlite3_column_count(r.c.tls, r.st)); n != len(r.cols) {
+			r.readColumns()
+		}
+	}
 	r.load()
 	return true
+}
+
+// readColumns (re)reads the statement's column names.
+func (r *rows) readColumns() {
+	tls, st := r.c.tls, r.st
+	n := int(sqlite3.Xsqlite3_column_count(tls, st))
+	r.cols = make([]string, n)
+	for i := range n {
+		r.cols[i] = goString(sqlite3.Xsqlite3_column_name(tls, st, int32(i)))
+	}
+	r.vals = make([]any, n)
+	r.blobs = make([][]byte, n)
 }
 
 // load copies the current row out of SQLite.
