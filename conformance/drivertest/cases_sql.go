@@ -22,6 +22,7 @@ func sqlCases() []caseDef {
 		{"sql/arguments", caseArguments},
 		{"sql/storage-classes", caseStorageClasses},
 		{"sql/multi-statement", caseMultiStatement},
+		{"sql/schema-change", caseSchemaChange},
 		{"sql/result", caseResult},
 		{"sql/errors", caseErrors},
 		{"sql/transactions", caseTransactions},
@@ -242,6 +243,34 @@ func caseMultiStatement(c *checkT) {
 	_, err := conn.Exec(c.ctx, "INSERT INTO m VALUES (6); INSERT INTO nosuch VALUES (1)")
 	if err == nil || !strings.Contains(err.Error(), "no such table: nosuch") {
 		c.errorf("an error in the second statement of an Exec: got %v, want SQLite's \"no such table: nosuch\"", err)
+	}
+}
+
+// caseSchemaChange: a query repeated after ALTER TABLE sees the new shape
+// (a driver that caches prepared statements must notice the recompile).
+func caseSchemaChange(c *checkT) {
+	conn := c.open(c.path("schema.db"), false)
+	c.exec(conn, "CREATE TABLE s(a, b); INSERT INTO s VALUES (1, 2)")
+	for i := 0; i < 2; i++ {
+		c.query(conn, "SELECT * FROM s")
+	}
+	c.exec(conn, "ALTER TABLE s ADD COLUMN c DEFAULT 5")
+	rows, err := conn.Query(c.ctx, "SELECT * FROM s")
+	if err != nil {
+		c.fatalf("SELECT after ALTER TABLE: %v", err)
+	}
+	var got [][]any
+	for rows.Next() {
+		got = append(got, copyRow(rows.Values()))
+	}
+	cols := rows.Columns()
+	rows.Close()
+	if len(cols) != 3 || len(got) != 1 || len(got[0]) != 3 || got[0][2] != int64(5) {
+		c.errorf("SELECT * after ALTER TABLE ADD COLUMN: columns %v, rows %v; want a, b, c = 1, 2, 5", cols, got)
+	}
+	c.exec(conn, "ALTER TABLE s DROP COLUMN a")
+	if got := c.query(conn, "SELECT * FROM s"); len(got) != 1 || len(got[0]) != 2 || got[0][0] != int64(2) {
+		c.errorf("SELECT * after ALTER TABLE DROP COLUMN: rows %v; want b, c = 2, 5", got)
 	}
 }
 

@@ -134,12 +134,22 @@ func (r *rows) Next() bool {
 		// ADD COLUMN, say) is recompiled by SQLite inside the first step,
 		// and only then reports its new columns.
 		r.stepped = true
-		if n := int(sqlite3.Xsqlite3_column_count(r.c.tls, r.st)); n != len(r.cols) {
+		if n := int(sqlite3.Xsqlite3_column_count(r.c.tls, r.st)); n != len(r.cols) || r.columnsChanged() {
 			r.readColumns()
 		}
 	}
 	r.load()
 	return true
+}
+
+// columnsChanged compares the names (a DROP and an ADD may keep the count).
+func (r *rows) columnsChanged() bool {
+	for i, name := range r.cols {
+		if goString(sqlite3.Xsqlite3_column_name(r.c.tls, r.st, int32(i))) != name {
+			return true
+		}
+	}
+	return false
 }
 
 // readColumns (re)reads the statement's column names.

@@ -11,15 +11,26 @@ import (
 // classes: nil, int64, float64, string or []byte (a zero-length BLOB is an
 // empty, non-nil slice).
 type Rows struct {
-	c      *Conn
-	s      *sqlite3.Stmt
-	cs     *cachedStmt // the cache entry s belongs to, if any
-	ctx    context.Context
-	cols   []string
-	vals   []any
-	blobs  [][]byte // per-column buffers reused from row to row
-	err    error
-	closed bool
+	c       *Conn
+	s       *sqlite3.Stmt
+	cs      *cachedStmt // the cache entry s belongs to, if any
+	ctx     context.Context
+	cols    []string
+	vals    []any
+	blobs   [][]byte // per-column buffers reused from row to row
+	err     error
+	stepped bool
+	closed  bool
+}
+
+// columnsChanged compares the names (a DROP and an ADD may keep the count).
+func (r *Rows) columnsChanged() bool {
+	for i, name := range r.cols {
+		if r.s.ColumnName(i) != name {
+			return true
+		}
+	}
+	return false
 }
 
 var _ driver.Rows = (*Rows)(nil)
@@ -28,12 +39,18 @@ func newRows(c *Conn, s *sqlite3.Stmt, cs *cachedStmt, ctx context.Context) *Row
 	if cs != nil {
 		cs.inUse = true
 	}
-	n := s.ColumnCount()
-	r := &Rows{c: c, s: s, cs: cs, ctx: ctx, cols: make([]string, n), vals: make([]any, n), blobs: make([][]byte, n)}
-	for i := range n {
-		r.cols[i] = s.ColumnName(i)
-	}
+	r := &Rows{c: c, s: s, cs: cs, ctx: ctx}
+	r.readColumns()
 	return r
+}
+
+// readColumns (re)reads the statement's column names.
+func (r *Rows) readColumns() {
+	n := r.s.ColumnCount()
+	r.cols, r.vals, r.blobs = make([]string, n), make([]any, n), make([][]byte, n)
+	for i := range n {
+		r.cols[i] = r.s.ColumnName(i)
+	}
 }
 
 // Columns are the result's column names.
@@ -56,6 +73,15 @@ func (r *Rows) Next() bool {
 			r.err = r.c.userError(r.ctx, err)
 		}
 		return false
+	}
+	if !r.stepped {
+		// A cached statement compiled before a schema change is
+		// recompiled by SQLite inside the first step, and only then
+		// reports its new columns.
+		r.stepped = true
+		if r.s.ColumnCount() != len(r.cols) || r.columnsChanged() {
+			r.readColumns()
+		}
 	}
 	for i := range r.vals {
 		switch r.s.ColumnType(i) {
