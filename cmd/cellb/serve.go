@@ -161,6 +161,7 @@ type server struct {
 	shards  *shard.Lease // the embedded default's shard locks; nil in a fleet
 	rt      *cell.Runtime
 	app     *counterApp
+	rooms   *roomApp
 	peerKey []byte
 }
 
@@ -230,10 +231,18 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 	if s.node != nil {
 		nodeName = s.node.ID()
 	}
+	rooms, err := cell.Register(s.rt, "Room", newRoom)
+	if err != nil {
+		s.rt.Close(ctx)
+		s.shutdownPorts(ctx)
+		return nil, err
+	}
 	s.app = &counterApp{ns: ns, node: nodeName}
+	s.rooms = &roomApp{ns: rooms, node: nodeName}
 	if s.peerKey != nil {
 		f := &peer.Forwarder{Key: s.peerKey, Self: nodeName, Client: &http.Client{Timeout: 30 * time.Second}}
 		s.app.forward = f.Forward
+		s.rooms.forward = f.Forward
 	}
 	return s, nil
 }
@@ -242,6 +251,7 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	s.app.routes(mux)
+	s.rooms.routes(mux)
 	return mux
 }
 
