@@ -14,35 +14,10 @@ account=devstoreaccount1
 # Azurite's built-in development account key (public, documented).
 account_key='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
-action=${1:-}
-state=${2:-}
-if [ -z "$action" ] || [ -z "$state" ]; then
-	echo "usage: $0 start|stop <statedir>" >&2
-	exit 2
-fi
+# shellcheck source=../lib/server.sh
+source "$(dirname "$0")/../lib/server.sh"
 prefix=$root/.ci/tools/azurite
 bin=$prefix/node_modules/.bin/azurite-blob
-pidfile=$state/$name.pid
-log=$state/$name.log
-
-# first_free_port prints the first port from $1 up on which nothing on
-# 127.0.0.1 accepts connections.
-first_free_port() {
-	local p=$1
-	while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
-	echo "$p"
-}
-
-fail() {
-	echo "$name: $*" >&2
-	if [ -f "$log" ]; then
-		echo "--- last lines of $log ---" >&2
-		tail -n 30 "$log" >&2 || true
-	fi
-	stop || true
-	exit 1
-}
 
 installed_version() {
 	node -e 'process.stdout.write(require(process.argv[1]).version)' \
@@ -58,20 +33,6 @@ install() {
 	npm install --prefix "$prefix" --no-audit --no-fund --no-save --loglevel=error "azurite@$version" >"$state/$name-install.log" 2>&1 ||
 		{ tail -n 30 "$state/$name-install.log" >&2; echo "$name: npm install failed" >&2; exit 1; }
 	[ "$(installed_version)" = "$version" ] || { echo "$name: npm installed $(installed_version), wanted $version" >&2; exit 1; }
-}
-
-stop() {
-	[ -f "$pidfile" ] || return 0
-	local pgid
-	pgid=$(cat "$pidfile")
-	rm -f "$pidfile"
-	kill -TERM -- "-$pgid" 2>/dev/null || return 0
-	for _ in $(seq 50); do
-		kill -0 -- "-$pgid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	echo "$name: still running 5 s after SIGTERM; sending SIGKILL" >&2
-	kill -KILL -- "-$pgid" 2>/dev/null || true
 }
 
 # create_container signs a Create Container request with the account key
@@ -105,29 +66,15 @@ JS
 }
 
 start() {
-	mkdir -p "$state"
-	if [ -f "$pidfile" ] && kill -0 -- "-$(cat "$pidfile")" 2>/dev/null; then
-		echo "$name: already running for $state (process group $(cat "$pidfile"))" >&2
-		exit 1
-	fi
+	refuse_if_running
 	install
-	rm -f "$pidfile"
 	local data=$state/$name-data port endpoint
 	mkdir -p "$data"
 	port=$(first_free_port 10000)
 	endpoint=http://127.0.0.1:$port/$account
-	# setsid makes the server the leader of its own process group, so stop
-	# can signal it together with anything it spawns.
-	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$bin" --blobHost 127.0.0.1 --blobPort "$port" --location "$data" \
-		--disableTelemetry --skipApiVersionCheck --silent >"$log" 2>&1 </dev/null &
-	# The server writes its own pid (it leads its process group) before it
-	# starts, whether or not setsid had to fork.
-	local pid=
-	for _ in $(seq 50); do
-		[ -s "$pidfile" ] && pid=$(cat "$pidfile") && break
-		sleep 0.1
-	done
-	[ -n "$pid" ] || fail "did not start"
+	# launch makes the server the leader of its own process group.
+	launch "$bin" --blobHost 127.0.0.1 --blobPort "$port" --location "$data" \
+		--disableTelemetry --skipApiVersionCheck --silent
 	local code=000
 	for _ in $(seq 150); do
 		kill -0 "$pid" 2>/dev/null || fail "exited during startup"
@@ -148,11 +95,4 @@ ENV
 	echo "$name: azurite@$version listening on $endpoint (container $container)"
 }
 
-case $action in
-start) start ;;
-stop) stop ;;
-*)
-	echo "usage: $0 start|stop <statedir>" >&2
-	exit 2
-	;;
-esac
+dispatch
