@@ -462,18 +462,27 @@ func (d *v8Decoder) denseArray(depth int) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.arrayTrailer(props, n, "dense"); err != nil {
+		return nil, err
+	}
+	return d.finish(id, arr), nil
+}
+
+// arrayTrailer reads the property count and length that close an array
+// and checks them against what was read.
+func (d *v8Decoder) arrayTrailer(props, n uint32, kind string) error {
 	gotProps, err := d.varint32()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	gotLen, err := d.varint32()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if gotProps != props || gotLen != n {
-		return nil, d.malformed("dense array trailer mismatch")
+		return d.malformed(kind + " array trailer mismatch")
 	}
-	return d.finish(id, arr), nil
+	return nil
 }
 
 func (d *v8Decoder) sparseArray(depth int) (any, error) {
@@ -494,16 +503,8 @@ func (d *v8Decoder) sparseArray(depth int) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	gotProps, err := d.varint32()
-	if err != nil {
+	if err := d.arrayTrailer(props, n, "sparse"); err != nil {
 		return nil, err
-	}
-	gotLen, err := d.varint32()
-	if err != nil {
-		return nil, err
-	}
-	if gotProps != props || gotLen != n {
-		return nil, d.malformed("sparse array trailer mismatch")
 	}
 	return d.finish(id, arr), nil
 }
