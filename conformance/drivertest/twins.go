@@ -44,7 +44,43 @@ func Twins() []Twin {
 		{"authorized-internals", AuthorizedInternals, always, []string{"auth/driver-internals"}},
 		{"no-cancel", NoCancel, always, []string{"sql/context"}},
 		{"deferred-begin", DeferredBegin, always, []string{"sql/begin-immediate"}},
+		{"stale-columns", StaleColumns, always, []string{"sql/schema-change"}},
 	}
+}
+
+// StaleColumns remembers the column names a query text returned the first
+// time and keeps reporting that shape, like a statement cache that reads a
+// recompiled statement's columns before its first step.
+func StaleColumns(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "stale-columns", nil, func(c *twinConn) {
+		seen := map[string][]string{}
+		c.query = func(ctx context.Context, sql string, args ...any) (driver.Rows, error) {
+			rows, err := c.Conn.Query(ctx, sql, args...)
+			if err != nil {
+				return nil, err
+			}
+			cols, ok := seen[sql]
+			if !ok {
+				seen[sql] = rows.Columns()
+				return rows, nil
+			}
+			return staleRows{Rows: rows, cols: cols}, nil
+		}
+	})
+}
+
+type staleRows struct {
+	driver.Rows
+	cols []string
+}
+
+func (r staleRows) Columns() []string { return r.cols }
+
+func (r staleRows) Values() []any {
+	v := r.Rows.Values()
+	out := make([]any, len(r.cols))
+	copy(out, v)
+	return out
 }
 
 // DropPage leaves the highest-numbered page out of every captured commit,
