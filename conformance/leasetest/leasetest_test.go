@@ -74,6 +74,7 @@ func TestSuiteRejectsBrokenLeases(t *testing.T) {
 		{"never fences", NeverFences, []string{"SelfFence", "ReleaseHandsOver"}},
 		{"forgetful release", ForgetfulRelease, []string{"ReleaseHandsOver", "CloseReleasesEverything"}},
 		{"crash keeps claims", CrashKeepsClaims, []string{"CrashTakeover"}},
+		{"refusing grants", RefusingGrants, []string{"AcquireGrants"}},
 	}
 	for _, tw := range twins {
 		t.Run(tw.name, func(t *testing.T) {

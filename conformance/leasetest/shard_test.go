@@ -70,6 +70,7 @@ func TestSuiteRejectsBrokenShardLeases(t *testing.T) {
 		// Crash and Close drop the locks alike here, so only Release shows it.
 		{"forgetful release", ForgetfulRelease, []string{"ReleaseHandsOver"}},
 		{"crash keeps claims", CrashKeepsClaims, []string{"CrashTakeover"}},
+		{"refusing grants", RefusingGrants, []string{"AcquireGrants"}},
 	}
 	for _, tw := range twins {
 		t.Run(tw.name, func(t *testing.T) {

@@ -31,6 +31,10 @@ func ForgetfulRelease(h Harness) Harness { return &twin{Harness: h, kind: twinFo
 // dying would. Close on the harness stops such participants.
 func CrashKeepsClaims(h Harness) Harness { return &twin{Harness: h, kind: twinCrashKeeps} }
 
+// RefusingGrants hands out grants that refuse every write from the start,
+// like a lease whose fence deadline was computed in the past.
+func RefusingGrants(h Harness) Harness { return &twin{Harness: h, kind: twinRefusing} }
+
 type twinKind int
 
 const (
@@ -39,6 +43,7 @@ const (
 	twinNeverFences
 	twinForgetful
 	twinCrashKeeps
+	twinRefusing
 )
 
 type twin struct {
@@ -123,6 +128,9 @@ func (g *twinGrant) Epoch() uint64 {
 func (g *twinGrant) CheckWrite() error {
 	if g.kind == twinNeverFences {
 		return nil
+	}
+	if g.kind == twinRefusing {
+		return &lease.LeaseLapsedError{Cell: "refusing-grants twin"}
 	}
 	return g.Grant.CheckWrite()
 }
