@@ -48,6 +48,11 @@ type Config struct {
 	// PageCapture asks the connection to record the pages each commit
 	// changes (see PageCapturer). Ignored by drivers without the capability.
 	PageCapture bool
+	// Pages, when set, is the pool a capturing connection takes its page
+	// buffers from (connections of one runtime share one, so a cell that
+	// commits rarely reuses the buffers another released). Nil gives the
+	// connection a pool of its own.
+	Pages *PagePool
 }
 
 // Result is what Exec reports.
@@ -143,8 +148,12 @@ type CapturedCommit struct {
 	PageCount uint32
 	// Pages are in ascending Pgno order, each exactly PageSize bytes, none
 	// beyond PageCount. A page may be listed even if its bytes did not
-	// change; every page that did change is listed.
+	// change; every page that did change is listed. They stay valid and
+	// unchanged until Release.
 	Pages []Page
+	// Pool, when set, is the pool the Pages' buffers were taken from;
+	// Release returns them there.
+	Pool *PagePool
 }
 
 // Page is one database page.

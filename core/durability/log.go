@@ -31,7 +31,9 @@ type Commit struct {
 	// Seq numbers the commits of one CellLog from 1, without gaps.
 	Seq uint64
 	// Pages are the pages the commit changed, when the driver captures
-	// pages; nil otherwise.
+	// pages; nil otherwise. The log owns them: once it no longer reads
+	// them it may call Pages.Release (at most once), so the driver reuses
+	// the buffers; a log that keeps them simply never releases.
 	Pages *driver.CapturedCommit
 	// Image is the whole database taken at commit time, when the log asked
 	// for images (NeedsImage) and the driver captures no pages.

@@ -109,8 +109,21 @@ func ReadCommits(f io.ReaderAt, from Position) (Batch, error) {
 // (the position is the caller's); the zero value is ready to use. A Reader
 // is not safe for concurrent use.
 type Reader struct {
-	hdr [HeaderSize]byte
+	// Pages, when set, changes where returned pages live: frames are read
+	// into one buffer the Reader keeps and reuses, and each page a commit
+	// returns is copied into a buffer taken from Pages (pages a commit
+	// overwrote, or left unfinished, go straight back). The caller then
+	// hands the buffers back when done (driver.CapturedCommit.Release), and
+	// a reader following a busy log allocates nothing per commit.
+	Pages *driver.PagePool
+
+	hdr     [HeaderSize]byte
+	scratch []byte
 }
+
+// maxScratch bounds the read buffer a Reader keeps between calls; a larger
+// read (a big transaction) gets a buffer of its own.
+const maxScratch = 256 << 10
 
 // Read sizes: without a known file size, reading starts with a few frames
 // and grows, so the common case (one small commit appended) stays cheap;
@@ -128,9 +141,10 @@ const (
 //
 // If f reports its size (a Size() int64 method, as io.SectionReader and
 // bytes.Reader have, or Stat, as *os.File has), reading stops there;
-// otherwise it reads until a short read. The returned pages share the
-// buffers the frames were read into, which are allocated for this call and
-// never reused, so they stay valid and unchanged.
+// otherwise it reads until a short read. Without r.Pages, the returned
+// pages share the buffers the frames were read into, which are allocated
+// for this call and never reused, so they stay valid and unchanged; with
+// r.Pages, each is a buffer of its own from that pool.
 //
 // A file shorter than a header yields an empty Batch with Next == from. An
 // invalid header is an error wrapping ErrInvalidHeader; read errors are
@@ -158,7 +172,7 @@ func (r *Reader) ReadCommits(f io.ReaderAt, from Position) (Batch, error) {
 	} else if err := checkOffset(from, h); err != nil {
 		return empty, err
 	}
-	err = readFrames(f, h, pos, from, &b)
+	err = r.readFrames(f, h, pos, from, &b)
 	return b, err
 }
 
@@ -182,7 +196,7 @@ func (r *Reader) ReadCommitsFrom(f io.ReaderAt, from Position, h Header) (Batch,
 		return empty, err
 	}
 	b := Batch{Header: h, Next: from}
-	err := readFrames(f, h, from, from, &b)
+	err := r.readFrames(f, h, from, from, &b)
 	return b, err
 }
 
@@ -195,13 +209,14 @@ func checkOffset(p Position, h Header) error {
 
 // readFrames reads the frames from pos on into b. On a read error it
 // resets b to report nothing past from.
-func readFrames(f io.ReaderAt, h Header, pos, from Position, b *Batch) error {
+func (r *Reader) readFrames(f io.ReaderAt, h Header, pos, from Position, b *Batch) error {
 	frameSize := h.FrameSize()
 	size := sizeOf(f)
 	be := h.BigEndianChecksum()
 	s1, s2 := pos.Checksum1, pos.Checksum2
 	off := pos.Offset
-	var tx txBuilder
+	tx := txBuilder{pool: r.Pages, pageSize: int(h.PageSize)}
+	defer tx.discard()
 	txStart := off
 	want := firstChunkFrames * frameSize
 	for {
@@ -212,7 +227,7 @@ func readFrames(f io.ReaderAt, h Header, pos, from Position, b *Batch) error {
 		var buf []byte
 		n := 0
 		if want > 0 {
-			buf = make([]byte, want)
+			buf = r.buffer(int(want))
 			var err error
 			n, err = f.ReadAt(buf, off)
 			if err != nil && !errors.Is(err, io.EOF) {
@@ -261,6 +276,22 @@ func readFrames(f io.ReaderAt, h Header, pos, from Position, b *Batch) error {
 	}
 }
 
+// buffer returns n bytes to read frames into: fresh ones when returned
+// pages share them (no pool), else the reused scratch buffer.
+func (r *Reader) buffer(n int) []byte {
+	if r.Pages == nil {
+		return make([]byte, n)
+	}
+	if cap(r.scratch) >= n {
+		return r.scratch[:n]
+	}
+	buf := make([]byte, n)
+	if n <= maxScratch {
+		r.scratch = buf
+	}
+	return buf
+}
+
 // sizeOf returns f's size when f can tell it cheaply, or -1.
 func sizeOf(f io.ReaderAt) int64 {
 	switch v := f.(type) {
@@ -278,9 +309,18 @@ func sizeOf(f io.ReaderAt) int64 {
 type txBuilder struct {
 	pages  []driver.Page
 	frames int
+	// pool, when set, is where each page is copied to, since the buffer
+	// the frame was read into will be reused.
+	pool     *driver.PagePool
+	pageSize int
 }
 
 func (t *txBuilder) add(pgno uint32, page []byte) {
+	if t.pool != nil {
+		own := t.pool.Get(t.pageSize)
+		copy(own, page)
+		page = own
+	}
 	t.pages = append(t.pages, driver.Page{Pgno: pgno, Data: page})
 	t.frames++
 }
@@ -293,16 +333,23 @@ func (t *txBuilder) commit(dbSize uint32, start, end int64) Commit {
 	slices.SortStableFunc(pages, func(a, b driver.Page) int { return cmp.Compare(a.Pgno, b.Pgno) })
 	out := pages[:0]
 	for i, p := range pages {
-		if p.Pgno > dbSize {
+		if p.Pgno > dbSize || (i+1 < len(pages) && pages[i+1].Pgno == p.Pgno) {
+			// Past the end, or a later version of this page follows.
+			t.pool.Put(p.Data)
 			continue
-		}
-		if i+1 < len(pages) && pages[i+1].Pgno == p.Pgno {
-			continue // a later version of this page follows
 		}
 		out = append(out, p)
 	}
 	clear(pages[len(out):])
 	c := Commit{DBSize: dbSize, Pages: out, Offset: start, Size: end - start, Frames: t.frames}
-	*t = txBuilder{}
+	t.pages, t.frames = nil, 0
 	return c
+}
+
+// discard hands the pages of an unfinished transaction back to the pool.
+func (t *txBuilder) discard() {
+	for _, p := range t.pages {
+		t.pool.Put(p.Data)
+	}
+	t.pages = nil
 }

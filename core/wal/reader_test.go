@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cellb/cellb/core/driver"
 )
 
 // frameAt returns the page stored in the frame that starts at off.
@@ -186,25 +188,30 @@ func TestIncrementalMatchesWhole(t *testing.T) {
 		t.Fatalf("%d commits", len(whole.Commits))
 	}
 	for _, step := range []int{1, 100, 512 + 24, 700, 5000} {
-		var got []Commit
-		var pos Position
-		var r Reader
-		for n := 0; n <= len(file)+step; n += step {
-			b, err := r.ReadCommits(prefixReader{file, n}, pos)
-			if err != nil {
-				t.Fatalf("step %d at %d: %v", step, n, err)
+		for _, pooled := range []bool{false, true} {
+			var got []Commit
+			var pos Position
+			var r Reader
+			if pooled {
+				r.Pages = new(driver.PagePool)
 			}
-			if b.Reset {
-				t.Fatalf("step %d at %d: spurious reset", step, n)
+			for n := 0; n <= len(file)+step; n += step {
+				b, err := r.ReadCommits(prefixReader{file, n}, pos)
+				if err != nil {
+					t.Fatalf("step %d at %d: %v", step, n, err)
+				}
+				if b.Reset {
+					t.Fatalf("step %d at %d: spurious reset", step, n)
+				}
+				got = append(got, b.Commits...)
+				pos = b.Next
 			}
-			got = append(got, b.Commits...)
-			pos = b.Next
-		}
-		if fmt.Sprint(got) != fmt.Sprint(whole.Commits) {
-			t.Errorf("step %d: incremental commits differ from a whole read", step)
-		}
-		if pos != whole.Next {
-			t.Errorf("step %d: position %+v, want %+v", step, pos, whole.Next)
+			if fmt.Sprint(got) != fmt.Sprint(whole.Commits) {
+				t.Errorf("step %d, pooled %v: incremental commits differ from a whole read", step, pooled)
+			}
+			if pos != whole.Next {
+				t.Errorf("step %d, pooled %v: position %+v, want %+v", step, pooled, pos, whole.Next)
+			}
 		}
 	}
 }
@@ -391,19 +398,66 @@ func TestManyFramesAcrossChunks(t *testing.T) {
 // same Reader: a capturing driver hands them to the log while it goes on
 // reading.
 func TestPagesStayValid(t *testing.T) {
+	for _, pooled := range []bool{false, true} {
+		w := newWAL(512, false, 1, 2)
+		w.frame(1, 1, w.page(1))
+		var r Reader
+		if pooled {
+			r.Pages = new(driver.PagePool)
+		}
+		first, err := r.ReadCommits(bytes.NewReader(w.bytes()), Position{})
+		if err != nil || len(first.Commits) != 1 {
+			t.Fatal(err)
+		}
+		w.frame(1, 1, w.page(2)).frame(1, 1, w.page(3))
+		second, err := r.ReadCommits(bytes.NewReader(w.bytes()), first.Next)
+		if err != nil || len(second.Commits) != 2 {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first.Commits[0].Pages[0].Data, w.page(1)) {
+			t.Errorf("pooled %v: a later read changed a page returned earlier", pooled)
+		}
+		// Released buffers come back for later commits; those that were
+		// not released stay as they were.
+		rel := driver.CapturedCommit{Pages: second.Commits[0].Pages, Pool: r.Pages}
+		rel.Release()
+		w.frame(1, 1, w.page(4))
+		third, err := r.ReadCommits(bytes.NewReader(w.bytes()), second.Next)
+		if err != nil || len(third.Commits) != 1 {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			got  []byte
+			want byte
+		}{{first.Commits[0].Pages[0].Data, 1}, {second.Commits[1].Pages[0].Data, 3}, {third.Commits[0].Pages[0].Data, 4}} {
+			if !bytes.Equal(c.got, w.page(c.want)) {
+				t.Errorf("pooled %v: page of commit %d changed", pooled, c.want)
+			}
+		}
+	}
+}
+
+// With a pool, the version of a page that a transaction wrote twice is the
+// last one even though the reader reuses its read buffer, and no returned
+// page aliases that buffer.
+func TestPooledPagesDoNotShareTheReadBuffer(t *testing.T) {
 	w := newWAL(512, false, 1, 2)
-	w.frame(1, 1, w.page(1))
-	var r Reader
-	first, err := r.ReadCommits(bytes.NewReader(w.bytes()), Position{})
-	if err != nil || len(first.Commits) != 1 {
-		t.Fatal(err)
+	w.frame(1, 0, w.page(1)).frame(1, 1, w.page(2)).frame(1, 0, w.page(3))
+	var pool driver.PagePool
+	r := Reader{Pages: &pool}
+	b, err := r.ReadCommits(bytes.NewReader(w.bytes()), Position{})
+	if err != nil || len(b.Commits) != 1 || b.Uncommitted != 1 {
+		t.Fatalf("%v %s", err, summary(b))
 	}
-	w.frame(1, 1, w.page(2)).frame(1, 1, w.page(3))
-	if _, err := r.ReadCommits(bytes.NewReader(w.bytes()), first.Next); err != nil {
-		t.Fatal(err)
+	page := b.Commits[0].Pages[0].Data
+	if !bytes.Equal(page, w.page(2)) {
+		t.Fatal("wrong version of the page")
 	}
-	if !bytes.Equal(first.Commits[0].Pages[0].Data, w.page(1)) {
-		t.Error("a later read changed a page returned earlier")
+	for i := range r.scratch {
+		r.scratch[i] = 0
+	}
+	if !bytes.Equal(page, w.page(2)) {
+		t.Fatal("a returned page shares the reader's read buffer")
 	}
 }
 
