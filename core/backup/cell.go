@@ -67,6 +67,7 @@ func (c *cellLog) Append(cm durability.Commit) durability.Durable {
 	switch {
 	case cm.Pages != nil:
 		c.applyPagesLocked(cm.Pages.PageSize, int(cm.Pages.PageCount), cm.Pages.Pages)
+		cm.Pages.Release() // copied into the image
 	case cm.Image != nil:
 		c.image = cm.Image
 		c.shared = false

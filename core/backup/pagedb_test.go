@@ -17,6 +17,9 @@ type memPages struct {
 	capture  bool
 	dirty    map[uint32]bool
 	commits  []driver.CapturedCommit
+	// pool supplies captured pages as a real driver's does, so a log that
+	// kept reading pages it released would read poison.
+	pool driver.PagePool
 }
 
 func newMemPages(pageSize int, capture bool) *memPages {
@@ -50,10 +53,12 @@ func (m *memPages) rewrite(r *rand.Rand) {
 
 func (m *memPages) record() {
 	if m.capture {
-		cc := driver.CapturedCommit{PageSize: m.pageSize, PageCount: uint32(len(m.pages))}
+		cc := driver.CapturedCommit{PageSize: m.pageSize, PageCount: uint32(len(m.pages)), Pool: &m.pool}
 		for pg := uint32(1); pg <= uint32(len(m.pages)); pg++ {
 			if m.dirty[pg] {
-				cc.Pages = append(cc.Pages, driver.Page{Pgno: pg, Data: append([]byte(nil), m.pages[pg-1]...)})
+				data := m.pool.Get(m.pageSize)
+				copy(data, m.pages[pg-1])
+				cc.Pages = append(cc.Pages, driver.Page{Pgno: pg, Data: data})
 			}
 		}
 		m.commits = append(m.commits, cc)

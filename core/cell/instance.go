@@ -180,7 +180,7 @@ func (inst *instance) open(ctx context.Context) error {
 	}
 	inst.localLog = isLocalLog(rt.log)
 	capture := rt.opts.Driver.Capabilities().PageCapture && !inst.localLog
-	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: path, PageCapture: capture})
+	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: path, PageCapture: capture, Pages: &rt.pages})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}

@@ -58,6 +58,10 @@ type Runtime struct {
 	logger *slog.Logger
 	idle   time.Duration
 	alarms *alarmScheduler
+	// pages is the buffer pool every capturing connection copies its
+	// commits' pages into and every log hands them back to, shared so a
+	// cell that commits rarely reuses buffers another cell released.
+	pages driver.PagePool
 
 	// bg is the context of work the runtime starts on its own (activation,
 	// alarms, eviction); Close cancels it last.

@@ -96,6 +96,9 @@ func (c *cellLog) NeedsImage() bool { return false }
 // Append takes the commit's changes from the session (or a snapshot when
 // one is due) and queues them. It does no bucket I/O.
 func (c *cellLog) Append(cm durability.Commit) durability.Durable {
+	if cm.Pages != nil {
+		cm.Pages.Release() // the session, not the pages, describes the commit
+	}
 	f := durability.NewFuture()
 	c.mu.Lock()
 	err := c.failed

@@ -36,6 +36,9 @@ type pending struct {
 	count    uint32
 	pages    map[uint32][]byte
 	future   *durability.Future
+	// captured, when the pages came from the driver, is released once
+	// they are encoded, so the driver reuses their buffers.
+	captured *driver.CapturedCommit
 }
 
 type cellLog struct {
@@ -108,6 +111,7 @@ func (c *cellLog) Append(cm durability.Commit) durability.Durable {
 			p.pageSize = c.pageSize
 		}
 		p.count = cm.Pages.PageCount
+		p.captured = cm.Pages
 		for _, pg := range cm.Pages.Pages {
 			p.pages[pg.Pgno] = pg.Data
 		}
@@ -261,6 +265,17 @@ func (c *cellLog) upload(batch []*pending, base []byte) error {
 		MinTXID: first.txid, MaxTXID: last.txid, Timestamp: now,
 	}
 	data, err := ltx.Encode(h, pages)
+	// The file holds its own copy of every page: the captured buffers are
+	// not read again, whatever the upload's outcome.
+	clear(pages)
+	clear(merged)
+	for _, p := range batch {
+		p.pages = nil
+		if p.captured != nil {
+			p.captured.Release()
+			p.captured = nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("encode TXIDs %d-%d: %w", first.txid, last.txid, err)
 	}

@@ -16,6 +16,9 @@ type pageDB struct {
 	capture  bool
 	changed  map[uint32]bool
 	commits  []driver.CapturedCommit
+	// pool supplies captured pages, as a real driver's does: a log that
+	// released them before it stopped reading them would read poison.
+	pool driver.PagePool
 }
 
 var errNoSQL = errors.New("pageDB has no SQL")
@@ -55,10 +58,12 @@ func (d *pageDB) commit() {
 	if !d.capture {
 		return
 	}
-	cc := driver.CapturedCommit{PageSize: d.pageSize, PageCount: uint32(len(d.pages))}
+	cc := driver.CapturedCommit{PageSize: d.pageSize, PageCount: uint32(len(d.pages)), Pool: &d.pool}
 	for pgno := uint32(1); pgno <= uint32(len(d.pages)); pgno++ {
 		if d.changed[pgno] {
-			cc.Pages = append(cc.Pages, driver.Page{Pgno: pgno, Data: append([]byte(nil), d.pages[pgno-1]...)})
+			data := d.pool.Get(d.pageSize)
+			copy(data, d.pages[pgno-1])
+			cc.Pages = append(cc.Pages, driver.Page{Pgno: pgno, Data: data})
 		}
 	}
 	d.changed = map[uint32]bool{}
