@@ -35,6 +35,7 @@ func Twins() []Twin {
 	return []Twin{
 		{"drop-page", DropPage, withCapture, []string{"capture/commit-time", "capture/restore-resets"}},
 		{"later-page", LaterPage, withCapture, []string{"capture/commit-time"}},
+		{"reused-buffer", ReusedBuffer, withCapture, []string{"capture/held-pages"}},
 		{"stale-restore", StaleRestore, withCapture, []string{"capture/restore-resets"}},
 		{"rollback-commits", RollbackCommits, withCapture, []string{"capture/rollback"}},
 		{"wrong-image", WrongImage, always, []string{"image/round-trip"}},
@@ -123,6 +124,35 @@ func LaterPage(d driver.Driver) driver.Driver {
 				}
 			}
 			return commits, nil
+		}
+	})
+}
+
+// ReusedBuffer copies every captured page into one buffer per connection
+// that the next TakeCommits overwrites: a driver that reads frames into a
+// reusable buffer and hands out pages that still point into it.
+func ReusedBuffer(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "reused-buffer", nil, func(c *twinConn) {
+		var buf []byte
+		c.takeCommits = func(ctx context.Context) ([]driver.CapturedCommit, error) {
+			commits, err := c.innerTake(ctx)
+			need := 0
+			for _, cm := range commits {
+				need += len(cm.Pages) * cm.PageSize
+			}
+			if cap(buf) < need {
+				buf = make([]byte, need)
+			}
+			off := 0
+			for i := range commits {
+				for j, p := range commits[i].Pages {
+					n := copy(buf[off:], p.Data)
+					commits[i].Pages[j].Data = buf[off : off+n : off+n]
+					off += n
+				}
+				commits[i].Pool = nil // the buffer is not the pool's
+			}
+			return commits, err
 		}
 	})
 }

@@ -114,8 +114,19 @@ func (w *capWorkload) done(op string, n int) {
 	}
 }
 
-// verify takes the step's commits and checks them.
+// verify takes the step's commits, checks them and releases them, as a
+// durability log does once it has encoded them: later steps then run on
+// recycled buffers, which catches a driver that keeps writing into a
+// buffer it handed out.
 func (w *capWorkload) verify() {
+	commits := w.verifyKeep()
+	for i := range commits {
+		commits[i].Release()
+	}
+}
+
+// verifyKeep is verify without the release: the caller holds the commits.
+func (w *capWorkload) verifyKeep() []driver.CapturedCommit {
 	c := w.c
 	commits, err := w.pc.TakeCommits(c.ctx)
 	if err != nil {
@@ -135,6 +146,7 @@ func (w *capWorkload) verify() {
 	}
 	w.step++
 	w.snaps, w.maxCommits, w.ops = nil, 0, nil
+	return commits
 }
 
 // check applies the structural and replay checks to a batch of commits.
