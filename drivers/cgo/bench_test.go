@@ -19,7 +19,7 @@ import (
 // on a fresh file database in WAL mode with synchronous=NORMAL: mattn's own
 // database/sql driver with a prepared statement (the baseline), CellB's
 // driver, and CellB's driver with page capture (TakeCommits after every
-// commit).
+// commit, and the pages released as the durability log releases them).
 
 const (
 	bulkRows  = 100_000
@@ -125,6 +125,7 @@ func benchCellB(b *testing.B, capture bool, txs, rowsPerTx int) {
 					b.Fatalf("TakeCommits: %d commits, %v", len(commits), err)
 				}
 				pages += len(commits[0].Pages)
+				commits[0].Release() // as the durability log does once it encoded them
 			}
 		}
 		cpu.stop()
@@ -239,6 +240,9 @@ func BenchmarkSingleRowTxInterleaved(b *testing.B) {
 				commits, err := pc.TakeCommits(ctx)
 				if err == nil && len(commits) != 1 {
 					err = fmt.Errorf("%d commits", len(commits))
+				}
+				for i := range commits {
+					commits[i].Release()
 				}
 				return err
 			}

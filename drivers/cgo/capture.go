@@ -46,8 +46,8 @@ type capture struct {
 	hdr wal.Header
 }
 
-func newCapture(walPath string, checkpointBytes int64) *capture {
-	return &capture{walPath: walPath, checkpointBytes: checkpointBytes, flag: newCommitFlag()}
+func newCapture(walPath string, checkpointBytes int64, pages *driver.PagePool) *capture {
+	return &capture{walPath: walPath, checkpointBytes: checkpointBytes, flag: newCommitFlag(), r: wal.Reader{Pages: pages}}
 }
 
 // read appends the commits added to the WAL since the last read. When the
@@ -98,7 +98,7 @@ func (p *capture) read() {
 		p.hdr = b.Header
 	}
 	for _, c := range b.Commits {
-		p.pending = append(p.pending, driver.CapturedCommit{PageSize: b.Header.PageSize, PageCount: c.DBSize, Pages: c.Pages})
+		p.pending = append(p.pending, driver.CapturedCommit{PageSize: b.Header.PageSize, PageCount: c.DBSize, Pages: c.Pages, Pool: p.r.Pages})
 	}
 	p.pos = b.Next
 }

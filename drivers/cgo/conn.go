@@ -95,7 +95,7 @@ func (c *conn) setup() error {
 		if err := c.checkpoint(driver.CheckpointTruncate); err != nil {
 			return fmt.Errorf("cgo: checkpoint at open: %w", err)
 		}
-		c.cap = newCapture(c.sc.GetFilename("main")+"-wal", c.s.checkpointBytes)
+		c.cap = newCapture(c.sc.GetFilename("main")+"-wal", c.s.checkpointBytes, c.s.pages)
 	}
 	return c.installHooks()
 }

@@ -108,6 +108,7 @@ type settings struct {
 	dsn             string
 	capture         bool
 	checkpointBytes int64
+	pages           *driver.PagePool // where captured pages are copied to
 }
 
 func (d *Driver) settings(cfg driver.Config) (settings, error) {
@@ -129,7 +130,11 @@ func (d *Driver) settings(cfg driver.Config) (settings, error) {
 	q.Set("_busy_timeout", fmt.Sprint(busy.Milliseconds()))
 	// mattn caches prepared statements only when asked to.
 	q.Set("_stmt_cache_size", "64")
-	s := settings{capture: cfg.PageCapture, checkpointBytes: cb}
+	pages := cfg.Pages
+	if pages == nil && cfg.PageCapture {
+		pages = new(driver.PagePool)
+	}
+	s := settings{capture: cfg.PageCapture, checkpointBytes: cb, pages: pages}
 	if cfg.Path == "" {
 		s.dsn = "file::memory:?" + q.Encode()
 		return s, nil

@@ -3,7 +3,8 @@ package modernc_test
 // Benchmarks: 100,000 inserts in one transaction and 10,000 single-row
 // transactions on a file database (WAL, synchronous=NORMAL,
 // locking_mode=EXCLUSIVE), through CellB's driver with and without page
-// capture (with capture, TakeCommits runs after every commit), beside
+// capture (with capture, TakeCommits runs after every commit and the pages
+// are released, as the durability log releases them), beside
 // modernc.org/sqlite used directly through database/sql with the same SQL
 // and pragmas. Besides wall time per transaction (or row), each reports the
 // process's CPU time (user + system) per transaction, which other programs
@@ -75,6 +76,9 @@ func (w *cellbWriter) commit() error {
 		commits, err := w.pc.TakeCommits(w.ctx)
 		if err == nil && len(commits) != 1 {
 			panic("expected exactly one captured commit")
+		}
+		for i := range commits {
+			commits[i].Release() // as the durability log does once it encoded them
 		}
 		return err
 	}

@@ -44,7 +44,14 @@ type walCapture struct {
 	errFresh bool // err not yet returned by the statement that caused it
 }
 
-func newWALCapture(path string) *walCapture { return &walCapture{path: path} }
+// newWALCapture follows the WAL at path, copying pages into buffers from
+// pages (a pool of the connection's own when nil).
+func newWALCapture(path string, pages *driver.PagePool) *walCapture {
+	if pages == nil {
+		pages = new(driver.PagePool)
+	}
+	return &walCapture{path: path, reader: wal.Reader{Pages: pages}}
+}
 
 // start begins capture on a freshly opened database: checkpoint whatever
 // WAL an earlier run left behind (its commits belong to the image the log
@@ -122,6 +129,7 @@ func (w *walCapture) read(c *Conn, frames int) {
 			PageSize:  b.Header.PageSize,
 			PageCount: cm.DBSize,
 			Pages:     cm.Pages,
+			Pool:      w.reader.Pages,
 		})
 	}
 	w.pos = b.Next

@@ -65,7 +65,7 @@ func openConn(opts Options, cfg driver.Config) (c *Conn, err error) {
 		sessions: make(map[*session]struct{}),
 	}
 	if cfg.PageCapture {
-		c.wal = newWALCapture(cfg.Path + "-wal")
+		c.wal = newWALCapture(cfg.Path+"-wal", cfg.Pages)
 	}
 	if c.zMain, err = cStringAlloc(c.tls, "main"); err != nil {
 		c.tls.Close()
