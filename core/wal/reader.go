@@ -121,8 +121,8 @@ type Reader struct {
 	scratch []byte
 }
 
-// maxScratch bounds the read buffer a Reader keeps between calls; a larger
-// read (a big transaction) gets a buffer of its own.
+// maxScratch bounds the read buffer a Reader keeps between calls; one a
+// large transaction needed is dropped when the call returns.
 const maxScratch = 256 << 10
 
 // Read sizes: without a known file size, reading starts with a few frames
@@ -217,6 +217,7 @@ func (r *Reader) readFrames(f io.ReaderAt, h Header, pos, from Position, b *Batc
 	off := pos.Offset
 	tx := txBuilder{pool: r.Pages, pageSize: int(h.PageSize)}
 	defer tx.discard()
+	defer r.dropLargeScratch()
 	txStart := off
 	want := firstChunkFrames * frameSize
 	for {
@@ -277,19 +278,24 @@ func (r *Reader) readFrames(f io.ReaderAt, h Header, pos, from Position, b *Batc
 }
 
 // buffer returns n bytes to read frames into: fresh ones when returned
-// pages share them (no pool), else the reused scratch buffer.
+// pages share them (no pool), else the reused scratch buffer, grown as
+// needed (see dropLargeScratch).
 func (r *Reader) buffer(n int) []byte {
 	if r.Pages == nil {
 		return make([]byte, n)
 	}
-	if cap(r.scratch) >= n {
-		return r.scratch[:n]
+	if cap(r.scratch) < n {
+		r.scratch = make([]byte, n)
 	}
-	buf := make([]byte, n)
-	if n <= maxScratch {
-		r.scratch = buf
+	return r.scratch[:n]
+}
+
+// dropLargeScratch lets go of a scratch buffer a large transaction grew
+// past maxScratch, so an idle connection does not keep it.
+func (r *Reader) dropLargeScratch() {
+	if cap(r.scratch) > maxScratch {
+		r.scratch = nil
 	}
-	return buf
 }
 
 // sizeOf returns f's size when f can tell it cheaply, or -1.

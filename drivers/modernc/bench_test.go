@@ -224,3 +224,94 @@ func BenchmarkBulkInsert(b *testing.B) { benchAll(b, bulk, bulkRows, "row") }
 
 // BenchmarkSmallTransactions is 10,000 single-row transactions per op.
 func BenchmarkSmallTransactions(b *testing.B) { benchAll(b, small, smallTxns, "txn") }
+
+// BenchmarkSmallTransactionsInterleaved runs single-row transactions on
+// three open databases (raw-prepared, cellb, cellb-capture) in alternating
+// blocks, rotating which goes first, so that a busy machine slows all three
+// alike; it reports each one's wall and CPU time per transaction and the
+// capture overhead. One iteration is one block per variant.
+func BenchmarkSmallTransactionsInterleaved(b *testing.B) {
+	const blockTxs = 200
+	ctx := context.Background()
+	dir := b.TempDir()
+
+	db, err := sql.Open("sqlite", filepath.Join(dir, "raw.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	rawConn, err := db.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rawConn.Close()
+	for _, p := range append(rawPragmas, schema) {
+		if _, err := rawConn.ExecContext(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	raw := &rawWriter{ctx: ctx, conn: rawConn, prepared: true}
+	if raw.stmt, err = rawConn.PrepareContext(ctx, insertSQL); err != nil {
+		b.Fatal(err)
+	}
+	defer raw.stmt.Close()
+
+	d := modernc.New(modernc.Options{Synchronous: "NORMAL"})
+	openCellB := func(name string, capture bool) *cellbWriter {
+		conn, err := d.Open(ctx, driver.Config{Path: filepath.Join(dir, name), PageCapture: capture})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { conn.Close() })
+		if _, err := conn.Exec(ctx, schema); err != nil {
+			b.Fatal(err)
+		}
+		w := &cellbWriter{ctx: ctx, conn: conn}
+		if capture {
+			w.pc = conn.(driver.PageCapturer)
+			if _, err := w.pc.TakeCommits(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return w
+	}
+	variants := []struct {
+		name      string
+		w         writer
+		wall, cpu time.Duration
+	}{
+		{name: "raw-prepared", w: raw},
+		{name: "cellb", w: openCellB("cellb.db", false)},
+		{name: "capture", w: openCellB("capture.db", true)},
+	}
+	n := 0
+	for b.Loop() {
+		for k := range variants {
+			v := &variants[(k+n)%len(variants)]
+			start, cpu0 := time.Now(), cpuTime()
+			for i := range blockTxs {
+				key := n*blockTxs + i
+				if err := v.w.begin(); err != nil {
+					b.Fatal(err)
+				}
+				if err := v.w.insert(key); err != nil {
+					b.Fatal(err)
+				}
+				if err := v.w.commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			v.wall += time.Since(start)
+			v.cpu += cpuTime() - cpu0
+		}
+		n++
+	}
+	txs := float64(n * blockTxs)
+	for _, v := range variants {
+		b.ReportMetric(float64(v.wall.Nanoseconds())/1e3/txs, v.name+"-µs/tx")
+		b.ReportMetric(float64(v.cpu.Nanoseconds())/1e3/txs, v.name+"-cpu-µs/tx")
+	}
+	b.ReportMetric(float64(variants[2].wall)/float64(variants[1].wall), "capture/cellb")
+	b.ReportMetric(float64(variants[2].cpu)/float64(variants[1].cpu), "capture/cellb-cpu")
+}
