@@ -2,6 +2,7 @@ package cell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cellb/cellb/core/durability"
@@ -42,6 +43,11 @@ func (inst *instance) endTurn(ctx context.Context, ev *event) error {
 			return inst.breakNow(fmt.Sprintf("the alarm could not be read back: %v", err), err)
 		}
 		inst.rt.alarms.set(inst.cls, inst.id, row)
+		if inst.rt.opts.Wake != nil {
+			if err := inst.publishWakeLocked(ctx); err != nil {
+				return inst.breakNow(fmt.Sprintf("the alarm's wake record could not be read back: %v", err), err)
+			}
+		}
 	}
 	return nil
 }
@@ -106,19 +112,26 @@ func (inst *instance) appendLocked(c durability.Commit) {
 	inst.seq++
 	c.Seq = inst.seq
 	d := inst.log.Append(c)
+	inst.lastCommit = d
+	inst.trackLocked(d, "a commit failed to become durable")
+}
+
+// trackLocked adds d to what later replies wait for, in order, and resets
+// the object if d fails; failure completes the reset's reason.
+func (inst *instance) trackLocked(d durability.Durable, failure string) {
 	inst.pmu.Lock()
 	inst.pending = append(inst.pending, d)
 	inst.pmu.Unlock()
 	select {
 	case <-d.Done(): // already known (a local log): no watcher needed
 		if err := d.Err(); err != nil {
-			go inst.breakNow(fmt.Sprintf("a commit failed to become durable: %v", err), err)
+			go inst.breakNow(fmt.Sprintf("%s: %v", failure, err), err)
 		}
 		return
 	default:
 	}
-	// Watch the commit even if no reply waits for it, so a failure resets
-	// the object whoever is (or is not) waiting.
+	// Watch d even if no reply waits for it, so a failure resets the
+	// object whoever is (or is not) waiting.
 	go func() {
 		select {
 		case <-d.Done():
@@ -126,7 +139,7 @@ func (inst *instance) appendLocked(c durability.Commit) {
 			return
 		}
 		if err := d.Err(); err != nil {
-			inst.breakNow(fmt.Sprintf("a commit failed to become durable: %v", err), err)
+			inst.breakNow(fmt.Sprintf("%s: %v", failure, err), err)
 		}
 	}()
 }
@@ -195,6 +208,10 @@ func (inst *instance) awaitDurable(ctx context.Context, snap []durability.Durabl
 			return ctx.Err()
 		}
 		if err := d.Err(); err != nil {
+			var perr *WakePublishError
+			if errors.As(err, &perr) {
+				return inst.breakNow(fmt.Sprintf("the wake publication failed: %v", err), err)
+			}
 			return inst.breakNow(fmt.Sprintf("a commit failed to become durable: %v", err), err)
 		}
 	}

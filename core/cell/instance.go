@@ -49,8 +49,15 @@ type instance struct {
 	denial   *DeniedError
 	spDepth  int
 
+	// wakeSeq is the _cf_WAKE sequence last seen (at open, or by the last
+	// publication): a commit that moved it changed the alarm.
+	wakeSeq uint64
+	// lastCommit is the newest commit handed to the log (nil: none, or a
+	// local log), which a wake publication waits for.
+	lastCommit durability.Durable
+
 	pmu     sync.Mutex
-	pending []durability.Durable // commits not yet known durable, in order
+	pending []durability.Durable // commits and wake publications not yet known done, in order
 }
 
 // event is one call into an object: a request, an RPC, an alarm, the
@@ -222,6 +229,10 @@ func (inst *instance) open(ctx context.Context) error {
 			conn.Rollback(ctx)
 			return fmt.Errorf("record actor name: %w", err)
 		}
+	}
+	if err := inst.initWakeLocked(ctx); err != nil {
+		conn.Rollback(ctx)
+		return err
 	}
 	inst.alarmSet = true // schedule whatever alarm the database holds
 	go inst.watchLease()

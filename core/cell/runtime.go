@@ -47,6 +47,11 @@ type Options struct {
 	// IdleTimeout evicts an object after this long with no event in
 	// flight. Zero means DefaultIdleTimeout; negative means never.
 	IdleTimeout time.Duration
+	// Wake publishes every committed alarm change to a fleet's wake index
+	// (see WakePublisher); replies wait for the publication as they wait
+	// for durability. Nil (a single host) publishes nothing and costs
+	// nothing.
+	Wake WakePublisher
 }
 
 // Runtime hosts cells. It is safe for concurrent use.

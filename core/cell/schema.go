@@ -6,10 +6,19 @@ package cell
 const rtSQL = "/*cellb*/ "
 
 // schemaSQL creates celld's tables exactly as celld does, so a cell
-// database moves between celld and CellB unchanged.
+// database moves between celld and CellB unchanged. It includes _cf_WAKE,
+// the alarm's installation identity, and the three triggers that keep it in
+// step with _cf_ALARM inside the very transaction that changes the alarm
+// (see wakerecord.go): identity can only be atomic with the alarm if SQLite
+// itself maintains it, including on rollback and on the runtime's retry and
+// settle statements. Existing databases get them on their next open.
 const schemaSQL = rtSQL + `CREATE TABLE IF NOT EXISTS _cf_KV(scope TEXT, k TEXT, v TEXT, PRIMARY KEY(scope,k));
 CREATE TABLE IF NOT EXISTS _cf_ALARM(scope TEXT PRIMARY KEY, at_ms INTEGER, retry INTEGER DEFAULT 0, counted_retry INTEGER NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS _cf_METADATA(scope TEXT PRIMARY KEY, actor_name TEXT);`
+CREATE TABLE IF NOT EXISTS _cf_METADATA(scope TEXT PRIMARY KEY, actor_name TEXT);
+CREATE TABLE IF NOT EXISTS _cf_WAKE(scope TEXT PRIMARY KEY, epoch TEXT NOT NULL CHECK(length(epoch)=16), sequence INTEGER NOT NULL CHECK(typeof(sequence)='integer' AND sequence>=0), at_ms INTEGER);
+CREATE TRIGGER IF NOT EXISTS _cf_WAKE_insert AFTER INSERT ON _cf_ALARM BEGIN UPDATE _cf_WAKE SET sequence=sequence+1,at_ms=NEW.at_ms WHERE scope=NEW.scope; END;
+CREATE TRIGGER IF NOT EXISTS _cf_WAKE_update AFTER UPDATE OF at_ms,generation ON _cf_ALARM BEGIN UPDATE _cf_WAKE SET sequence=sequence+1,at_ms=NEW.at_ms WHERE scope=NEW.scope; END;
+CREATE TRIGGER IF NOT EXISTS _cf_WAKE_delete AFTER DELETE ON _cf_ALARM BEGIN UPDATE _cf_WAKE SET sequence=sequence+1,at_ms=NULL WHERE scope=OLD.scope; END;`
 
 const (
 	sqlPutMetadata = rtSQL + `INSERT INTO _cf_METADATA(scope, actor_name) VALUES(?, ?) ON CONFLICT(scope) DO NOTHING`
