@@ -1,0 +1,206 @@
+package wake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/store"
+)
+
+// ErrNotReady is returned by CheckReady (and so by Service.Run) for a
+// bucket whose wake index Prepare has not made ready.
+var ErrNotReady = errors.New("wake: the bucket's wake index is not ready (wake/format.json is missing or says migrating)")
+
+// LiveNodesError refuses to initialize the wake index while nodes are
+// live: celld seeds the index only when no node can be writing cells.
+type LiveNodesError struct {
+	Nodes []string
+}
+
+func (e *LiveNodesError) Error() string {
+	return fmt.Sprintf("wake: the bucket has no wake index yet and nodes are live (%s): stop every node, then start one to create it", strings.Join(e.Nodes, ", "))
+}
+
+// Prepare makes a bucket's wake index ready before this node joins the
+// fleet, as celld's starters do (§7.3): a marked bucket is ready; an
+// unmarked one without wake data is initialized — the migrating marker
+// (create-only), one migration seed per cell so the waker visits every cell
+// once and learns its alarm, then the final marker — but only while no node
+// lease is live; a migration another starter left unfinished is finished.
+// Unmarked wake data, or another format, stops startup with a
+// *FormatBlockedError.
+func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
+	clk = clock.Or(clk)
+	for attempt := 0; attempt < 5; attempt++ {
+		rec, ver, err := readFormat(ctx, s)
+		if err != nil {
+			return err
+		}
+		var found []string
+		if rec == nil {
+			if found, err = legacyFound(ctx, s); err != nil {
+				return err
+			}
+		}
+		action, err := CheckFormat(rec, found)
+		if err != nil {
+			if rec == nil {
+				// A concurrent starter may have published its marker and
+				// seeds while this one scanned: read the marker again.
+				if again, _, rerr := readFormat(ctx, s); rerr == nil && again != nil {
+					continue
+				}
+			}
+			return err
+		}
+		switch action {
+		case FormatReady:
+			return nil
+		case FormatInitialize:
+			if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+				return err
+			}
+			ver, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format, Migrating: true}.Encode(), store.PutOptions{Condition: store.IfAbsent})
+			if store.IsPreconditionFailed(err) {
+				continue // another starter is initializing: read its marker
+			}
+			if err != nil {
+				return fmt.Errorf("wake: create %s: %w", FormatKey, err)
+			}
+		case FormatResume:
+			if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+				return err
+			}
+		}
+		if err := seedEveryCell(ctx, s); err != nil {
+			return err
+		}
+		if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+			return err
+		}
+		_, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format}.Encode(), store.PutOptions{Condition: store.IfVersion(ver)})
+		if err == nil || !store.IsPreconditionFailed(err) {
+			return err
+		}
+		// Another starter finished first: read what it wrote.
+	}
+	return errors.New("wake: wake/format.json keeps changing under this starter")
+}
+
+// CheckReady reports ErrNotReady (or the *FormatBlockedError) unless the
+// bucket's marker says format 2 and not migrating.
+func CheckReady(ctx context.Context, s store.Store) error {
+	rec, _, err := readFormat(ctx, s)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return ErrNotReady
+	}
+	action, err := CheckFormat(rec, nil)
+	if err != nil {
+		return err
+	}
+	if action != FormatReady {
+		return ErrNotReady
+	}
+	return nil
+}
+
+func readFormat(ctx context.Context, s store.Store) (*FormatRecord, store.Version, error) {
+	obj, err := s.Get(ctx, FormatKey)
+	if store.IsNotFound(err) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("wake: read %s: %w", FormatKey, err)
+	}
+	rec, err := DecodeFormat(obj.Data)
+	if err != nil {
+		return nil, "", err
+	}
+	return &rec, obj.Version, nil
+}
+
+// legacyFound lists the legacy marker and the prefixes holding wake data
+// that no marker accounts for.
+func legacyFound(ctx context.Context, s store.Store) ([]string, error) {
+	var found []string
+	if _, err := s.Get(ctx, LegacyFormatKey); err == nil {
+		found = append(found, LegacyFormatKey)
+	} else if !store.IsNotFound(err) {
+		return nil, err
+	}
+	for _, p := range UnmarkedDataPrefixes() {
+		page, err := s.List(ctx, store.ListOptions{Prefix: p, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(page.Objects) > 0 {
+			found = append(found, p)
+		}
+	}
+	return found, nil
+}
+
+// requireNoLiveNodes refuses while any node lease is live.
+func requireNoLiveNodes(ctx context.Context, s store.Store, clk clock.Clock) error {
+	page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: "nodes/"})
+	if err != nil {
+		return err
+	}
+	now := uint64(clk.Now().UnixMilli())
+	var live []string
+	for _, o := range page.Objects {
+		obj, err := s.Get(ctx, o.Key)
+		if store.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		lease, err := fleet.DecodeNodeLease(o.Key, obj.Data)
+		if err != nil {
+			// An unreadable lease may belong to a live node of another
+			// build: do not seed under it.
+			live = append(live, o.Key)
+			continue
+		}
+		if lease.Live(now) {
+			live = append(live, lease.Node)
+		}
+	}
+	if len(live) > 0 {
+		return &LiveNodesError{Nodes: live}
+	}
+	return nil
+}
+
+// seedEveryCell writes one migration seed per cells/<cell>/ prefix.
+func seedEveryCell(ctx context.Context, s store.Store) error {
+	token := ""
+	for {
+		page, err := s.List(ctx, store.ListOptions{Prefix: "cells/", Delimiter: "/", Token: token})
+		if err != nil {
+			return err
+		}
+		for _, p := range page.Prefixes {
+			cellKey := strings.TrimSuffix(strings.TrimPrefix(p, "cells/"), "/")
+			if cellKeyProblem(cellKey) != "" {
+				continue
+			}
+			e := Entry{Cell: cellKey, MigrationSeed: true}
+			if _, err := s.Put(ctx, e.Key(), e.Encode(), store.PutOptions{}); err != nil {
+				return fmt.Errorf("wake: seed %s: %w", cellKey, err)
+			}
+		}
+		if page.NextToken == "" {
+			return nil
+		}
+		token = page.NextToken
+	}
+}
