@@ -113,19 +113,19 @@ func (inst *instance) appendLocked(c durability.Commit) {
 	c.Seq = inst.seq
 	d := inst.log.Append(c)
 	inst.lastCommit = d
-	inst.trackLocked(d, "a commit failed to become durable")
+	inst.trackLocked(d)
 }
 
-// trackLocked adds d to what later replies wait for, in order, and resets
-// the object if d fails; failure completes the reset's reason.
-func (inst *instance) trackLocked(d durability.Durable, failure string) {
+// trackLocked adds d (a commit, or a wake publication) to what later
+// replies wait for, in order, and resets the object if d fails.
+func (inst *instance) trackLocked(d durability.Durable) {
 	inst.pmu.Lock()
 	inst.pending = append(inst.pending, d)
 	inst.pmu.Unlock()
 	select {
 	case <-d.Done(): // already known (a local log): no watcher needed
 		if err := d.Err(); err != nil {
-			go inst.breakNow(fmt.Sprintf("%s: %v", failure, err), err)
+			go inst.breakNow(failureReason(err), err)
 		}
 		return
 	default:
@@ -139,9 +139,18 @@ func (inst *instance) trackLocked(d durability.Durable, failure string) {
 			return
 		}
 		if err := d.Err(); err != nil {
-			inst.breakNow(fmt.Sprintf("%s: %v", failure, err), err)
+			inst.breakNow(failureReason(err), err)
 		}
 	}()
+}
+
+// failureReason words the reset a failed Durable causes.
+func failureReason(err error) string {
+	var perr *WakePublishError
+	if errors.As(err, &perr) {
+		return err.Error()
+	}
+	return fmt.Sprintf("a commit failed to become durable: %v", err)
 }
 
 // changeMark tells, without page capture, whether a transaction wrote
@@ -208,11 +217,7 @@ func (inst *instance) awaitDurable(ctx context.Context, snap []durability.Durabl
 			return ctx.Err()
 		}
 		if err := d.Err(); err != nil {
-			var perr *WakePublishError
-			if errors.As(err, &perr) {
-				return inst.breakNow(fmt.Sprintf("the wake publication failed: %v", err), err)
-			}
-			return inst.breakNow(fmt.Sprintf("a commit failed to become durable: %v", err), err)
+			return inst.breakNow(failureReason(err), err)
 		}
 	}
 	if len(snap) > 0 {

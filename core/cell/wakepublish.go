@@ -50,7 +50,7 @@ type WakePublishError struct {
 }
 
 func (e *WakePublishError) Error() string {
-	return fmt.Sprintf("wake publication %016x-%016x of %s failed: %v", e.Publication.Epoch, e.Publication.Seq, e.Publication.Cell, e.Err)
+	return fmt.Sprintf("the wake publication %016x-%016x of %s failed: %v", e.Publication.Epoch, e.Publication.Seq, e.Publication.Cell, e.Err)
 }
 
 func (e *WakePublishError) Unwrap() error { return e.Err }
@@ -93,6 +93,6 @@ func (inst *instance) publishWakeLocked(ctx context.Context) error {
 	if d == nil {
 		return nil
 	}
-	inst.trackLocked(publishedDurable{d, p}, "the wake publication failed")
+	inst.trackLocked(publishedDurable{d, p})
 	return nil
 }
