@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/store"
@@ -29,6 +30,10 @@ type Harness struct {
 	// WrapLog, if set, wraps the durability.Log of every runtime the suite
 	// builds (the negative twins use it to break durability).
 	WrapLog func(durability.Log) durability.Log
+	// WrapWake, if set, wraps the wake publisher of every runtime the wake
+	// cases build with one (the negative twins use it to break the
+	// publication's hold on replies).
+	WrapWake func(cell.WakePublisher) cell.WakePublisher
 	// Timeout bounds each wait in a case (default 10 s): a wait that runs
 	// out is a failure, never a pass.
 	Timeout time.Duration
@@ -159,6 +164,7 @@ func allCases() []caseDef {
 	all = append(all, sqlCases()...)
 	all = append(all, kvCases()...)
 	all = append(all, alarmCases()...)
+	all = append(all, wakeCases()...)
 	all = append(all, lifecycleCases()...)
 	return all
 }

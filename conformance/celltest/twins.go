@@ -2,10 +2,12 @@ package celltest
 
 import (
 	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 )
@@ -28,10 +30,27 @@ type Twin struct {
 func Twins() []Twin {
 	return []Twin{
 		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
-		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64"}},
+		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit"}},
 		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure"}},
 		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer"}},
 		{"no-savepoint-rollback", wrapDriver(NoSavepointRollback), []string{"sql/savepoints"}},
+		{"no-wake-triggers", wrapDriver(NoWakeTriggers), []string{"wake/schema", "wake/sequence", "wake/epoch",
+			"wake/legacy-seed", "wake/publish-per-commit", "wake/runtime-wake"}},
+		{"publication-acked-early", wrapWake(AckPublicationEarly), []string{"wake/reply-waits-for-publication"}},
+		{"publication-errors-swallowed", wrapWake(SwallowPublicationErrors), []string{"wake/publication-failure-resets"}},
+	}
+}
+
+func wrapWake(w func(cell.WakePublisher) cell.WakePublisher) func(Harness) Harness {
+	return func(h Harness) Harness {
+		prev := h.WrapWake
+		h.WrapWake = func(p cell.WakePublisher) cell.WakePublisher {
+			if prev != nil {
+				p = prev(p)
+			}
+			return w(p)
+		}
+		return h
 	}
 }
 
@@ -110,6 +129,7 @@ type twinConn struct {
 	noTx       bool
 	noAuth     bool
 	noRollback bool
+	noTriggers bool
 }
 
 func (c *twinConn) Begin(ctx context.Context) error {
@@ -144,8 +164,15 @@ func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Re
 	if c.noRollback && strings.Contains(strings.ToUpper(sql), "ROLLBACK TO") {
 		return driver.Result{}, nil
 	}
+	if c.noTriggers {
+		sql = createTrigger.ReplaceAllString(sql, "")
+	}
 	return c.Conn.Exec(ctx, sql, args...)
 }
+
+// createTrigger matches one CREATE TRIGGER statement (bodies here hold no
+// nested END).
+var createTrigger = regexp.MustCompile(`(?is)CREATE\s+TRIGGER\b.*?\bEND\s*;?`)
 
 // CommitPerStatement ignores Begin, Commit and Rollback, so every
 // statement commits on its own: a turn is no longer atomic.
@@ -162,6 +189,40 @@ func NoAuthorizer(d driver.Driver) driver.Driver {
 // transaction keeps its writes.
 func NoSavepointRollback(d driver.Driver) driver.Driver {
 	return twinDriver{d, func(c *twinConn) { c.noRollback = true }}
+}
+
+// NoWakeTriggers silently drops CREATE TRIGGER statements, so _cf_WAKE
+// never follows _cf_ALARM: its sequence never moves and nothing is
+// published.
+func NoWakeTriggers(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.noTriggers = true }}
+}
+
+// AckPublicationEarly reports every wake publication done as soon as it
+// is started, whatever the publisher does.
+func AckPublicationEarly(p cell.WakePublisher) cell.WakePublisher {
+	return twinPublisher{p, func(d durability.Durable) durability.Durable { return durability.Resolved(nil) }}
+}
+
+// SwallowPublicationErrors reports failed wake publications as done.
+func SwallowPublicationErrors(p cell.WakePublisher) cell.WakePublisher {
+	return twinPublisher{p, func(d durability.Durable) durability.Durable {
+		f := durability.NewFuture()
+		go func() {
+			<-d.Done()
+			f.Resolve(nil)
+		}()
+		return f
+	}}
+}
+
+type twinPublisher struct {
+	cell.WakePublisher
+	edit func(durability.Durable) durability.Durable
+}
+
+func (t twinPublisher) Publish(p cell.WakePublication, committed durability.Durable) durability.Durable {
+	return t.edit(t.WakePublisher.Publish(p, committed))
 }
 
 // AckBeforeDurable reports every commit durable as soon as it is appended,
