@@ -27,8 +27,9 @@ type Twin struct {
 	CaughtBy []string
 }
 
-func always(driver.Capabilities) bool        { return true }
-func withCapture(c driver.Capabilities) bool { return c.PageCapture }
+func always(driver.Capabilities) bool         { return true }
+func withCapture(c driver.Capabilities) bool  { return c.PageCapture }
+func withSessions(c driver.Capabilities) bool { return c.Sessions }
 
 // Twins lists every shipped twin.
 func Twins() []Twin {
@@ -40,6 +41,7 @@ func Twins() []Twin {
 		{"rollback-commits", RollbackCommits, withCapture, []string{"capture/rollback"}},
 		{"wrong-image", WrongImage, always, []string{"image/round-trip"}},
 		{"false-sessions", FalseSessions, always, []string{"sessions/workload", "sessions/conflict"}},
+		{"apply-runs-triggers", ApplyRunsTriggers, withSessions, []string{"sessions/triggers"}},
 		{"opaque-errors", OpaqueErrors, always, []string{"auth/deny-read", "auth/deny-pragma"}},
 		{"lost-authorizer", LostAuthorizer, always, []string{"auth/survives-restore"}},
 		{"authorized-internals", AuthorizedInternals, always, []string{"auth/driver-internals"}},
@@ -153,6 +155,33 @@ func ReusedBuffer(d driver.Driver) driver.Driver {
 				commits[i].Pool = nil // the buffer is not the pool's
 			}
 			return commits, err
+		}
+	})
+}
+
+// ApplyRunsTriggers applies changesets and then replays what the target's
+// triggers on trig_src (the table caseSessionsTriggers uses) would have
+// done for each recorded insert: a driver that leaves triggers on during
+// the apply.
+func ApplyRunsTriggers(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "apply-runs-triggers", nil, func(c *twinConn) {
+		c.applyChangeset = func(ctx context.Context, cs []byte) error {
+			before, err := c.Conn.Query(ctx, "SELECT count(*) FROM trig_src")
+			n0 := int64(-1)
+			if err == nil {
+				if before.Next() {
+					driver.ScanValues(before.Values(), &n0)
+				}
+				before.Close()
+			}
+			if err := c.Conn.(driver.Sessioner).ApplyChangeset(ctx, cs); err != nil {
+				return err
+			}
+			if n0 < 0 {
+				return nil // not the triggers case's tables
+			}
+			_, err = c.Conn.Exec(ctx, "INSERT INTO trig_log(note) SELECT 'insert ' || k FROM trig_src ORDER BY k LIMIT -1 OFFSET ?", n0)
+			return err
 		}
 	})
 }

@@ -128,6 +128,15 @@ func (c *Conn) ApplyChangeset(ctx context.Context, changeset []byte) error {
 		return err
 	}
 	defer c.asInternal(true)()
+	// The changeset already holds every row the source's triggers wrote;
+	// running the target's triggers again would write those rows twice
+	// (and conflict with the recorded ones), so they are off for the apply.
+	triggersWere, terr := c.setTriggers(false)
+	if terr != nil {
+		c.execInternal(context.WithoutCancel(ctx), "ROLLBACK TO cellb_apply_changeset; RELEASE cellb_apply_changeset")
+		return terr
+	}
+	defer c.setTriggers(triggersWere)
 	stop := c.watch(ctx)
 	c.conflict = nil
 	rc := sqlite3.Xsqlite3changeset_apply(c.tls, c.db, int32(len(changeset)), buf, 0, conflictCallback, c.handle)
@@ -182,4 +191,38 @@ func conflictTrampoline(tls *libc.TLS, handle uintptr, kind int32, iter uintptr)
 		c.conflict = e
 	}
 	return sqlite3.SQLITE_CHANGESET_ABORT
+}
+
+// setTriggers turns the firing of triggers on or off for this connection
+// (SQLITE_DBCONFIG_ENABLE_TRIGGER) and returns whether they were on.
+func (c *Conn) setTriggers(on bool) (bool, error) {
+	was, err := c.triggerConfig(-1) // a negative value only reads
+	if err != nil {
+		return false, err
+	}
+	v := int32(0)
+	if on {
+		v = 1
+	}
+	if _, err := c.triggerConfig(v); err != nil {
+		return false, err
+	}
+	return was, nil
+}
+
+// triggerConfig calls sqlite3_db_config(SQLITE_DBCONFIG_ENABLE_TRIGGER, v)
+// and returns the setting SQLite reports after the call.
+func (c *Conn) triggerConfig(v int32) (bool, error) {
+	out := c.tls.Alloc(8)
+	defer c.tls.Free(8)
+	*(*int32)(cPointer(out)) = 0
+	va := libc.NewVaList(v, out)
+	if va == 0 {
+		return false, errors.New("modernc: out of memory")
+	}
+	defer libc.Xfree(c.tls, va)
+	if rc := sqlite3.Xsqlite3_db_config(c.tls, c.db, sqlite3.SQLITE_DBCONFIG_ENABLE_TRIGGER, va); rc != sqlite3.SQLITE_OK {
+		return false, fmt.Errorf("modernc: switch triggers: %w", sqliteError(c.tls, c.db, rc))
+	}
+	return *(*int32)(cPointer(out)) != 0, nil
 }
