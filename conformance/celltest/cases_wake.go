@@ -32,6 +32,7 @@ func wakeCases() []caseDef {
 		{"wake/reply-waits-for-publication", caseWakeReplyWaits},
 		{"wake/publication-failure-resets", caseWakePublicationFailure},
 		{"wake/runtime-wake", caseRuntimeWake},
+		{"wake/announce", caseWakeAnnounce},
 	}
 }
 
@@ -185,6 +186,17 @@ func (r *recordingPublisher) release() {
 	}
 }
 
+// changes is recorded without the announcements an open makes.
+func (r *recordingPublisher) changes() []publishCall {
+	var out []publishCall
+	for _, call := range r.recorded() {
+		if !call.p.Announce {
+			out = append(out, call)
+		}
+	}
+	return out
+}
+
 func (r *recordingPublisher) recorded() []publishCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -222,9 +234,10 @@ func samePub(a, b cell.WakePublication) bool {
 	return a.AtMs == nil || *a.AtMs == *b.AtMs
 }
 
-// expectPubs checks that exactly want were published so far, in order.
+// expectPubs checks that exactly want were published so far, in order,
+// leaving out the announcements an open makes (wake/announce checks those).
 func (c *checkT) expectPubs(r *recordingPublisher, what string, want ...cell.WakePublication) {
-	got := r.recorded()
+	got := r.changes()
 	ok := len(got) == len(want)
 	for i := 0; ok && i < len(got); i++ {
 		ok = samePub(got[i].p, want[i])
@@ -562,10 +575,10 @@ func caseWakePublishPerCommit(c *checkT) {
 
 	log.Hold()
 	reply := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int, error) { return 0, p.st.DeleteAlarm(ctx) })
-	c.eventually("the delete to be published", func() bool { return len(pub.recorded()) == len(want)+1 })
+	c.eventually("the delete to be published", func() bool { return len(pub.changes()) == len(want)+1 })
 	want = append(want, pubOf(key, 3, 4, nil))
 	c.expectPubs(pub, "after DeleteAlarm", want...)
-	committed := pub.recorded()[len(want)-1].committed
+	committed := pub.changes()[len(want)-1].committed
 	select {
 	case <-committed.Done():
 		c.errorf("the Durable handed to Publish had resolved while its commit was still held by the log")
@@ -603,7 +616,7 @@ func caseWakeReplyWaits(c *checkT) {
 	reply := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int, error) {
 		return 0, p.st.SetAlarm(ctx, epoch.Add(time.Hour))
 	})
-	c.eventually("the publication", func() bool { return len(pub.recorded()) == 1 })
+	c.eventually("the publication", func() bool { return len(pub.changes()) == 1 })
 	early := !quiet(reply, settle) // quiet consumes a reply that came
 	if early {
 		c.errorf("the reply left before its wake publication was done")
@@ -739,4 +752,56 @@ func (c *checkT) copyCell(from, to, key string) {
 			c.fatalf("copy %s: %v", f, err)
 		}
 	}
+}
+
+// caseWakeAnnounce: the first commit after an open under a new epoch
+// publishes the cell's installation under that epoch (an announcement),
+// even when it did not change the alarm, so the index drops older entries
+// (a dead owner's, migration seeds); later commits publish only alarm
+// changes.
+func caseWakeAnnounce(c *checkT) {
+	clk := clock.NewFake(epoch)
+	dir := filepath.Join(c.dir, "announce")
+	noop := func(ctx context.Context, p *probe) (int, error) { return 0, nil }
+	at := timeAt(time.Hour)
+	var pubs []*recordingPublisher
+	open := func(l lease.Lease) (*cell.Runtime, *cell.Stub[*probe]) {
+		pub := &recordingPublisher{}
+		pubs = append(pubs, pub)
+		rt := c.wakeRuntime(wakeConfig{dir: dir, clock: clk, lease: l, pub: pub})
+		return rt, c.probeClass(rt, "WakeAnnounce", nil).stub("a")
+	}
+	announced := func(pub *recordingPublisher) []cell.WakePublication {
+		var out []cell.WakePublication
+		for _, call := range pub.recorded() {
+			if call.p.Announce {
+				out = append(out, call.p)
+			}
+		}
+		return out
+	}
+
+	rt, s := open(epochLease(5))
+	must(c, s, "SetAlarm", func(ctx context.Context, p *probe) (int, error) { return 0, p.st.SetAlarm(ctx, *at) })
+	must(c, s, "a write that leaves the alarm alone", noop)
+	c.closeRuntime(rt)
+	// The activation's own commit announces epoch 5 (no alarm yet).
+	if got := announced(pubs[0]); len(got) != 1 || !samePub(got[0], pubOf(s.Key(), 5, 0, nil)) {
+		c.errorf("under epoch 5 the announcements are %v, want exactly the activation's {5-0, no alarm}", got)
+	}
+	c.expectPubs(pubs[0], "under epoch 5", pubOf(s.Key(), 5, 1, at))
+
+	rt, s = open(epochLease(6))
+	must(c, s, "activate under epoch 6", noop)
+	must(c, s, "another turn", noop)
+	c.closeRuntime(rt)
+	got := announced(pubs[1])
+	if len(got) != 1 || !samePub(got[0], pubOf(s.Key(), 6, 1, at)) {
+		var g []string
+		for _, p := range got {
+			g = append(g, showPub(p))
+		}
+		c.errorf("after an open under epoch 6 the announcements are %v, want exactly %s", g, showPub(pubOf(s.Key(), 6, 1, at)))
+	}
+	c.expectPubs(pubs[1], "turns under epoch 6 that left the alarm alone")
 }

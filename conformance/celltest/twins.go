@@ -38,6 +38,7 @@ func Twins() []Twin {
 			"wake/legacy-seed", "wake/publish-per-commit", "wake/runtime-wake"}},
 		{"publication-acked-early", wrapWake(AckPublicationEarly), []string{"wake/reply-waits-for-publication"}},
 		{"publication-errors-swallowed", wrapWake(SwallowPublicationErrors), []string{"wake/publication-failure-resets"}},
+		{"no-announcement", wrapWake(DropAnnouncements), []string{"wake/announce"}},
 	}
 }
 
@@ -214,6 +215,22 @@ func SwallowPublicationErrors(p cell.WakePublisher) cell.WakePublisher {
 		}()
 		return f
 	}}
+}
+
+// DropAnnouncements never publishes the installation a cell announces
+// after opening under a new epoch: a runtime that publishes only alarm
+// changes, so a dead owner's entries and migration seeds are never retired.
+func DropAnnouncements(p cell.WakePublisher) cell.WakePublisher {
+	return dropAnnouncements{p}
+}
+
+type dropAnnouncements struct{ cell.WakePublisher }
+
+func (d dropAnnouncements) Publish(p cell.WakePublication, committed durability.Durable) durability.Durable {
+	if p.Announce {
+		return durability.Resolved(nil)
+	}
+	return d.WakePublisher.Publish(p, committed)
 }
 
 type twinPublisher struct {

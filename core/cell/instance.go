@@ -52,6 +52,12 @@ type instance struct {
 	// wakeSeq is the _cf_WAKE sequence last seen (at open, or by the last
 	// publication): a commit that moved it changed the alarm.
 	wakeSeq uint64
+	// wakeAnnounce: the cell opened under a new epoch and has not yet
+	// published its installation under it. The first commit publishes it
+	// whether or not the alarm changed, so the wake index learns the new
+	// identity: older entries (a dead owner's, migration seeds) become
+	// obsolete, and an armed alarm gets an entry this owner retires.
+	wakeAnnounce bool
 	// lastCommit is the newest commit handed to the log (nil: none, or a
 	// local log), which a wake publication waits for.
 	lastCommit durability.Durable

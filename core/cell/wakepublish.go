@@ -38,8 +38,14 @@ type WakePublication struct {
 	// change count. They never repeat for one cell.
 	Epoch, Seq uint64
 	// AtMs is the alarm's due time in Unix milliseconds, or nil when the
-	// commit deleted the alarm.
+	// commit deleted the alarm (or, for an announcement, none is set).
 	AtMs *int64
+	// Announce marks the publication a cell makes with its first commit
+	// after it opened under a new epoch, whether or not that commit
+	// changed the alarm: the wake index learns the identity under the new
+	// owner, which makes older entries (a dead owner's, migration seeds)
+	// obsolete and gives an armed alarm an entry this owner retires.
+	Announce bool
 }
 
 // WakePublishError is how a failed publication reaches a reply and the
@@ -80,11 +86,12 @@ func (inst *instance) publishWakeLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if w.seq == inst.wakeSeq {
+	if w.seq == inst.wakeSeq && !inst.wakeAnnounce {
 		return nil
 	}
-	inst.wakeSeq = w.seq
-	p := WakePublication{Cell: inst.key, Epoch: w.epoch, Seq: w.seq, AtMs: w.atMs}
+	announce := w.seq == inst.wakeSeq
+	inst.wakeSeq, inst.wakeAnnounce = w.seq, false
+	p := WakePublication{Cell: inst.key, Epoch: w.epoch, Seq: w.seq, AtMs: w.atMs, Announce: announce}
 	committed := inst.lastCommit
 	if committed == nil {
 		committed = durability.Resolved(nil) // the local commit is durable

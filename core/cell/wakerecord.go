@@ -134,6 +134,7 @@ func (inst *instance) initWakeLocked(ctx context.Context) error {
 		return &WakeRecordError{Key: inst.key, Reason: "the alarm and its wake installation disagree"}
 	}
 	inst.wakeSeq = w.seq
+	inst.wakeAnnounce = inst.rt.opts.Wake != nil
 	return nil
 }
 
