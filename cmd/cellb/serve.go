@@ -22,6 +22,7 @@ import (
 	"github.com/cellb/cellb/core/peer"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/wake"
 	"github.com/cellb/cellb/drivers/cgo"
 	"github.com/cellb/cellb/drivers/modernc"
 	"github.com/cellb/cellb/drivers/wasm"
@@ -39,14 +40,19 @@ func serveCommand() command {
 
 const serveUsage = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
                   [--durability ltx|backup|changeset]
-                  [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D] [--verify-owner]]
+                  [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D] [--verify-owner]
+                   [--wake-tick D] [--wake-poll D]]
 
 Without --bucket the node runs on the embedded default: cell databases
 under DIR (the primary copy) and an LTX log in a local-files bucket at
 DIR/bucket, from which an empty database is restored. With --bucket the
 node joins a fleet on that bucket: it takes cells by celld's ownership
 protocol, and the bucket wins over local files. With --peer-listen, calls
-for cells another live node owns are forwarded to it.
+for cells another live node owns are forwarded to it. In a fleet, alarms
+are published to the bucket's wake index (celld's format 2): every
+--wake-poll a node wakes its own cells whose alarms are due, and the node
+holding the waker role also wakes, every --wake-tick, due cells whose owner
+is gone (docs/fleet.md).
 
 --durability picks what goes to the bucket (docs/durability.md): ltx, the
 LTX log celld reads (default); changeset, row changes in CellB's own format
@@ -68,6 +74,8 @@ type serveConfig struct {
 	Idle       time.Duration
 	ScriptName string
 	Durability string
+	WakeTick   time.Duration
+	WakePoll   time.Duration
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -84,6 +92,8 @@ func parseServe(args []string) (serveConfig, error) {
 	fs.BoolVar(&c.VerifyAck, "verify-owner", false, "before each acknowledgement, re-read own.json and acknowledge only if it still names this node and epoch (celld's rule; one read per reply)")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
 	fs.StringVar(&c.Durability, "durability", "ltx", "what the bucket keeps: ltx, changeset (needs --driver modernc) or backup")
+	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
+	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
 	fs.StringVar(&c.ScriptName, "script", "cellb-example", "deployment name that keys counter ids (celld's script_name)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -157,8 +167,9 @@ type server struct {
 	cfg     serveConfig
 	log     *slog.Logger
 	bucket  store.Store
-	node    *fleet.Node  // nil on the embedded default
-	shards  *shard.Lease // the embedded default's shard locks; nil in a fleet
+	node    *fleet.Node   // nil on the embedded default
+	wake    *wake.Service // the fleet's wake index; nil on the embedded default
+	shards  *shard.Lease  // the embedded default's shard locks; nil in a fleet
 	rt      *cell.Runtime
 	app     *counterApp
 	rooms   *roomApp
@@ -189,12 +200,23 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		DataDir: filepath.Join(cfg.Data, "cells"),
 	}
 	if cfg.Bucket != "" {
+		// The wake index must be ready before this node's lease exists:
+		// initializing it needs every node lease expired (celld's rule).
+		if err := wake.Prepare(ctx, s.bucket, nil); err != nil {
+			store.Close(s.bucket)
+			return nil, err
+		}
 		s.node, err = fleet.Join(ctx, fleet.Options{Store: s.bucket, Node: cfg.Node, Addr: peerAddr, TTL: cfg.TTL, VerifyOwnerOnAck: cfg.VerifyAck, Logger: logger})
 		if err != nil {
 			store.Close(s.bucket)
 			return nil, err
 		}
 		opts.Lease = s.node
+		if s.wake, err = wake.New(wake.Options{Store: s.bucket, Node: s.node.ID(), Logger: logger, Tick: cfg.WakeTick, PollInterval: cfg.WakePoll}); err != nil {
+			s.shutdownPorts(ctx)
+			return nil, err
+		}
+		opts.Wake = s.wake
 		// Local files are only a cache of what the bucket holds; keep each
 		// node's apart so nodes sharing a machine never share a file.
 		opts.DataDir = filepath.Join(cfg.Data, "nodes", s.node.ID())
@@ -237,6 +259,14 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		s.shutdownPorts(ctx)
 		return nil, err
 	}
+	if s.wake != nil {
+		// Classes are registered: the service may wake their cells now.
+		if err := s.wake.Run(ctx, s.rt); err != nil {
+			s.rt.Close(ctx)
+			s.shutdownPorts(ctx)
+			return nil, err
+		}
+	}
 	s.app = &counterApp{ns: ns, node: nodeName}
 	s.rooms = &roomApp{ns: rooms, node: nodeName}
 	if s.peerKey != nil {
@@ -265,6 +295,10 @@ func (s *server) peerHandler() http.Handler {
 // the node lease), then the bucket.
 func (s *server) close(ctx context.Context) error {
 	err := s.rt.Close(ctx)
+	if s.wake != nil {
+		// After the runtime: its last commits' publications finish first.
+		err = errors.Join(err, s.wake.Close(ctx))
+	}
 	return errors.Join(err, s.shutdownPorts(ctx))
 }
 
