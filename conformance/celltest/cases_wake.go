@@ -37,61 +37,11 @@ func wakeCases() []caseDef {
 }
 
 // wakeConfig is what a wake case varies in its runtimes.
-type wakeConfig struct {
-	dir   string // default: a fresh one per runtime
-	lease lease.Lease
-	clock clock.Clock
-	log   durability.Log
-	idle  time.Duration // default: never evict
-	pub   cell.WakePublisher
-}
+type wakeConfig = rtConfig
 
-// wakeRuntime builds a runtime like runtime does, with a wake publisher
-// (wrapped by the harness's WrapWake, as the twins need).
+// wakeRuntime builds a runtime with a wake publisher (see rtConfig.pub).
 func (c *checkT) wakeRuntime(cfg wakeConfig) *cell.Runtime {
-	if cfg.dir == "" {
-		c.mu.Lock()
-		c.nrt++
-		cfg.dir = filepath.Join(c.dir, fmt.Sprintf("rt%d", c.nrt))
-		c.mu.Unlock()
-	}
-	if cfg.log == nil {
-		cfg.log = durability.Local{}
-	}
-	if c.h.WrapLog != nil {
-		cfg.log = c.h.WrapLog(cfg.log)
-	}
-	if cfg.idle == 0 {
-		cfg.idle = -1
-	}
-	var pub cell.WakePublisher
-	if cfg.pub != nil {
-		pub = cfg.pub
-		if c.h.WrapWake != nil {
-			pub = c.h.WrapWake(pub)
-		}
-	}
-	rt, err := cell.New(cell.Options{
-		ScriptName:  "celltest",
-		Driver:      c.h.Driver,
-		DataDir:     cfg.dir,
-		Store:       c.h.Store,
-		Lease:       cfg.lease,
-		Log:         cfg.log,
-		Clock:       cfg.clock,
-		Logger:      quietLogger(),
-		IdleTimeout: cfg.idle,
-		Wake:        pub,
-	})
-	if err != nil {
-		c.fatalf("cell.New: %v", err)
-	}
-	c.defer_(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), c.h.Timeout)
-		defer cancel()
-		rt.Close(ctx)
-	})
-	return rt
+	return c.runtime(cfg)
 }
 
 func (c *checkT) closeRuntime(rt *cell.Runtime) {

@@ -74,6 +74,9 @@ type rtConfig struct {
 	lease lease.Lease
 	clock clock.Clock
 	idle  time.Duration // default: never evict
+	// pub publishes alarm changes (wrapped by the harness's WrapWake, as
+	// the twins need); nil: no wake index.
+	pub cell.WakePublisher
 }
 
 // runtime builds a runtime on the harness's driver, closed at the end of
@@ -94,6 +97,9 @@ func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
 	if cfg.idle == 0 {
 		cfg.idle = -1
 	}
+	if cfg.pub != nil && c.h.WrapWake != nil {
+		cfg.pub = c.h.WrapWake(cfg.pub)
+	}
 	rt, err := cell.New(cell.Options{
 		ScriptName:  "celltest",
 		Driver:      c.h.Driver,
@@ -104,6 +110,7 @@ func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
 		Clock:       cfg.clock,
 		Logger:      quietLogger(),
 		IdleTimeout: cfg.idle,
+		Wake:        cfg.pub,
 	})
 	if err != nil {
 		c.fatalf("cell.New: %v", err)

@@ -140,29 +140,36 @@ func small(b *testing.B, w writer) {
 	}
 }
 
-func runCellB(b *testing.B, capture bool, work workload) (cpu time.Duration) {
+// openCellBWriter opens a fresh database at path through CellB's driver,
+// creates the table and, with capture, takes the commits that made it.
+func openCellBWriter(b *testing.B, d driver.Driver, path string, capture bool) *cellbWriter {
 	ctx := context.Background()
+	conn, err := d.Open(ctx, driver.Config{Path: path, PageCapture: capture})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, schema); err != nil {
+		b.Fatal(err)
+	}
+	w := &cellbWriter{ctx: ctx, conn: conn}
+	if capture {
+		w.pc = conn.(driver.PageCapturer)
+		if _, err := w.pc.TakeCommits(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w
+}
+
+func runCellB(b *testing.B, capture bool, work workload) (cpu time.Duration) {
 	d := modernc.New(modernc.Options{Synchronous: "NORMAL"})
 	for b.Loop() {
 		b.StopTimer()
-		conn, err := d.Open(ctx, driver.Config{Path: filepath.Join(b.TempDir(), "bench.db"), PageCapture: capture})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, schema); err != nil {
-			b.Fatal(err)
-		}
-		w := &cellbWriter{ctx: ctx, conn: conn}
-		if capture {
-			w.pc = conn.(driver.PageCapturer)
-			if _, err := w.pc.TakeCommits(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
+		w := openCellBWriter(b, d, filepath.Join(b.TempDir(), "bench.db"), capture)
 		b.StartTimer()
 		timed(b, w, work, &cpu)
 		b.StopTimer()
-		if err := conn.Close(); err != nil {
+		if err := w.conn.Close(); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -259,21 +266,8 @@ func BenchmarkSmallTransactionsInterleaved(b *testing.B) {
 
 	d := modernc.New(modernc.Options{Synchronous: "NORMAL"})
 	openCellB := func(name string, capture bool) *cellbWriter {
-		conn, err := d.Open(ctx, driver.Config{Path: filepath.Join(dir, name), PageCapture: capture})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { conn.Close() })
-		if _, err := conn.Exec(ctx, schema); err != nil {
-			b.Fatal(err)
-		}
-		w := &cellbWriter{ctx: ctx, conn: conn}
-		if capture {
-			w.pc = conn.(driver.PageCapturer)
-			if _, err := w.pc.TakeCommits(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
+		w := openCellBWriter(b, d, filepath.Join(dir, name), capture)
+		b.Cleanup(func() { w.conn.Close() })
 		return w
 	}
 	variants := []struct {
