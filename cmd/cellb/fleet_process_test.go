@@ -84,6 +84,22 @@ func (p *proc) start(t *testing.T, bin string) {
 	p.dead, p.stopped = false, false
 }
 
+// startNode starts `cellb serve` as fleet node name on bucket (a URL), with
+// a fresh data directory, a log file, and extra flags; the test's cleanup
+// kills it.
+func startNode(t *testing.T, bin, bucket, name string, extra ...string) *proc {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"serve", "--bucket", bucket, "--node", name, "--data", t.TempDir(), "--listen", "127.0.0.1:0"}
+	p := &proc{name: name, logf: logf, args: append(args, extra...)}
+	p.start(t, bin)
+	t.Cleanup(func() { p.kill(); logf.Close() })
+	return p
+}
+
 func (p *proc) signal(sig syscall.Signal) {
 	if p.cmd != nil && p.cmd.Process != nil {
 		_ = p.cmd.Process.Signal(sig)

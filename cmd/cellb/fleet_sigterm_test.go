@@ -21,20 +21,8 @@ func TestSIGTERMReleasesCells(t *testing.T) {
 	bucketDir := t.TempDir()
 	bucket := "file://" + bucketDir
 	const ttl = 30 * time.Second // far longer than the handover may take
-	start := func(name string) *proc {
-		logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &proc{name: name, logf: logf, args: []string{
-			"serve", "--bucket", bucket, "--node", name, "--data", t.TempDir(),
-			"--listen", "127.0.0.1:0", "--ttl", ttl.String(),
-		}}
-		p.start(t, bin)
-		t.Cleanup(func() { p.kill(); logf.Close() })
-		return p
-	}
-	a, b := start("na"), start("nb")
+	a := startNode(t, bin, bucket, "na", "--ttl", ttl.String())
+	b := startNode(t, bin, bucket, "nb", "--ttl", ttl.String())
 	client := &http.Client{Timeout: 5 * time.Second}
 	post := func(p *proc) (int, string) {
 		resp, err := client.Post(p.url+"/counter/held", "", nil)

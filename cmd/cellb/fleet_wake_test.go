@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,18 +27,7 @@ func TestFleetWakesTheAlarmOfADeadOwner(t *testing.T) {
 	bucketDir := t.TempDir()
 	bucketURL := "file://" + bucketDir
 	start := func(node string) *proc {
-		logf, err := os.Create(filepath.Join(t.TempDir(), node+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &proc{name: node, logf: logf, args: []string{
-			"serve", "--bucket", bucketURL, "--node", node, "--data", t.TempDir(),
-			"--listen", "127.0.0.1:0", "--ttl", "2s", "--idle", "1m",
-			"--wake-tick", "500ms", "--wake-poll", "500ms",
-		}}
-		p.start(t, bin)
-		t.Cleanup(func() { p.kill(); p.logf.Close() })
-		return p
+		return startNode(t, bin, bucketURL, node, "--ttl", "2s", "--idle", "1m", "--wake-tick", "500ms", "--wake-poll", "500ms")
 	}
 	a := start("a")
 	b := start("b")
