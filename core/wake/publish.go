@@ -56,7 +56,7 @@ func (s *Service) publish(p cell.WakePublication, durable durability.Durable, f 
 
 func (s *Service) putWithRetries(key string, body []byte) error {
 	var err error
-	delay := 100 * time.Millisecond
+	delay := s.opts.RetryDelay
 	for attempt := 0; attempt <= s.opts.Retries; attempt++ {
 		if attempt > 0 {
 			t := s.clk.NewTimer(delay)

@@ -43,6 +43,9 @@ type Options struct {
 	// the publication (and so the turn that set the alarm) fails. Zero
 	// means 3.
 	Retries int
+	// RetryDelay is the wait before the first retry, doubled after each.
+	// Zero means 100 ms.
+	RetryDelay time.Duration
 }
 
 // Service keeps a fleet node's part of the wake index: it publishes the
@@ -86,6 +89,9 @@ func New(opts Options) (*Service, error) {
 	}
 	if opts.Retries <= 0 {
 		opts.Retries = 3
+	}
+	if opts.RetryDelay <= 0 {
+		opts.RetryDelay = 100 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
