@@ -39,6 +39,7 @@ func serveCommand() command {
 }
 
 const serveUsage = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
+                  [--idle D] [--max-cells N]
                   [--durability ltx|backup|changeset]
                   [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D] [--verify-owner]
                    [--wake-tick D] [--wake-poll D]]
@@ -76,6 +77,7 @@ type serveConfig struct {
 	Durability string
 	WakeTick   time.Duration
 	WakePoll   time.Duration
+	MaxCells   int
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -91,6 +93,7 @@ func parseServe(args []string) (serveConfig, error) {
 	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "node lease TTL")
 	fs.BoolVar(&c.VerifyAck, "verify-owner", false, "before each acknowledgement, re-read own.json and acknowledge only if it still names this node and epoch (celld's rule; one read per reply)")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
+	fs.IntVar(&c.MaxCells, "max-cells", 0, "most cells kept open; the longest idle are evicted beyond it (0: from the file-descriptor limit, 3 per cell)")
 	fs.StringVar(&c.Durability, "durability", "ltx", "what the bucket keeps: ltx, changeset (needs --driver modernc) or backup")
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
@@ -196,7 +199,7 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		return nil, err
 	}
 	opts := cell.Options{
-		ScriptName: cfg.ScriptName, Driver: drv, Store: s.bucket, Logger: logger, IdleTimeout: cfg.Idle,
+		ScriptName: cfg.ScriptName, Driver: drv, Store: s.bucket, Logger: logger, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells,
 		DataDir: filepath.Join(cfg.Data, "cells"),
 	}
 	if cfg.Bucket != "" {

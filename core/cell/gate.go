@@ -30,6 +30,9 @@ type gate struct {
 	idleAfter time.Duration // <= 0: never evict
 	onIdle    func()
 	idleTimer clock.Timer
+	// idleSince is when the last event left (zero while one is in flight
+	// or before the first): the open-cell cap evicts the longest idle.
+	idleSince time.Time
 }
 
 type gateWaiter struct {
@@ -45,6 +48,7 @@ func (g *gate) enter(ctx context.Context) error {
 		return err
 	}
 	g.inflight++
+	g.idleSince = time.Time{}
 	if g.idleTimer != nil {
 		g.idleTimer.Stop()
 		g.idleTimer = nil
@@ -69,6 +73,7 @@ func (g *gate) leave() {
 		close(g.quiet)
 		g.quiet = nil
 	}
+	g.idleSince = g.clk.Now()
 	if g.failed == nil && g.idleAfter > 0 && g.onIdle != nil {
 		g.idleTimer = g.clk.AfterFunc(g.idleAfter, g.onIdle)
 	}
@@ -221,4 +226,15 @@ func (g *gate) queued() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.waiters)
+}
+
+// idle reports since when the object has had no event in flight; false
+// while one is in flight, or once the gate failed.
+func (g *gate) idle() (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed != nil || g.inflight > 0 || g.held || g.idleSince.IsZero() {
+		return time.Time{}, false
+	}
+	return g.idleSince, true
 }

@@ -466,14 +466,16 @@ func (inst *instance) breakNow(reason string, cause error) *BrokenObjectError {
 	return &BrokenObjectError{Key: inst.key, Reason: "it was retired: " + first.Error(), Err: first}
 }
 
-// evictIfIdle retires an object with no event in flight.
-func (inst *instance) evictIfIdle() {
+// evictIfIdle retires an object with no event in flight, and reports
+// whether it did.
+func (inst *instance) evictIfIdle() bool {
 	if !inst.g.retireIfIdle(errRetired) {
-		return
+		return false
 	}
 	inst.rt.forget(inst)
 
 	inst.shutdown(inst.rt.bg, true)
+	return true
 }
 
 // shutdown releases the instance's resources once. final says whether

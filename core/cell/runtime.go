@@ -47,6 +47,13 @@ type Options struct {
 	// IdleTimeout evicts an object after this long with no event in
 	// flight. Zero means DefaultIdleTimeout; negative means never.
 	IdleTimeout time.Duration
+	// MaxOpenCells caps the cells kept in memory, each with its database
+	// open (up to three file descriptors in WAL mode): an activation that
+	// takes the count past it evicts the longest-idle cells, as idle
+	// eviction would. Cells with an event in flight are never evicted, so
+	// the cap is soft under a burst. Zero means DefaultMaxOpenCells();
+	// negative means no cap.
+	MaxOpenCells int
 	// Wake publishes every committed alarm change to a fleet's wake index
 	// (see WakePublisher); replies wait for the publication as they wait
 	// for durability. Nil (a single host) publishes nothing and costs
@@ -56,13 +63,14 @@ type Options struct {
 
 // Runtime hosts cells. It is safe for concurrent use.
 type Runtime struct {
-	opts   Options
-	clk    clock.Clock
-	lease  lease.Lease
-	log    durability.Log
-	logger *slog.Logger
-	idle   time.Duration
-	alarms *alarmScheduler
+	opts    Options
+	clk     clock.Clock
+	lease   lease.Lease
+	log     durability.Log
+	logger  *slog.Logger
+	idle    time.Duration
+	maxOpen int // < 0: no cap
+	alarms  *alarmScheduler
 	// pages is the buffer pool every capturing connection copies its
 	// commits' pages into and every log hands them back to, shared so a
 	// cell that commits rarely reuses buffers another cell released.
@@ -114,6 +122,10 @@ func New(opts Options) (*Runtime, error) {
 	if rt.idle == 0 {
 		rt.idle = DefaultIdleTimeout
 	}
+	rt.maxOpen = opts.MaxOpenCells
+	if rt.maxOpen == 0 {
+		rt.maxOpen = DefaultMaxOpenCells()
+	}
 	rt.bg, rt.cancelBg = context.WithCancel(context.Background())
 	rt.alarms = newAlarmScheduler(rt)
 	return rt, nil
@@ -143,7 +155,39 @@ func (rt *Runtime) instanceFor(cls *class, id ID) (*instance, error) {
 	inst := newInstance(rt, cls, id, rt.retiring[key])
 	rt.cells[key] = inst
 	go inst.activate()
+	if rt.maxOpen > 0 && len(rt.cells) > rt.maxOpen {
+		go rt.shed(len(rt.cells) - rt.maxOpen)
+	}
 	return inst, nil
+}
+
+// shed evicts up to n of the longest-idle cells, to bring the open cells
+// back under MaxOpenCells.
+func (rt *Runtime) shed(n int) {
+	type candidate struct {
+		inst  *instance
+		since time.Time
+	}
+	rt.mu.Lock()
+	var idle []candidate
+	for _, inst := range rt.cells {
+		if since, ok := inst.g.idle(); ok {
+			idle = append(idle, candidate{inst, since})
+		}
+	}
+	rt.mu.Unlock()
+	sort.Slice(idle, func(i, j int) bool { return idle[i].since.Before(idle[j].since) })
+	for _, c := range idle {
+		if n == 0 {
+			return
+		}
+		if c.inst.evictIfIdle() {
+			n--
+		}
+	}
+	if n > 0 {
+		rt.logger.Debug("cell: more cells open than MaxOpenCells; the rest are busy", "over", n, "max", rt.maxOpen)
+	}
 }
 
 // forget removes a failing instance from the live map; it stays known as
