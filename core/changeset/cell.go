@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
@@ -44,9 +43,8 @@ WHERE s.type = 'table' AND s.name NOT LIKE 'sqlite\_%' ESCAPE '\'
 
 // entry is one commit waiting for upload.
 type entry struct {
-	seq    uint64
-	rec    *Record // nil: the commit recorded nothing
-	future *durability.Future
+	seq uint64
+	rec *Record // nil: the commit recorded nothing
 }
 
 type cellLog struct {
@@ -66,15 +64,10 @@ type cellLog struct {
 	bytesSince    int
 	lastSeq       uint64 // the sequence number of the newest commit in this epoch's files
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	queue   []*entry
-	failed  error
-	closing bool
-	abandon bool
-	done    chan struct{}
+	pipe *durability.Pipeline[*entry]
 
-	// Upload side, touched only by run (and by Open before run starts).
+	// Upload side, touched only by the pipeline's uploader (and by Open
+	// before the first commit).
 	uploaded []string // this epoch's keys a newer snapshot supersedes
 }
 
@@ -83,9 +76,11 @@ func newCellLog(opts Options, cell string, epoch uint64, conn driver.Conn, sc dr
 		opts: opts, cell: cell, epoch: epoch,
 		log:  opts.Logger.With("cell", cell, "epoch", epoch),
 		conn: conn, sc: sc, sess: sess,
-		done: make(chan struct{}),
 	}
-	c.cond = sync.NewCond(&c.mu)
+	c.pipe = durability.NewPipeline(durability.PipelineOptions[*entry]{
+		Upload: c.upload, Closed: ErrClosed, Logger: c.log,
+		FailMessage: "changeset upload failed; the cell's later commits will not be acknowledged",
+	})
 	return c
 }
 
@@ -99,32 +94,20 @@ func (c *cellLog) Append(cm durability.Commit) durability.Durable {
 	if cm.Pages != nil {
 		cm.Pages.Release() // the session, not the pages, describes the commit
 	}
-	f := durability.NewFuture()
-	c.mu.Lock()
-	err := c.failed
-	if err == nil && c.closing {
-		err = ErrClosed
-	}
-	c.mu.Unlock()
-	if err != nil {
-		f.Resolve(err)
-		return f
+	if err := c.pipe.Err(); err != nil {
+		return durability.Resolved(err)
 	}
 	// The file's own numbering, not cm.Seq: it continues after files an
 	// earlier log left in the same epoch.
 	seq := c.lastSeq + 1
 	rec, err := c.capture(context.Background(), seq)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil {
-		c.failLocked(fmt.Errorf("changeset: record commit %d: %w", cm.Seq, err))
-		f.Resolve(c.failed)
-		return f
-	}
-	c.lastSeq = seq
-	c.queue = append(c.queue, &entry{seq: seq, rec: rec, future: f})
-	c.cond.Signal()
-	return f
+	return c.pipe.Append(func() (*entry, error) {
+		if err != nil {
+			return nil, fmt.Errorf("changeset: record commit %d: %w", cm.Seq, err)
+		}
+		c.lastSeq = seq
+		return &entry{seq: seq, rec: rec}, nil
+	})
 }
 
 // capture reads what commit seq changed: the session's changeset, or a
@@ -223,80 +206,11 @@ func (c *cellLog) findUnrecordable(ctx context.Context) (string, error) {
 	return name, rows.Close()
 }
 
-func (c *cellLog) failLocked(err error) {
-	if c.failed == nil {
-		c.failed = err
-	}
-	for _, e := range c.queue {
-		e.future.Resolve(c.failed)
-	}
-	c.queue = nil
-	c.cond.Broadcast()
-}
-
 // Close stops the log and ends its session. final waits for every queued
 // commit to be uploaded; otherwise queued commits fail with ErrClosed.
 func (c *cellLog) Close(ctx context.Context, final bool) error {
-	c.mu.Lock()
-	c.closing = true
-	if !final {
-		c.abandon = true
-		for _, e := range c.queue {
-			e.future.Resolve(ErrClosed)
-		}
-		c.queue = nil
-	}
-	c.cond.Broadcast()
-	c.mu.Unlock()
 	_ = c.sess.Close() // on the runtime's thread, like every use of conn
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		c.mu.Lock()
-		c.abandon = true
-		c.cond.Broadcast()
-		c.mu.Unlock()
-		return ctx.Err()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if final && c.failed != nil {
-		return c.failed
-	}
-	return nil
-}
-
-// run uploads batches in order until the log closes.
-func (c *cellLog) run() {
-	defer close(c.done)
-	for {
-		c.mu.Lock()
-		for len(c.queue) == 0 && !c.closing && c.failed == nil {
-			c.cond.Wait()
-		}
-		if c.abandon || c.failed != nil || (c.closing && len(c.queue) == 0) {
-			c.mu.Unlock()
-			return
-		}
-		batch := c.queue
-		c.queue = nil
-		c.mu.Unlock()
-
-		err := c.upload(batch)
-		if err != nil {
-			c.log.Error("changeset upload failed; the cell's later commits will not be acknowledged", "err", err)
-			c.mu.Lock()
-			for _, e := range batch {
-				e.future.Resolve(err)
-			}
-			c.failLocked(err)
-			c.mu.Unlock()
-			return
-		}
-		for _, e := range batch {
-			e.future.Resolve(nil)
-		}
-	}
+	return c.pipe.Close(ctx, final)
 }
 
 // upload writes a batch as one file. A snapshot in the batch makes the
@@ -319,21 +233,12 @@ func (c *cellLog) upload(batch []*entry) error {
 		return fmt.Errorf("encode commits %d-%d: %w", f.MinSeq, f.MaxSeq, err)
 	}
 	key := Key(c.cell, c.epoch, f.MinSeq, f.MaxSeq, f.Snapshot())
-	delay := c.opts.RetryDelay
-	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
-		_, err = c.opts.Store.Put(ctx, key, data, store.PutOptions{})
-		cancel()
-		if err == nil {
-			break
-		}
-		if attempt >= c.opts.UploadRetries || c.isAbandoned() {
-			return &UploadError{Key: key, Err: err}
-		}
-		c.log.Warn("changeset upload failed; retrying", "key", key, "attempt", attempt+1, "err", err)
-		t := c.opts.Clock.NewTimer(delay)
-		<-t.C()
-		delay *= 2
+	err = durability.PutRetrying(c.opts.Store, key, data, store.PutOptions{}, durability.Retry{
+		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
+		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
+	})
+	if err != nil {
+		return &UploadError{Key: key, Err: err}
 	}
 	if f.Snapshot() {
 		// Files before a stored snapshot are never read again.
@@ -346,10 +251,4 @@ func (c *cellLog) upload(batch []*entry) error {
 	}
 	c.uploaded = append(c.uploaded, key)
 	return nil
-}
-
-func (c *cellLog) isAbandoned() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.abandon
 }

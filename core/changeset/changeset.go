@@ -143,6 +143,5 @@ func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn drive
 		c.lastSeq = max(c.lastSeq, fi.MaxSeq)
 		c.uploaded = append(c.uploaded, fi.Key)
 	}
-	go c.run()
 	return c, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
@@ -35,7 +34,6 @@ type pending struct {
 	pageSize int
 	count    uint32
 	pages    map[uint32][]byte
-	future   *durability.Future
 	// captured, when the pages came from the driver, is released once
 	// they are encoded, so the driver reuses their buffers.
 	captured *driver.CapturedCommit
@@ -48,14 +46,11 @@ type cellLog struct {
 	capture bool
 	log     *slog.Logger
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	queue    []*pending
+	pipe *durability.Pipeline[*pending]
+
+	// Append-side state, touched only by Append (under the pipeline's
+	// lock, on the runtime's thread).
 	nextTXID ltx.TXID
-	failed   error
-	closing  bool // no more appends; run drains then exits
-	abandon  bool // exit without draining
-	done     chan struct{}
 
 	// base is the database as opened, kept until the snapshot (TXID 1)
 	// goes up; prevImage is the last image in image-diff mode.
@@ -63,7 +58,7 @@ type cellLog struct {
 	prevImage []byte
 	pageSize  int
 
-	// Upload-side state, touched only by run.
+	// Upload-side state, touched only by the pipeline's uploader.
 	l0Files  []ltx.FileInfo // this epoch's level-0 files not yet compacted
 	l1       *ltx.FileInfo  // this epoch's level-1 file, if any
 	uploaded ltx.TXID
@@ -73,13 +68,18 @@ func newCellLog(opts Options, cell string, epoch uint64, base []byte, pageSize i
 	c := &cellLog{
 		opts: opts, cell: cell, epoch: epoch, capture: capture,
 		log:      opts.Logger.With("cell", cell, "epoch", epoch),
-		nextTXID: 1, done: make(chan struct{}),
-		base: base, pageSize: pageSize,
+		nextTXID: 1,
+		base:     base, pageSize: pageSize,
 	}
 	if !capture {
 		c.prevImage = base
 	}
-	c.cond = sync.NewCond(&c.mu)
+	c.pipe = durability.NewPipeline(durability.PipelineOptions[*pending]{
+		Upload: c.uploadBatch,
+		After:  c.maybeCompact,
+		Closed: ErrClosed, Logger: c.log,
+		FailMessage: "LTX upload failed; the cell's later commits will not be acknowledged",
+	})
 	return c
 }
 
@@ -87,47 +87,32 @@ func (c *cellLog) NeedsImage() bool { return !c.capture }
 
 // Append queues one commit. It does no I/O: diffing an image is CPU only.
 func (c *cellLog) Append(cm durability.Commit) durability.Durable {
-	f := durability.NewFuture()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failed != nil {
-		f.Resolve(c.failed)
-		return f
-	}
-	if c.closing {
-		f.Resolve(ErrClosed)
-		return f
-	}
-	p := &pending{txid: c.nextTXID, pageSize: c.pageSize, future: f, pages: map[uint32][]byte{}}
-	switch {
-	case cm.Pages != nil:
-		if cm.Pages.PageSize != 0 && cm.Pages.PageSize != c.pageSize {
-			if c.nextTXID != 1 {
-				c.failLocked(fmt.Errorf("ltxlog: page size changed from %d to %d mid-epoch", c.pageSize, cm.Pages.PageSize))
-				f.Resolve(c.failed)
-				return f
+	return c.pipe.Append(func() (*pending, error) {
+		p := &pending{txid: c.nextTXID, pageSize: c.pageSize, pages: map[uint32][]byte{}}
+		switch {
+		case cm.Pages != nil:
+			if cm.Pages.PageSize != 0 && cm.Pages.PageSize != c.pageSize {
+				if c.nextTXID != 1 {
+					return nil, fmt.Errorf("ltxlog: page size changed from %d to %d mid-epoch", c.pageSize, cm.Pages.PageSize)
+				}
+				c.pageSize = cm.Pages.PageSize
+				p.pageSize = c.pageSize
 			}
-			c.pageSize = cm.Pages.PageSize
-			p.pageSize = c.pageSize
+			p.count = cm.Pages.PageCount
+			p.captured = cm.Pages
+			for _, pg := range cm.Pages.Pages {
+				p.pages[pg.Pgno] = pg.Data
+			}
+		case cm.Image != nil:
+			p.count = uint32(len(cm.Image) / c.pageSize)
+			diffInto(p.pages, c.prevImage, cm.Image, c.pageSize)
+			c.prevImage = cm.Image
+		default:
+			return nil, errors.New("ltxlog: commit carries neither captured pages nor an image")
 		}
-		p.count = cm.Pages.PageCount
-		p.captured = cm.Pages
-		for _, pg := range cm.Pages.Pages {
-			p.pages[pg.Pgno] = pg.Data
-		}
-	case cm.Image != nil:
-		p.count = uint32(len(cm.Image) / c.pageSize)
-		diffInto(p.pages, c.prevImage, cm.Image, c.pageSize)
-		c.prevImage = cm.Image
-	default:
-		c.failLocked(errors.New("ltxlog: commit carries neither captured pages nor an image"))
-		f.Resolve(c.failed)
-		return f
-	}
-	c.nextTXID++
-	c.queue = append(c.queue, p)
-	c.cond.Signal()
-	return f
+		c.nextTXID++
+		return p, nil
+	})
 }
 
 // diffInto records in out every page of next that differs from prev.
@@ -141,89 +126,28 @@ func diffInto(out map[uint32][]byte, prev, next []byte, pageSize int) {
 	}
 }
 
-func (c *cellLog) failLocked(err error) {
-	if c.failed == nil {
-		c.failed = err
-	}
-	for _, p := range c.queue {
-		p.future.Resolve(c.failed)
-	}
-	c.queue = nil
-	c.cond.Broadcast()
-}
-
 // Close stops the log. final waits for every queued commit to be uploaded;
 // otherwise queued commits fail with ErrClosed at once.
 func (c *cellLog) Close(ctx context.Context, final bool) error {
-	c.mu.Lock()
-	c.closing = true
-	if !final {
-		c.abandon = true
-		for _, p := range c.queue {
-			p.future.Resolve(ErrClosed)
-		}
-		c.queue = nil
-	}
-	c.cond.Broadcast()
-	c.mu.Unlock()
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		c.mu.Lock()
-		c.abandon = true
-		c.cond.Broadcast()
-		c.mu.Unlock()
-		return ctx.Err()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if final && c.failed != nil {
-		return c.failed
-	}
-	return nil
+	return c.pipe.Close(ctx, final)
 }
 
-// run uploads batches in order until the log closes.
-func (c *cellLog) run() {
-	defer close(c.done)
-	for {
-		c.mu.Lock()
-		for len(c.queue) == 0 && !c.closing && c.failed == nil {
-			c.cond.Wait()
-		}
-		if c.abandon || c.failed != nil || (c.closing && len(c.queue) == 0) {
-			c.mu.Unlock()
-			return
-		}
-		batch := c.queue
-		c.queue = nil
-		var base []byte
-		if batch[0].txid == 1 {
-			base = c.base
-			c.base = nil
-		}
-		c.mu.Unlock()
+// uploadBatch stores one batch (the pipeline's uploader).
+func (c *cellLog) uploadBatch(batch []*pending) error {
+	var base []byte
+	if batch[0].txid == 1 {
+		base = c.base
+		c.base = nil
+	}
+	return c.upload(batch, base)
+}
 
-		err := c.upload(batch, base)
-		c.mu.Lock()
-		if err != nil {
-			c.log.Error("LTX upload failed; the cell's later commits will not be acknowledged", "err", err)
-			for _, p := range batch {
-				p.future.Resolve(err)
-			}
-			c.failLocked(err)
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
-		for _, p := range batch {
-			p.future.Resolve(nil)
-		}
-		if c.opts.CompactAfter > 0 && len(c.l0Files) >= c.opts.CompactAfter {
-			if err := c.compact(context.Background()); err != nil {
-				// Compaction is an optimisation; the chain stays complete.
-				c.log.Warn("LTX compaction failed; will retry after more commits", "err", err)
-			}
+// maybeCompact compacts the epoch's level-0 files once enough are up.
+func (c *cellLog) maybeCompact() {
+	if c.opts.CompactAfter > 0 && len(c.l0Files) >= c.opts.CompactAfter {
+		if err := c.compact(context.Background()); err != nil {
+			// Compaction is an optimisation; the chain stays complete.
+			c.log.Warn("LTX compaction failed; will retry after more commits", "err", err)
 		}
 	}
 }
@@ -281,29 +205,14 @@ func (c *cellLog) upload(batch []*pending, base []byte) error {
 	}
 	key := ltx.Key(c.cell, c.epoch, 0, first.txid, last.txid)
 	md := map[string]string{ltx.MetadataTimestamp: ltx.FormatTimestamp(now)}
-	delay := c.opts.RetryDelay
-	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
-		_, err = c.opts.Store.Put(ctx, key, data, store.PutOptions{Metadata: md})
-		cancel()
-		if err == nil {
-			break
-		}
-		if attempt >= c.opts.UploadRetries || c.isAbandoned() {
-			return &UploadError{Key: key, Err: err}
-		}
-		c.log.Warn("LTX upload failed; retrying", "key", key, "attempt", attempt+1, "err", err)
-		t := c.opts.Clock.NewTimer(delay)
-		<-t.C()
-		delay *= 2
+	err = durability.PutRetrying(c.opts.Store, key, data, store.PutOptions{Metadata: md}, durability.Retry{
+		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
+		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
+	})
+	if err != nil {
+		return &UploadError{Key: key, Err: err}
 	}
 	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: first.txid, MaxTXID: last.txid, Size: int64(len(data))})
 	c.uploaded = last.txid
 	return nil
-}
-
-func (c *cellLog) isAbandoned() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.abandon
 }

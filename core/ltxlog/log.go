@@ -126,6 +126,5 @@ func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn drive
 		}
 	}
 	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, capture)
-	go c.run()
 	return c, nil
 }

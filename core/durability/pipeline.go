@@ -1,0 +1,231 @@
+package durability
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Pipeline is the ordered group commit a bucket-backed log runs: commits
+// are queued without I/O, and one goroutine uploads whatever is queued as
+// one batch, so commits that arrive while an upload is in flight share
+// the next one. A batch's commits become durable together, in order; a
+// failed upload fails its batch and every commit after it, because an
+// acknowledged commit must never follow a lost one.
+type Pipeline[T any] struct {
+	opts PipelineOptions[T]
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []queued[T]
+	failed  error
+	closing bool // no more appends; the uploader drains, then exits
+	abandon bool // the uploader exits without draining
+	done    chan struct{}
+}
+
+// PipelineOptions configure a Pipeline.
+type PipelineOptions[T any] struct {
+	// Upload stores one batch, oldest first; it runs on the pipeline's
+	// goroutine only. A non-nil error fails the batch and the pipeline.
+	Upload func(batch []T) error
+	// After, if set, runs on the same goroutine after each stored batch
+	// (compaction, say); its failures are its own to report.
+	After func()
+	// Closed is the error commits fail with when the pipeline is closed
+	// without a final flush.
+	Closed error
+	// Logger receives FailMessage when an upload fails.
+	Logger      *slog.Logger
+	FailMessage string
+}
+
+type queued[T any] struct {
+	item   T
+	future *Future
+}
+
+// NewPipeline starts a pipeline's uploader.
+func NewPipeline[T any](opts PipelineOptions[T]) *Pipeline[T] {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	p := &Pipeline[T]{opts: opts, done: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
+	go p.run()
+	return p
+}
+
+// Append queues the item build returns and returns its future. build runs
+// under the pipeline's lock, so items are queued in the order their
+// numbers are drawn; it returns an error to fail the pipeline (the commit
+// cannot be logged, and no later one may be acknowledged). A failed or
+// closing pipeline resolves the future at once with its error.
+func (p *Pipeline[T]) Append(build func() (T, error)) Durable {
+	f := NewFuture()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failed != nil {
+		f.Resolve(p.failed)
+		return f
+	}
+	if p.closing {
+		f.Resolve(p.opts.Closed)
+		return f
+	}
+	item, err := build()
+	if err != nil {
+		p.failLocked(err)
+		f.Resolve(p.failed)
+		return f
+	}
+	p.queue = append(p.queue, queued[T]{item, f})
+	p.cond.Signal()
+	return f
+}
+
+// Fail fails the pipeline: every queued and later commit gets err.
+func (p *Pipeline[T]) Fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failLocked(err)
+}
+
+// Err is the error that failed the pipeline, if any.
+func (p *Pipeline[T]) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed
+}
+
+func (p *Pipeline[T]) failLocked(err error) {
+	if p.failed == nil {
+		p.failed = err
+	}
+	for _, q := range p.queue {
+		q.future.Resolve(p.failed)
+	}
+	p.queue = nil
+	p.cond.Broadcast()
+}
+
+// Abandoned reports that the pipeline was closed without a final flush:
+// an upload in flight should stop retrying.
+func (p *Pipeline[T]) Abandoned() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.abandon
+}
+
+// Close stops the pipeline. final waits for every queued commit to be
+// stored and returns the failure, if any; otherwise queued commits fail
+// with Closed at once. If ctx ends first, the uploader is abandoned.
+func (p *Pipeline[T]) Close(ctx context.Context, final bool) error {
+	p.mu.Lock()
+	p.closing = true
+	if !final {
+		p.abandon = true
+		for _, q := range p.queue {
+			q.future.Resolve(p.opts.Closed)
+		}
+		p.queue = nil
+	}
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.mu.Lock()
+		p.abandon = true
+		p.cond.Broadcast()
+		p.mu.Unlock()
+		return ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if final && p.failed != nil {
+		return p.failed
+	}
+	return nil
+}
+
+// run uploads batches in order until the pipeline closes or fails.
+func (p *Pipeline[T]) run() {
+	defer close(p.done)
+	for {
+		p.mu.Lock()
+		for len(p.queue) == 0 && !p.closing && p.failed == nil {
+			p.cond.Wait()
+		}
+		if p.abandon || p.failed != nil || (p.closing && len(p.queue) == 0) {
+			p.mu.Unlock()
+			return
+		}
+		batch := p.queue
+		p.queue = nil
+		p.mu.Unlock()
+
+		items := make([]T, len(batch))
+		for i, q := range batch {
+			items[i] = q.item
+		}
+		if err := p.opts.Upload(items); err != nil {
+			p.opts.Logger.Error(p.opts.FailMessage, "err", err)
+			p.mu.Lock()
+			for _, q := range batch {
+				q.future.Resolve(err)
+			}
+			p.failLocked(err)
+			p.mu.Unlock()
+			return
+		}
+		for _, q := range batch {
+			q.future.Resolve(nil)
+		}
+		if p.opts.After != nil {
+			p.opts.After()
+		}
+	}
+}
+
+// Retry is how PutRetrying retries a failed write.
+type Retry struct {
+	// Retries after the first attempt; Delay before the first retry,
+	// doubled after each; Timeout per attempt.
+	Retries int
+	Delay   time.Duration
+	Timeout time.Duration
+	Clock   clock.Clock
+	// Stop, when it reports true, ends the retries (the log was
+	// abandoned).
+	Stop   func() bool
+	Logger *slog.Logger
+}
+
+// PutRetrying writes an object, retrying failures as r says; it returns
+// the last error once the retries are spent or r.Stop says to stop.
+func PutRetrying(s store.Store, key string, data []byte, opts store.PutOptions, r Retry) error {
+	clk := clock.Or(r.Clock)
+	delay := r.Delay
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), r.Timeout)
+		_, err := s.Put(ctx, key, data, opts)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if attempt >= r.Retries || (r.Stop != nil && r.Stop()) {
+			return err
+		}
+		if r.Logger != nil {
+			r.Logger.Warn("upload failed; retrying", "key", key, "attempt", attempt+1, "err", err)
+		}
+		t := clk.NewTimer(delay)
+		<-t.C()
+		delay *= 2
+	}
+}
