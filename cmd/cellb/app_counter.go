@@ -11,7 +11,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/lease"
-	"github.com/cellb/cellb/core/peer"
+	"github.com/cellb/cellb/core/shard"
 )
 
 // The example app that `cellb serve` hosts: one counter cell per name.
@@ -70,7 +70,7 @@ type counterReply struct {
 type counterApp struct {
 	ns      *cell.Namespace[*Counter]
 	node    string
-	forward func(ctx context.Context, addr string, w http.ResponseWriter, r *http.Request) error
+	forward forwardFunc
 }
 
 // maxNameLen keeps names (and the URLs that carry them) reasonable.
@@ -123,16 +123,13 @@ func (a *counterApp) handle(alarm bool, fn func(ctx context.Context, c *Counter,
 			return
 		}
 		stub := a.ns.Get(a.ns.IDFromName(r.PathValue("name")))
-		reply, err := cell.Call(r.Context(), stub, func(ctx context.Context, c *Counter) (counterReply, error) {
-			return fn(ctx, c, r)
+		reply, answered, err := callRouted(w, r, nil, a.forward, func() (counterReply, error) {
+			return cell.Call(r.Context(), stub, func(ctx context.Context, c *Counter) (counterReply, error) {
+				return fn(ctx, c, r)
+			})
 		})
-		var oe *lease.CellOwnedElsewhereError
-		if errors.As(err, &oe) && a.forward != nil && oe.Addr != "" && r.Header.Get(peer.HeaderForwarded) == "" {
-			if ferr := a.forward(r.Context(), oe.Addr, w, r); ferr == nil {
-				return
-			} else {
-				err = fmt.Errorf("%w (forwarding to %s failed: %v)", err, oe.Addr, ferr)
-			}
+		if answered {
+			return
 		}
 		if err != nil {
 			writeError(w, err)
@@ -160,6 +157,7 @@ func writeError(w http.ResponseWriter, err error) {
 		broken *cell.BrokenObjectError
 		lapsed *lease.LeaseLapsedError
 		lost   *lease.RecordLostError
+		gone   *lease.ShardOwnerLostError
 	)
 	switch {
 	case errors.As(err, &bad):
@@ -171,9 +169,15 @@ func writeError(w http.ResponseWriter, err error) {
 		status, msg = http.StatusServiceUnavailable, lapsed.Error()
 	case errors.As(err, &lost):
 		status, msg = http.StatusServiceUnavailable, lost.Error()
+	case errors.As(err, &gone):
+		status, msg = http.StatusBadGateway, gone.Error()
 	case errors.As(err, &broken):
 		status, msg = http.StatusServiceUnavailable, broken.Error()
-	case errors.Is(err, cell.ErrClosed), errors.Is(err, context.Canceled):
+	case errors.Is(err, cell.ErrClosed):
+		// Refused before it ran: another process may run it instead.
+		status = http.StatusServiceUnavailable
+		w.Header().Set(shard.HeaderNotApplied, "closing")
+	case errors.Is(err, context.Canceled):
 		status = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

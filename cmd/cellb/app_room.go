@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,8 +10,6 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
-	"github.com/cellb/cellb/core/lease"
-	"github.com/cellb/cellb/core/peer"
 )
 
 // The second example: chat rooms whose messages expire, one cell per room.
@@ -110,7 +106,7 @@ func (r *Room) list(ctx context.Context) ([]roomMessage, error) {
 type roomApp struct {
 	ns      *cell.Namespace[*Room]
 	node    string
-	forward func(ctx context.Context, addr string, w http.ResponseWriter, r *http.Request) error
+	forward forwardFunc
 }
 
 func (a *roomApp) routes(mux *http.ServeMux) {
@@ -135,11 +131,13 @@ func (a *roomApp) routes(mux *http.ServeMux) {
 			return
 		}
 		type posted struct{ id, expires int64 }
-		res, err := cell.Call(r.Context(), a.ns.Get(a.ns.IDFromName(name)), func(ctx context.Context, room *Room) (posted, error) {
-			id, exp, err := room.post(ctx, string(body), ttl)
-			return posted{id, exp}, err
+		res, answered, err := callRouted(w, r, body, a.forward, func() (posted, error) {
+			return cell.Call(r.Context(), a.ns.Get(a.ns.IDFromName(name)), func(ctx context.Context, room *Room) (posted, error) {
+				id, exp, err := room.post(ctx, string(body), ttl)
+				return posted{id, exp}, err
+			})
 		})
-		if a.forwarded(w, r, err, body) {
+		if answered {
 			return
 		}
 		if err != nil {
@@ -155,10 +153,12 @@ func (a *roomApp) routes(mux *http.ServeMux) {
 			writeError(w, badInput{fmt.Sprintf("room name must be 1 to %d bytes", maxNameLen)})
 			return
 		}
-		msgs, err := cell.Call(r.Context(), a.ns.Get(a.ns.IDFromName(name)), func(ctx context.Context, room *Room) ([]roomMessage, error) {
-			return room.list(ctx)
+		msgs, answered, err := callRouted(w, r, nil, a.forward, func() ([]roomMessage, error) {
+			return cell.Call(r.Context(), a.ns.Get(a.ns.IDFromName(name)), func(ctx context.Context, room *Room) ([]roomMessage, error) {
+				return room.list(ctx)
+			})
 		})
-		if a.forwarded(w, r, err, nil) {
+		if answered {
 			return
 		}
 		if err != nil {
@@ -168,17 +168,4 @@ func (a *roomApp) routes(mux *http.ServeMux) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"messages": msgs})
 	})
-}
-
-// forwarded sends the call to the room's owner when another live node has
-// it and peers are configured; it reports whether the answer was written.
-func (a *roomApp) forwarded(w http.ResponseWriter, r *http.Request, err error, body []byte) bool {
-	var oe *lease.CellOwnedElsewhereError
-	if !errors.As(err, &oe) || a.forward == nil || oe.Addr == "" || r.Header.Get(peer.HeaderForwarded) != "" {
-		return false
-	}
-	if body != nil {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
-	return a.forward(r.Context(), oe.Addr, w, r) == nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/cellb/cellb/core/backup"
@@ -46,7 +48,10 @@ const serveUsage = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wa
 
 Without --bucket the node runs on the embedded default: cell databases
 under DIR (the primary copy) and an LTX log in a local-files bucket at
-DIR/bucket, from which an empty database is restored. With --bucket the
+DIR/bucket, from which an empty database is restored. Processes sharing
+DIR take cells by shard locks and route calls for a shard another holds to
+it over a local socket, so a new process started before the old one stops
+takes over without losing a call (docs/single-host.md). With --bucket the
 node joins a fleet on that bucket: it takes cells by celld's ownership
 protocol, and the bucket wins over local files. With --peer-listen, calls
 for cells another live node owns are forwarded to it. In a fleet, alarms
@@ -167,16 +172,22 @@ func pickLog(name string, bucket store.Store, logger *slog.Logger) (durability.L
 
 // server is one running node: the runtime, its ports, and the app.
 type server struct {
-	cfg     serveConfig
-	log     *slog.Logger
-	bucket  store.Store
-	node    *fleet.Node   // nil on the embedded default
-	wake    *wake.Service // the fleet's wake index; nil on the embedded default
-	shards  *shard.Lease  // the embedded default's shard locks; nil in a fleet
-	rt      *cell.Runtime
-	app     *counterApp
-	rooms   *roomApp
-	peerKey []byte
+	cfg    serveConfig
+	log    *slog.Logger
+	bucket store.Store
+	node   *fleet.Node   // nil on the embedded default
+	wake   *wake.Service // the fleet's wake index; nil on the embedded default
+	shards *shard.Lease  // the embedded default's shard locks; nil in a fleet
+	// local serves calls other processes on this host route here for the
+	// shards this process holds (nil in a fleet, or when the socket path
+	// is too long for the platform).
+	local     *http.Server
+	localLn   net.Listener
+	localPath string
+	rt        *cell.Runtime
+	app       *counterApp
+	rooms     *roomApp
+	peerKey   []byte
 }
 
 // newServer wires a node. peerAddr is the advertised peer address ("" when
@@ -231,8 +242,16 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		}
 	} else {
 		// Processes sharing --data take cells by shard locks, so two of
-		// them never write one database.
-		if s.shards, err = shard.Open(filepath.Join(cfg.Data, "shards"), 16, shard.WithLogger(logger)); err != nil {
+		// them never write one database, and route calls for a shard
+		// another holds to it over a local socket.
+		shardDir := filepath.Join(cfg.Data, "shards")
+		shardOpts := []shard.Option{shard.WithLogger(logger)}
+		if err := s.listenLocal(shardDir); err != nil {
+			logger.Warn("serving routed calls is off: other processes will answer 409 for this process's shards", "err", err)
+		} else if s.localLn != nil {
+			shardOpts = append(shardOpts, shard.WithAddr("unix:"+s.localPath))
+		}
+		if s.shards, err = shard.Open(shardDir, 16, shardOpts...); err != nil {
 			s.shutdownPorts(ctx)
 			return nil, err
 		}
@@ -272,6 +291,13 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 	}
 	s.app = &counterApp{ns: ns, node: nodeName}
 	s.rooms = &roomApp{ns: rooms, node: nodeName}
+	if s.shards != nil && s.localLn != nil {
+		router := &shard.Router{Self: fmt.Sprintf("local-%d", os.Getpid())}
+		s.app.forward = router.Forward
+		s.rooms.forward = router.Forward
+		s.local = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+		go s.local.Serve(s.localLn)
+	}
 	if s.peerKey != nil {
 		f := &peer.Forwarder{Key: s.peerKey, Self: nodeName, Client: &http.Client{Timeout: 30 * time.Second}}
 		s.app.forward = f.Forward
@@ -305,8 +331,72 @@ func (s *server) close(ctx context.Context) error {
 	return errors.Join(err, s.shutdownPorts(ctx))
 }
 
+// maxSocketPath is the longest unix socket path every supported platform
+// accepts (sun_path is 104 bytes on the BSDs and macOS, 108 on Linux).
+const maxSocketPath = 100
+
+// listenLocal opens the unix socket other processes on this host route
+// calls to (mode 0600: only this user's processes may send them). A path
+// too long for a socket leaves routing off.
+func (s *server) listenLocal(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	removeDeadSockets(dir)
+	var tag [4]byte
+	if _, err := rand.Read(tag[:]); err != nil {
+		return err
+	}
+	// Absolute: other processes, with other working directories, read it
+	// from the holder record.
+	path, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("serve-%d-%x.sock", os.Getpid(), tag)))
+	if err != nil {
+		return err
+	}
+	if len(path) > maxSocketPath {
+		return fmt.Errorf("socket path %s is longer than %d bytes", path, maxSocketPath)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		os.Remove(path)
+		return err
+	}
+	s.localLn, s.localPath = ln, path
+	return nil
+}
+
+// removeDeadSockets deletes the sockets of processes that died without
+// removing theirs: nothing accepts on them any more.
+func removeDeadSockets(dir string) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "serve-*.sock"))
+	for _, p := range paths {
+		c, err := net.DialTimeout("unix", p, time.Second)
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			os.Remove(p)
+		}
+	}
+}
+
 func (s *server) shutdownPorts(ctx context.Context) error {
 	var errs []error
+	if s.local != nil {
+		// After the runtime: until then, routed calls are answered (with
+		// "closing" once it shuts down, which tells the router to wait for
+		// the shard and run them itself).
+		errs = append(errs, s.local.Close())
+	}
+	if s.localLn != nil {
+		s.localLn.Close()
+		os.Remove(s.localPath)
+	}
 	if s.node != nil {
 		errs = append(errs, s.node.Close(ctx))
 	}

@@ -52,6 +52,25 @@ func (e *CellOwnedElsewhereError) Error() string {
 	return fmt.Sprintf("Durable Object %s/%s is owned by another node", e.Class, e.ID)
 }
 
+// ShardOwnerLostError: on one host, the call was routed to the process
+// holding the cell's shard, and that process went away before it answered.
+// The call may or may not have been applied; the router does not retry it.
+type ShardOwnerLostError struct {
+	Class, ID string // the cell key split at the first ':'
+	Owner     string // the holder, as its record named it
+	Err       error  // what broke the connection
+}
+
+func (e *ShardOwnerLostError) Error() string {
+	what := "the cell"
+	if e.Class != "" {
+		what = "Durable Object " + e.Class + "/" + e.ID
+	}
+	return fmt.Sprintf("the process holding %s went away during the request (%v): the request may or may not have been applied", what, e.Err)
+}
+
+func (e *ShardOwnerLostError) Unwrap() error { return e.Err }
+
 // RecordLostError: cells/<scope>/own.json is missing but LTX exists.
 type RecordLostError struct {
 	Scope      string // the cell key

@@ -19,6 +19,7 @@ type Option func(*options)
 
 type options struct {
 	logger *slog.Logger
+	addr   string
 }
 
 // WithLogger sets where the lease logs taking and letting go of shards
@@ -27,11 +28,20 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
 
+// WithAddr sets the local address this process serves routed calls on
+// ("unix:<socket path>"). While it holds a shard it records the address in
+// holder-<i>.json, and TryAcquire in another process reports it as the
+// owner's Addr, so that process can route the call here (Router).
+func WithAddr(addr string) Option {
+	return func(o *options) { o.addr = addr }
+}
+
 // Lease grants cells to this process by locking their shards. It implements
 // lease.Lease. Close it to let every shard go.
 type Lease struct {
 	dir    string
 	n      int
+	addr   string // see WithAddr; "" records no holder
 	log    *slog.Logger
 	closed atomic.Bool
 	shards []shardState
@@ -69,7 +79,7 @@ func Open(dir string, n int, opts ...Option) (*Lease, error) {
 	if err := prepare(dir, n); err != nil {
 		return nil, err
 	}
-	return &Lease{dir: dir, n: n, log: o.logger.With("shard_dir", dir), shards: make([]shardState, n)}, nil
+	return &Lease{dir: dir, n: n, addr: o.addr, log: o.logger.With("shard_dir", dir), shards: make([]shardState, n)}, nil
 }
 
 // Dir is the shard directory.
@@ -105,7 +115,11 @@ func (l *Lease) TryAcquire(ctx context.Context, cellKey string) (lease.Grant, er
 		}
 		if !held {
 			class, id, _ := strings.Cut(cellKey, ":")
-			return nil, &lease.CellOwnedElsewhereError{Class: class, ID: id}
+			oe := &lease.CellOwnedElsewhereError{Class: class, ID: id}
+			if h, ok := readHolder(l.dir, i); ok && h.PID != os.Getpid() {
+				oe.Owner, oe.Addr = h.String(), h.Addr
+			}
+			return nil, oe
 		}
 	}
 	epoch := s.epoch + 1
@@ -149,6 +163,13 @@ func (l *Lease) lockLocked(i int, s *shardState) (bool, error) {
 		return false, err
 	}
 	s.f, s.epoch, s.grants = f, epoch, make(map[string]*grant)
+	if l.addr != "" {
+		if err := writeHolder(l.dir, i, Holder{PID: os.Getpid(), Addr: l.addr}); err != nil {
+			// Routing is a convenience: without the record, other
+			// processes answer 409 for this shard instead of routing.
+			l.log.Warn("recording this process as the shard's holder", "shard", i, "err", err)
+		}
+	}
 	l.log.Debug("took shard", "shard", i, "epoch", epoch)
 	return true, nil
 }
@@ -157,6 +178,13 @@ func (l *Lease) lockLocked(i int, s *shardState) (bool, error) {
 func (l *Lease) unlockLocked(i int, s *shardState) error {
 	if s.f == nil {
 		return nil
+	}
+	if l.addr != "" {
+		// Still under the lock: the next holder writes its own record
+		// only after it has the lock.
+		if err := clearHolder(l.dir, i); err != nil {
+			l.log.Warn("clearing the shard's holder record", "shard", i, "err", err)
+		}
 	}
 	err := errors.Join(unlock(s.f), s.f.Close())
 	s.f, s.grants = nil, nil
