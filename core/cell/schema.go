@@ -6,7 +6,9 @@ package cell
 const rtSQL = "/*cellb*/ "
 
 // schemaSQL creates celld's tables exactly as celld does, so a cell
-// database moves between celld and CellB unchanged. It includes _cf_WAKE,
+// database moves between celld and CellB unchanged (_cf_FACETS is celld
+// 0.5's store of facet images; CellB has no facets and leaves it empty,
+// but creates it so both sides see one schema). It includes _cf_WAKE,
 // the alarm's installation identity, and the three triggers that keep it in
 // step with _cf_ALARM inside the very transaction that changes the alarm
 // (see wakerecord.go): identity can only be atomic with the alarm if SQLite
@@ -15,6 +17,7 @@ const rtSQL = "/*cellb*/ "
 const schemaSQL = rtSQL + `CREATE TABLE IF NOT EXISTS _cf_KV(scope TEXT, k TEXT, v TEXT, PRIMARY KEY(scope,k));
 CREATE TABLE IF NOT EXISTS _cf_ALARM(scope TEXT PRIMARY KEY, at_ms INTEGER, retry INTEGER DEFAULT 0, counted_retry INTEGER NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS _cf_METADATA(scope TEXT PRIMARY KEY, actor_name TEXT);
+CREATE TABLE IF NOT EXISTS _cf_FACETS(scope TEXT NOT NULL, path TEXT NOT NULL, image BLOB NOT NULL, PRIMARY KEY(scope,path)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS _cf_WAKE(scope TEXT PRIMARY KEY, epoch TEXT NOT NULL CHECK(length(epoch)=16), sequence INTEGER NOT NULL CHECK(typeof(sequence)='integer' AND sequence>=0), at_ms INTEGER);
 CREATE TRIGGER IF NOT EXISTS _cf_WAKE_insert AFTER INSERT ON _cf_ALARM BEGIN UPDATE _cf_WAKE SET sequence=sequence+1,at_ms=NEW.at_ms WHERE scope=NEW.scope; END;
 CREATE TRIGGER IF NOT EXISTS _cf_WAKE_update AFTER UPDATE OF at_ms,generation ON _cf_ALARM BEGIN UPDATE _cf_WAKE SET sequence=sequence+1,at_ms=NEW.at_ms WHERE scope=NEW.scope; END;
