@@ -247,6 +247,15 @@ func (s *alarmScheduler) set(cls *class, id ID, row *alarmRow) {
 	s.armLocked(key, e, e.at, e.has)
 }
 
+// dueWithin reports whether the cell has a stored alarm due before now+d
+// (or running now).
+func (s *alarmScheduler) dueWithin(key string, d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[key]
+	return e != nil && (e.running || (e.has && e.at.Before(s.rt.clk.Now().Add(d))))
+}
+
 func (s *alarmScheduler) armLocked(key string, e *alarmEntry, at time.Time, has bool) {
 	if e.timer != nil {
 		e.timer.Stop()

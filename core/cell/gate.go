@@ -238,3 +238,17 @@ func (g *gate) idle() (time.Time, bool) {
 	}
 	return g.idleSince, true
 }
+
+// idleAgain restarts the idle countdown of an object that is still idle
+// (eviction was put off).
+func (g *gate) idleAgain() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed != nil || g.inflight > 0 || g.idleAfter <= 0 || g.onIdle == nil {
+		return
+	}
+	if g.idleTimer != nil {
+		g.idleTimer.Stop()
+	}
+	g.idleTimer = g.clk.AfterFunc(g.idleAfter, g.onIdle)
+}

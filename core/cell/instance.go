@@ -120,7 +120,7 @@ func newInstance(rt *Runtime, cls *class, id ID, prev *instance) *instance {
 	inst.st = &State{inst: inst}
 	inst.g.clk = rt.clk
 	inst.g.idleAfter = rt.idle
-	inst.g.onIdle = func() { go inst.evictIfIdle() }
+	inst.g.onIdle = func() { go inst.evictIdle() }
 	// The activation is the first event: it holds the gate from birth.
 	inst.g.held = true
 	inst.g.inflight = 1
@@ -464,6 +464,18 @@ func (inst *instance) breakNow(reason string, cause error) *BrokenObjectError {
 		return out
 	}
 	return &BrokenObjectError{Key: inst.key, Reason: "it was retired: " + first.Error(), Err: first}
+}
+
+// evictIdle is the idle timeout: it evicts the object unless its alarm is
+// due within Options.AlarmResidency, in which case the object stays and
+// the countdown starts again (so it is not evicted and activated again
+// moments later, or, in a fleet, handed over between epochs for nothing).
+func (inst *instance) evictIdle() {
+	if r := inst.rt.residency; r > 0 && inst.rt.alarms.dueWithin(inst.key, r) {
+		inst.g.idleAgain()
+		return
+	}
+	inst.evictIfIdle()
 }
 
 // evictIfIdle retires an object with no event in flight, and reports

@@ -54,12 +54,20 @@ type Options struct {
 	// the cap is soft under a burst. Zero means DefaultMaxOpenCells();
 	// negative means no cap.
 	MaxOpenCells int
+	// AlarmResidency keeps an idle object in memory while its alarm is
+	// due within this long, as celld's CELLD_ALARM_RESIDENT_MS does (the
+	// open-cell cap can still evict it). Zero means DefaultAlarmResidency;
+	// negative means idle objects are evicted whatever their alarm.
+	AlarmResidency time.Duration
 	// Wake publishes every committed alarm change to a fleet's wake index
 	// (see WakePublisher); replies wait for the publication as they wait
 	// for durability. Nil (a single host) publishes nothing and costs
 	// nothing.
 	Wake WakePublisher
 }
+
+// DefaultAlarmResidency is celld's default CELLD_ALARM_RESIDENT_MS.
+const DefaultAlarmResidency = time.Hour
 
 // Runtime hosts cells. It is safe for concurrent use.
 type Runtime struct {
@@ -70,7 +78,9 @@ type Runtime struct {
 	logger  *slog.Logger
 	idle    time.Duration
 	maxOpen int // < 0: no cap
-	alarms  *alarmScheduler
+	// residency: see Options.AlarmResidency (< 0: off).
+	residency time.Duration
+	alarms    *alarmScheduler
 	// pages is the buffer pool every capturing connection copies its
 	// commits' pages into and every log hands them back to, shared so a
 	// cell that commits rarely reuses buffers another cell released.
@@ -121,6 +131,10 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if rt.idle == 0 {
 		rt.idle = DefaultIdleTimeout
+	}
+	rt.residency = opts.AlarmResidency
+	if rt.residency == 0 {
+		rt.residency = DefaultAlarmResidency
 	}
 	rt.maxOpen = opts.MaxOpenCells
 	if rt.maxOpen == 0 {
