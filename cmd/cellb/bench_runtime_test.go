@@ -148,6 +148,25 @@ func BenchmarkCell(b *testing.B) {
 			var mu sync.Mutex
 			callers(b, n, func() error { mu.Lock(); defer mu.Unlock(); return directRead(ctx, c) })
 		})
+		b.Run(fmt.Sprintf("read/direct-tx/callers=%d", n), func(b *testing.B) {
+			// The same read inside BEGIN IMMEDIATE ... COMMIT, as a turn
+			// runs it: what SQLite alone charges for the implicit
+			// transaction.
+			c := directConn(b, wasm.New())
+			var mu sync.Mutex
+			callers(b, n, func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				if err := c.Begin(ctx); err != nil {
+					return err
+				}
+				if err := directRead(ctx, c); err != nil {
+					c.Rollback(ctx)
+					return err
+				}
+				return c.Commit(ctx)
+			})
+		})
 		b.Run(fmt.Sprintf("read/runtime/callers=%d", n), func(b *testing.B) {
 			_, ns := benchRuntime(b, wasm.New(), durability.Local{}, nil)
 			stub := ns.Get(ns.IDFromName("warm"))
