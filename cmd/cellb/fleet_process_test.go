@@ -85,16 +85,21 @@ func (p *proc) start(t *testing.T, bin string) {
 }
 
 // startNode starts `cellb serve` as fleet node name on bucket (a URL), with
-// a fresh data directory, a log file, and extra flags; the test's cleanup
-// kills it.
+// a fresh data directory and extra flags; see startServe.
 func startNode(t *testing.T, bin, bucket, name string, extra ...string) *proc {
+	t.Helper()
+	return startServe(t, bin, name, append([]string{"--bucket", bucket, "--node", name, "--data", t.TempDir()}, extra...)...)
+}
+
+// startServe starts `cellb serve` with args on a free local port, logging
+// to a file of the test; the test's cleanup kills it.
+func startServe(t *testing.T, bin, name string, args ...string) *proc {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"serve", "--bucket", bucket, "--node", name, "--data", t.TempDir(), "--listen", "127.0.0.1:0"}
-	p := &proc{name: name, logf: logf, args: append(args, extra...)}
+	p := &proc{name: name, logf: logf, args: append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)}
 	p.start(t, bin)
 	t.Cleanup(func() { p.kill(); logf.Close() })
 	return p

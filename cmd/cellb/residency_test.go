@@ -64,7 +64,7 @@ func TestAlarmKeepsACellResident(t *testing.T) {
 				open()
 				return
 			}
-			open("armed") // idle, but its alarm is due within the residency
+			open("armed")                // idle, but its alarm is due within the residency
 			clk.Advance(4 * time.Minute) // the alarm runs (+1000), then idles
 			deadline := time.Now().Add(10 * time.Second)
 			for call("armed", func(ctx context.Context, c *Counter) (int64, error) { return c.value(ctx) }) != 1000 {

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -22,16 +20,7 @@ func TestRestartOnOneHostLosesNoCall(t *testing.T) {
 	}
 	bin := cellbBinary(t)
 	data := t.TempDir()
-	start := func(name string) *proc {
-		logf, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &proc{name: name, logf: logf, args: []string{"serve", "--data", data, "--listen", "127.0.0.1:0"}}
-		p.start(t, bin)
-		t.Cleanup(func() { p.kill(); logf.Close() })
-		return p
-	}
+	start := func(name string) *proc { return startServe(t, bin, name, "--data", data) }
 	a := start("a")
 	client := &http.Client{Timeout: 30 * time.Second}
 	post := func(p *proc) (int64, error) {

@@ -28,24 +28,10 @@ func (f *Forwarder) Forward(ctx context.Context, addr string, w http.ResponseWri
 	if r.Header.Get(HeaderForwarded) != "" {
 		return ErrAlreadyForwarded
 	}
-	var body []byte
-	if r.Body != nil {
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			return err
-		}
-		body = b
-	}
-	out, err := http.NewRequestWithContext(ctx, r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := Replay(ctx, r, "http://"+addr, f.Self)
 	if err != nil {
 		return err
 	}
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			out.Header.Add(k, v)
-		}
-	}
-	out.Header.Set(HeaderForwarded, f.Self)
 	now := time.Now
 	if f.Now != nil {
 		now = f.Now
@@ -70,4 +56,29 @@ func (f *Forwarder) Forward(ctx context.Context, addr string, w http.ResponseWri
 	w.WriteHeader(resp.StatusCode)
 	_, err = io.Copy(w, resp.Body)
 	return err
+}
+
+// Replay copies r (method, path, query, headers, body) into a request to
+// base (scheme and host) marked as forwarded by self: the one hop a
+// forwarded call is allowed.
+func Replay(ctx context.Context, r *http.Request, base, self string) (*http.Request, error) {
+	var body []byte
+	if r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, base+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			out.Header.Add(k, v)
+		}
+	}
+	out.Header.Set(HeaderForwarded, self)
+	return out, nil
 }

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,30 +60,16 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 	if !ok || path == "" {
 		return fmt.Errorf("shard: cannot route to %q (not a unix: address)", addr)
 	}
-	var body []byte
-	if r.Body != nil {
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			return err
-		}
-		body = b
-	}
 	timeout := rt.Timeout
 	if timeout <= 0 {
 		timeout = DefaultRouteTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := http.NewRequestWithContext(ctx, r.Method, "http://shard-holder"+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := peer.Replay(ctx, r, "http://shard-holder", rt.Self)
 	if err != nil {
 		return err
 	}
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			out.Header.Add(k, v)
-		}
-	}
-	out.Header.Set(peer.HeaderForwarded, rt.Self)
 	var dialed atomic.Bool
 	client := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
