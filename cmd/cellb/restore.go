@@ -26,18 +26,25 @@ func restoreCommand() command {
 	}
 }
 
-const restoreUsage = `usage: cellb restore <bucket-url> <Class:id> <out.db> [--txid N | --time T] [--force]
+const restoreUsage = `usage: cellb restore <bucket-url> <Class:id> <out.db> [--from ltx|changeset|backup]
+                    [--txid N | --time T] [--force]
 
-Rebuilds the cell's SQLite database from the LTX log in the bucket and
+Rebuilds the cell's SQLite database from what the bucket keeps of it and
 writes it to out.db. It only reads the bucket: it never takes ownership,
-so it is safe while nodes serve the cell. --time takes RFC 3339
-(2026-05-30T02:46:41Z) or Unix milliseconds.`
+so it is safe while nodes serve the cell.
+
+--from picks the source (default: the one the bucket holds for the cell;
+name one when it holds several): ltx, the LTX log (any TXID or time with
+--txid or --time, which takes RFC 3339 such as 2026-05-30T02:46:41Z or Unix
+milliseconds); changeset, the changeset log (its newest state); backup, the
+newest whole-database backup.`
 
 func restoreCmd(ctx context.Context, e *env, args []string, schemes map[string]bucketScheme) int {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	txid := fs.Uint64("txid", 0, "restore exactly this transaction")
 	at := fs.String("time", "", "restore the newest state at or before this time")
 	force := fs.Bool("force", false, "overwrite out.db if it exists")
+	from := fs.String("from", "", "ltx, changeset or backup (default: what the bucket holds)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	pos, err := parseFlags(fs, args)
 	if err != nil || len(pos) != 3 {
@@ -79,6 +86,25 @@ func restoreCmd(ctx context.Context, e *env, args []string, schemes map[string]b
 		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
 		return 1
 	}
+	defer store.Close(s)
+	source, err := pickRestoreSource(ctx, s, cellKey, *from)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, err)
+		return 1
+	}
+	if source != "ltx" {
+		if *txid != 0 || *at != "" {
+			fmt.Fprintf(e.stderr, "cellb restore: --txid and --time need the LTX log; the %s log restores its newest state\n", source)
+			return 2
+		}
+		what, n, err := restoreImage(ctx, s, cellKey, source, out)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, oneLine(err))
+			return 1
+		}
+		fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, what, size(n), out)
+		return 0
+	}
 	if !*quiet {
 		bar := newProgressBar(e.stderr, "restore "+cellKey)
 		opts.Progress = bar.update
@@ -95,20 +121,31 @@ func restoreCmd(ctx context.Context, e *env, args []string, schemes map[string]b
 
 // restoreToFile restores straight into a temporary file next to out —
 // pages land at their offsets as they are decoded, so no image-sized buffer
-// is needed — then makes it out atomically: fsync, rename, fsync of the
-// directory. A failed restore leaves out untouched.
+// is needed — then makes it out atomically (writeAtomically).
 func restoreToFile(ctx context.Context, s store.Store, cellKey string, opts ltxlog.RestoreOptions, out string) (*ltxlog.Result, int64, error) {
+	var res *ltxlog.Result
+	n, err := writeAtomically(out, func(f *os.File) error {
+		var err error
+		res, err = ltxlog.RestoreTo(ctx, s, cellKey, opts, f)
+		return err
+	})
+	return res, n, err
+}
+
+// writeAtomically has write fill a temporary file next to out, then makes
+// it out: fsync, rename, fsync of the directory. A failure leaves out
+// untouched. It returns the file's size.
+func writeAtomically(out string, write func(f *os.File) error) (int64, error) {
 	dir := filepath.Dir(out)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	res, err := ltxlog.RestoreTo(ctx, s, cellKey, opts, f)
-	if err != nil {
+	if err := write(f); err != nil {
 		f.Close()
-		return nil, 0, err
+		return 0, err
 	}
 	st, err := f.Stat()
 	if err == nil {
@@ -118,17 +155,17 @@ func restoreToFile(ctx context.Context, s store.Store, cellKey string, opts ltxl
 		err = cerr
 	}
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	defer d.Close()
-	return res, st.Size(), d.Sync()
+	return st.Size(), d.Sync()
 }
 
 // parseTime accepts RFC 3339 or Unix milliseconds.

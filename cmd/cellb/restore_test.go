@@ -77,6 +77,13 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 // ("k=v" in key order), after checking its integrity.
 func rowsOf(t *testing.T, path string) []string {
 	t.Helper()
+	return queryFile(t, path, "SELECT k, v FROM kv ORDER BY k")
+}
+
+// queryFile opens a database file with real SQLite, checks its integrity
+// and returns sql's rows, each as its values joined by "=".
+func queryFile(t *testing.T, path, sql string) []string {
+	t.Helper()
 	img, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +122,7 @@ func rowsOf(t *testing.T, path string) []string {
 	if ic := query("PRAGMA integrity_check"); len(ic) != 1 || ic[0] != "ok" {
 		t.Fatalf("integrity_check: %v", ic)
 	}
-	return query("SELECT k, v FROM kv ORDER BY k")
+	return query(sql)
 }
 
 func TestRestoreGoldenChain(t *testing.T) {
