@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
@@ -71,13 +72,14 @@ const DefaultAlarmResidency = time.Hour
 
 // Runtime hosts cells. It is safe for concurrent use.
 type Runtime struct {
-	opts    Options
-	clk     clock.Clock
-	lease   lease.Lease
-	log     durability.Log
-	logger  *slog.Logger
-	idle    time.Duration
-	maxOpen int // < 0: no cap
+	opts     Options
+	clk      clock.Clock
+	lease    lease.Lease
+	log      durability.Log
+	logger   *slog.Logger
+	idle     time.Duration
+	maxOpen  int // < 0: no cap
+	shedding atomic.Bool
 	// residency: see Options.AlarmResidency (< 0: off).
 	residency time.Duration
 	alarms    *alarmScheduler
@@ -169,38 +171,50 @@ func (rt *Runtime) instanceFor(cls *class, id ID) (*instance, error) {
 	inst := newInstance(rt, cls, id, rt.retiring[key])
 	rt.cells[key] = inst
 	go inst.activate()
-	if rt.maxOpen > 0 && len(rt.cells) > rt.maxOpen {
-		go rt.shed(len(rt.cells) - rt.maxOpen)
+	if rt.maxOpen > 0 && len(rt.cells) > rt.maxOpen && rt.shedding.CompareAndSwap(false, true) {
+		go rt.shed()
 	}
 	return inst, nil
 }
 
-// shed evicts up to n of the longest-idle cells, to bring the open cells
-// back under MaxOpenCells.
-func (rt *Runtime) shed(n int) {
+// shed evicts the longest-idle cells until the open cells are back under
+// MaxOpenCells, or only busy ones are left. One runs at a time (shedding),
+// so a burst of activations does not evict more than it must.
+func (rt *Runtime) shed() {
+	defer rt.shedding.Store(false)
 	type candidate struct {
 		inst  *instance
 		since time.Time
 	}
-	rt.mu.Lock()
-	var idle []candidate
-	for _, inst := range rt.cells {
-		if since, ok := inst.g.idle(); ok {
-			idle = append(idle, candidate{inst, since})
+	for {
+		rt.mu.Lock()
+		over := len(rt.cells) - rt.maxOpen
+		var idle []candidate
+		if over > 0 {
+			for _, inst := range rt.cells {
+				if since, ok := inst.g.idle(); ok {
+					idle = append(idle, candidate{inst, since})
+				}
+			}
 		}
-	}
-	rt.mu.Unlock()
-	sort.Slice(idle, func(i, j int) bool { return idle[i].since.Before(idle[j].since) })
-	for _, c := range idle {
-		if n == 0 {
+		rt.mu.Unlock()
+		if over <= 0 {
 			return
 		}
-		if c.inst.evictIfIdle() {
-			n--
+		sort.Slice(idle, func(i, j int) bool { return idle[i].since.Before(idle[j].since) })
+		evicted := 0
+		for _, c := range idle {
+			if evicted == over {
+				break
+			}
+			if c.inst.evictIfIdle() {
+				evicted++
+			}
 		}
-	}
-	if n > 0 {
-		rt.logger.Debug("cell: more cells open than MaxOpenCells; the rest are busy", "over", n, "max", rt.maxOpen)
+		if evicted == 0 {
+			rt.logger.Debug("cell: more cells open than MaxOpenCells; the rest are busy", "over", over, "max", rt.maxOpen)
+			return
+		}
 	}
 }
 
