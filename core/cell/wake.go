@@ -10,7 +10,8 @@ import (
 // index entry) exactly as a request would, so that its stored alarm is
 // scheduled and runs if it is due. A cell without an alarm simply
 // activates and is evicted again once idle. It returns once the activation
-// has finished (the alarm itself runs as its own event right after).
+// has finished (the alarm itself runs as its own event right after); a
+// cell already in memory is left alone, since its alarm is armed already.
 //
 // Errors come back as activation reports them: an *ActivationError
 // wrapping the lease's refusal (errors.As a *lease.CellOwnedElsewhereError
@@ -34,6 +35,15 @@ func (rt *Runtime) Wake(ctx context.Context, cellKey string) error {
 	id, err := IDFromString(rt.opts.ScriptName, className, idText)
 	if err != nil {
 		return err
+	}
+	rt.mu.Lock()
+	live := rt.cells[cellKey]
+	rt.mu.Unlock()
+	if live != nil && live.g.err() == nil {
+		// Already in memory: its alarm timer is armed here, and an event
+		// would only reset its idle countdown (an entry that is never
+		// retired would then keep it resident for good).
+		return nil
 	}
 	// An empty event: it waits for the activation (and its constructor)
 	// like any request, and adds nothing of its own.
