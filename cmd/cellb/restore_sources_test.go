@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"io/fs"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,27 +12,15 @@ import (
 // `cellb restore` rebuilds a cell from each --durability mode's log: the
 // restored database holds what the node's own database held.
 func TestRestoreFromEveryLog(t *testing.T) {
-	for _, tc := range []struct{ mode, driver string }{
-		{"ltx", "wasm"},
-		{"changeset", "modernc"},
-		{"backup", "wasm"},
-	} {
+	for _, tc := range durabilityModes {
 		t.Run(tc.mode, func(t *testing.T) {
 			dir := t.TempDir()
-			ctx := context.Background()
-			s, err := newServer(ctx, serveConfig{Data: dir, Driver: tc.driver, ScriptName: "x", Idle: time.Minute, Durability: tc.mode}, "", quietLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := httptest.NewServer(s.handler())
-			for range 3 {
-				call(t, "POST", hs.URL+"/counter/kept")
-			}
-			call(t, "POST", hs.URL+"/counter/kept/alarm?in=3600000")
-			hs.Close()
-			if err := s.close(ctx); err != nil {
-				t.Fatal(err)
-			}
+			serveThenClose(t, serveConfig{Data: dir, Driver: tc.driver, ScriptName: "x", Idle: time.Minute, Durability: tc.mode}, func(url string) {
+				for range 3 {
+					call(t, "POST", url+"/counter/kept")
+				}
+				call(t, "POST", url+"/counter/kept/alarm?in=3600000")
+			})
 			local := onlyDatabase(t, filepath.Join(dir, "cells"))
 			cellKey := "Counter:" + strings.TrimSuffix(filepath.Base(local), ".sqlite3")
 			const q = "SELECT scope, k, v FROM _cf_KV UNION ALL SELECT scope, 'alarm', at_ms FROM _cf_ALARM ORDER BY 1, 2"
@@ -57,18 +43,10 @@ func TestRestoreFromEveryLog(t *testing.T) {
 // Several logs for one cell: restore asks which one, and --from picks it.
 func TestRestoreNeedsFromWhenLogsDiffer(t *testing.T) {
 	dir := t.TempDir()
-	ctx := context.Background()
 	for _, mode := range []string{"ltx", "backup"} {
-		s, err := newServer(ctx, serveConfig{Data: dir, Driver: "wasm", ScriptName: "x", Idle: time.Minute, Durability: mode}, "", quietLogger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewServer(s.handler())
-		call(t, "POST", hs.URL+"/counter/both")
-		hs.Close()
-		if err := s.close(ctx); err != nil {
-			t.Fatal(err)
-		}
+		serveThenClose(t, serveConfig{Data: dir, Driver: "wasm", ScriptName: "x", Idle: time.Minute, Durability: mode}, func(url string) {
+			call(t, "POST", url+"/counter/both")
+		})
 	}
 	local := onlyDatabase(t, filepath.Join(dir, "cells"))
 	cellKey := "Counter:" + strings.TrimSuffix(filepath.Base(local), ".sqlite3")

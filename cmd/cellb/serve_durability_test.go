@@ -9,31 +9,42 @@ import (
 	"time"
 )
 
+// durabilityModes are the --durability modes, each with a driver it runs on.
+var durabilityModes = []struct{ mode, driver string }{
+	{"ltx", "wasm"},
+	{"changeset", "modernc"},
+	{"backup", "wasm"},
+}
+
+// serveThenClose runs a server on dir in cfg's mode, lets calls use its
+// URL, and shuts it down in order (backups take their final save then).
+func serveThenClose(t *testing.T, cfg serveConfig, calls func(url string)) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := newServer(ctx, cfg, "", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.handler())
+	calls(hs.URL)
+	hs.Close()
+	if err := s.close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Each --durability mode keeps the counter in the bucket: after the local
 // files are lost, a node in the same mode restores them.
 func TestServeDurabilityModesRestore(t *testing.T) {
-	for _, tc := range []struct{ mode, driver string }{
-		{"ltx", "wasm"},
-		{"changeset", "modernc"},
-		{"backup", "wasm"},
-	} {
+	for _, tc := range durabilityModes {
 		t.Run(tc.mode, func(t *testing.T) {
 			dir := t.TempDir()
-			ctx := context.Background()
 			cfg := serveConfig{Data: dir, Driver: tc.driver, ScriptName: "x", Idle: time.Minute, Durability: tc.mode}
-			s, err := newServer(ctx, cfg, "", quietLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := httptest.NewServer(s.handler())
-			for i := 0; i < 4; i++ {
-				call(t, "POST", hs.URL+"/counter/keep")
-			}
-			hs.Close()
-			// An orderly shutdown: backups take their final save here.
-			if err := s.close(ctx); err != nil {
-				t.Fatal(err)
-			}
+			serveThenClose(t, cfg, func(url string) {
+				for i := 0; i < 4; i++ {
+					call(t, "POST", url+"/counter/keep")
+				}
+			})
 			if err := os.RemoveAll(filepath.Join(dir, "cells")); err != nil {
 				t.Fatal(err)
 			}
