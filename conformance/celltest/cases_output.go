@@ -272,6 +272,9 @@ func caseLeaseLost(c *checkT) {
 
 // testLease grants every cell and can revoke the grants.
 type testLease struct {
+	// bucketWins is what every grant's BucketWins reports.
+	bucketWins bool
+
 	mu       sync.Mutex
 	grants   []*testGrant
 	failNext int
@@ -294,7 +297,7 @@ func (l *testLease) TryAcquire(ctx context.Context, key string) (lease.Grant, er
 		l.failNext--
 		return nil, l.failErr
 	}
-	g := &testGrant{epoch: uint64(len(l.grants) + 1), lost: make(chan struct{})}
+	g := &testGrant{epoch: uint64(len(l.grants) + 1), bucketWins: l.bucketWins, lost: make(chan struct{})}
 	l.grants = append(l.grants, g)
 	return g, nil
 }
@@ -315,11 +318,12 @@ func (l *testLease) revokeAll(err error) {
 }
 
 type testGrant struct {
-	epoch uint64
-	once  sync.Once
-	lost  chan struct{}
-	mu    sync.Mutex
-	err   error
+	epoch      uint64
+	bucketWins bool
+	once       sync.Once
+	lost       chan struct{}
+	mu         sync.Mutex
+	err        error
 }
 
 func (g *testGrant) end(err error) {
@@ -332,7 +336,7 @@ func (g *testGrant) end(err error) {
 }
 
 func (g *testGrant) Epoch() uint64         { return g.epoch }
-func (g *testGrant) BucketWins() bool      { return false }
+func (g *testGrant) BucketWins() bool      { return g.bucketWins }
 func (g *testGrant) Lost() <-chan struct{} { return g.lost }
 func (g *testGrant) Err() error {
 	g.mu.Lock()

@@ -42,6 +42,15 @@ func (c *checkT) fatalf(format string, args ...any) {
 	panic(abortCase{})
 }
 
+// skipf ends a case that does not apply to the harness; call it only from
+// the case's own goroutine.
+func (c *checkT) skipf(format string, args ...any) {
+	c.mu.Lock()
+	c.res.Skipped = fmt.Sprintf(format, args...)
+	c.mu.Unlock()
+	panic(skipCase{})
+}
+
 func (c *checkT) logf(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -61,6 +61,9 @@ type CaseResult struct {
 	Name     string
 	Failures []string
 	Log      []string
+	// Skipped says why the case did not apply to the harness (a driver
+	// without sessions, say); empty when it ran.
+	Skipped string
 }
 
 // Failed reports whether the case found a broken guarantee.
@@ -119,6 +122,9 @@ func Run(t *testing.T, h Harness) {
 			for _, f := range res.Failures {
 				t.Error(f)
 			}
+			if res.Skipped != "" && !res.Failed() {
+				t.Skip(res.Skipped)
+			}
 		})
 	}
 }
@@ -166,10 +172,13 @@ func allCases() []caseDef {
 	all = append(all, alarmCases()...)
 	all = append(all, wakeCases()...)
 	all = append(all, lifecycleCases()...)
+	all = append(all, bucketCases()...)
 	return all
 }
 
 type abortCase struct{}
+
+type skipCase struct{}
 
 func runCase(ctx context.Context, h Harness, def caseDef) (res CaseResult) {
 	res.Name = def.name
@@ -180,7 +189,9 @@ func runCase(ctx context.Context, h Harness, def caseDef) (res CaseResult) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(abortCase); !ok {
+			_, abort := r.(abortCase)
+			_, skip := r.(skipCase)
+			if !abort && !skip {
 				res.Failures = append(res.Failures, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -191,6 +192,16 @@ func (inst *instance) open(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	if grant.BucketWins() {
+		// The bucket wins: whatever the local file holds (an earlier
+		// ownership's state, commits that never became durable) is never
+		// read. The log restores the bucket's newest state into an empty
+		// database, and a bucket holding nothing for the cell leaves it
+		// empty.
+		if err := discardDatabase(path); err != nil {
+			return err
+		}
+	}
 	inst.localLog = isLocalLog(rt.log)
 	capture := rt.opts.Driver.Capabilities().PageCapture && !inst.localLog
 	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: path, PageCapture: capture, Pages: &rt.pages})
@@ -242,6 +253,17 @@ func (inst *instance) open(ctx context.Context) error {
 	}
 	inst.alarmSet = true // schedule whatever alarm the database holds
 	go inst.watchLease()
+	return nil
+}
+
+// discardDatabase removes a cell's database file and the journal files
+// SQLite keeps beside it, so the next open starts an empty database.
+func discardDatabase(path string) error {
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("discard the local database: %w", err)
+		}
+	}
 	return nil
 }
 
