@@ -12,6 +12,13 @@ func TestCellSemantics(t *testing.T) {
 	celltest.Run(t, celltest.Harness{Driver: wasm.New()})
 }
 
+// TestCellSemanticsWithoutPageCapture runs the suite once more with page
+// capture hidden, so the runtime's other path — a commit-time image of the
+// whole database handed to the log, which diffs it — runs in every test run.
+func TestCellSemanticsWithoutPageCapture(t *testing.T) {
+	celltest.Run(t, celltest.Harness{Driver: celltest.WithoutPageCapture(wasm.New())})
+}
+
 // TestCellSuiteRejectsTwins shows the suite fails each deliberately broken
 // variant (per-statement commits, early acknowledgement, ...) on this
 // driver.
