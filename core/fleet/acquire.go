@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/cellb/cellb/core/lease"
-	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -53,6 +52,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 	if err := reread(); err != nil {
 		return nil, err
 	}
+	var found foundLog // what the listing found, for RecordLost
 	reconciles := 0
 	for step := 0; step < maxSteps; step++ {
 		st.NowMs = uint64(n.clock.Now().UnixMilli())
@@ -63,11 +63,12 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 		act := decide(st)
 		switch act.Kind {
 		case ListLTX:
-			epoch, newest, err := newestLTX(ctx, n.opts.Store, cell)
+			f, err := newestLog(ctx, n.opts.Store, cell)
 			if err != nil {
 				return nil, err
 			}
-			st.LTXListed, st.NewestLTXEpoch, st.NewestLTXKey = true, epoch, newest
+			found = f
+			st.LTXListed, st.NewestLTXEpoch, st.NewestLTXKey = true, f.Epoch, f.Key
 		case ReadOwnerLease:
 			st.OwnerLeaseRead = true
 			obj, err := n.opts.Store.Get(ctx, NodeKey(st.Own.Node))
@@ -89,7 +90,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 		case OwnerNeedsRecovery:
 			return nil, &OwnerNeedsRecoveryError{Cell: cell, Owner: act.Owner}
 		case RecordLost:
-			err := &lease.RecordLostError{Scope: cell, NewestLTX: st.NewestLTXKey, Epoch: act.LostEpoch, RetryAfter: n.opts.LostRecordRefusal.Milliseconds()}
+			err := &lease.RecordLostError{Scope: cell, Log: found.What, Newest: st.NewestLTXKey, Epoch: act.LostEpoch, RetryAfter: n.opts.LostRecordRefusal.Milliseconds()}
 			n.mu.Lock()
 			n.refused[cell] = refusal{until: n.clock.Now().Add(n.opts.LostRecordRefusal), err: err}
 			n.mu.Unlock()
@@ -99,7 +100,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			v, err := n.opts.Store.Put(ctx, key, act.Record.Encode(), store.PutOptions{Condition: act.Cond})
 			switch {
 			case err == nil:
-				return n.granted(cell, act.Record.Epoch, v, act.Fresh), nil
+				return n.granted(cell, act.Record.Epoch, v), nil
 			case store.IsPreconditionFailed(err):
 				// Lost a race: decide again from what is there now.
 				if err := reread(); err != nil {
@@ -114,7 +115,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 					return nil, err
 				}
 				if Reconciled(act.Record, st.Own) {
-					return n.granted(cell, act.Record.Epoch, st.OwnVersion, act.Fresh), nil
+					return n.granted(cell, act.Record.Epoch, st.OwnVersion), nil
 				}
 			default:
 				return nil, err
@@ -142,36 +143,8 @@ func (n *Node) precheck(cell string) error {
 	return nil
 }
 
-// newestLTX finds the newest epoch holding LTX for the cell (0 if none) and
-// one key in it, for the lost-record message.
-func newestLTX(ctx context.Context, s store.Store, cell string) (uint64, string, error) {
-	prefix := ltx.CellPrefix(cell)
-	page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: prefix, Delimiter: "/"})
-	if err != nil {
-		return 0, "", err
-	}
-	var best uint64
-	for _, p := range page.Prefixes {
-		if e, ok := ltx.ParseEpochDir(strings.TrimPrefix(p, prefix)); ok && e > best {
-			best = e
-		}
-	}
-	if best == 0 {
-		return 0, "", nil
-	}
-	files, err := s.List(ctx, store.ListOptions{Prefix: ltx.EpochPrefix(cell, best), Limit: 1})
-	if err != nil {
-		return 0, "", err
-	}
-	key := ltx.EpochPrefix(cell, best)
-	if len(files.Objects) > 0 {
-		key = files.Objects[0].Key
-	}
-	return best, key, nil
-}
-
-func (n *Node) granted(cell string, epoch uint64, v store.Version, fresh bool) *grant {
-	g := &grant{node: n, cell: cell, epoch: epoch, version: v, fresh: fresh, lost: make(chan struct{})}
+func (n *Node) granted(cell string, epoch uint64, v store.Version) *grant {
+	g := &grant{node: n, cell: cell, epoch: epoch, version: v, lost: make(chan struct{})}
 	n.mu.Lock()
 	old := n.grants[cell]
 	n.grants[cell] = g
@@ -179,7 +152,7 @@ func (n *Node) granted(cell string, epoch uint64, v store.Version, fresh bool) *
 	if old != nil {
 		old.lose(fmt.Errorf("cell %s was taken again by this node under epoch %d", cell, epoch))
 	}
-	n.log.Debug("took cell", "cell", cell, "epoch", epoch, "fresh", fresh)
+	n.log.Debug("took cell", "cell", cell, "epoch", epoch)
 	return g
 }
 
@@ -189,7 +162,6 @@ type grant struct {
 	cell    string
 	epoch   uint64
 	version store.Version
-	fresh   bool
 
 	once sync.Once
 	lost chan struct{}

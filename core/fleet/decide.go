@@ -12,7 +12,8 @@ type ActionKind int
 const (
 	// ReadOwnerLease: the record names another node; read its lease.
 	ReadOwnerLease ActionKind = iota + 1
-	// ListLTX: the record is missing; look for LTX before creating one.
+	// ListLTX: the record is missing; look for a log (LTX, changeset or
+	// backups) before creating one.
 	ListLTX
 	// Create: write Record create-only (first activation; start empty).
 	Create
@@ -24,7 +25,7 @@ const (
 	// OwnerNeedsRecovery: the owner is dead but its node log must be
 	// recovered by celld before anyone may take its cells.
 	OwnerNeedsRecovery
-	// RecordLost: own.json is missing next to existing LTX; refuse.
+	// RecordLost: own.json is missing next to an existing log; refuse.
 	RecordLost
 )
 
@@ -46,8 +47,9 @@ type AcquireState struct {
 	OwnerLeaseRead bool
 	OwnerLease     *NodeLease
 
-	// LTXListed is set once the cell's LTX prefix was listed (only needed
-	// when Own is nil); NewestLTXEpoch is 0 when there is none.
+	// LTXListed is set once the cell's logs were listed (only needed when
+	// Own is nil): LTX, changeset and backups alike, despite the names.
+	// NewestLTXEpoch is the newest epoch any of them holds, 0 when none.
 	LTXListed      bool
 	NewestLTXEpoch uint64
 	NewestLTXKey   string
@@ -59,8 +61,6 @@ type Action struct {
 	// Record and Cond are the write for Create and Swap.
 	Record OwnRecord
 	Cond   store.Condition
-	// Fresh is true for Create: there is nothing to restore.
-	Fresh bool
 	// Owner and Addr name the live owner for OwnedElsewhere.
 	Owner, Addr string
 	// LostEpoch is the newest LTX epoch for RecordLost.
@@ -71,8 +71,9 @@ type Action struct {
 // it returns the next step. Every activation takes a new epoch, so an epoch
 // has exactly one writer:
 //
-//   - no record and no LTX: create {self, 1} create-only;
-//   - no record but LTX exists: the record was lost — refuse, never guess;
+//   - no record and no log: create {self, 1} create-only;
+//   - no record but a log (LTX, changeset, backups) exists: the record was
+//     lost — refuse, never guess;
 //   - record names self or nobody: swap to {self, epoch+1};
 //   - record names another node: read its lease; live → owned elsewhere;
 //     missing or expired → swap to {self, epoch+1} (after celld has
@@ -85,7 +86,7 @@ func DecideAcquire(s AcquireState) Action {
 		if s.NewestLTXEpoch > 0 || s.NewestLTXKey != "" {
 			return Action{Kind: RecordLost, LostEpoch: s.NewestLTXEpoch}
 		}
-		return Action{Kind: Create, Record: OwnRecord{Node: s.Self, Epoch: 1}, Cond: store.IfAbsent, Fresh: true}
+		return Action{Kind: Create, Record: OwnRecord{Node: s.Self, Epoch: 1}, Cond: store.IfAbsent}
 	}
 	next := OwnRecord{Node: s.Self, Epoch: s.Own.Epoch + 1}
 	swap := Action{Kind: Swap, Record: next, Cond: store.IfVersion(s.OwnVersion)}

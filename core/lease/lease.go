@@ -71,18 +71,24 @@ func (e *ShardOwnerLostError) Error() string {
 
 func (e *ShardOwnerLostError) Unwrap() error { return e.Err }
 
-// RecordLostError: cells/<scope>/own.json is missing but LTX exists.
+// RecordLostError: cells/<scope>/own.json is missing but the cell's log
+// exists (LTX, a changeset log or backups).
 type RecordLostError struct {
 	Scope      string // the cell key
-	NewestLTX  string // a key of the newest LTX found
-	Epoch      uint64 // the newest LTX epoch
+	Log        string // what holds the cell: "LTX" (also when empty), "a changeset log", "backups"
+	Newest     string // a key in the newest epoch found
+	Epoch      uint64 // the newest epoch in that log
 	RetryAfter int64  // milliseconds the cell stays refused
 }
 
 func (e *RecordLostError) Error() string {
-	return fmt.Sprintf("ownership record lost: cells/%s/own.json is missing, but the bucket holds LTX (%s); "+
+	what := e.Log
+	if what == "" {
+		what = "LTX"
+	}
+	return fmt.Sprintf("ownership record lost: cells/%s/own.json is missing, but the bucket holds %s (%s); "+
 		"write the released record {\"node\":\"\",\"epoch\":%d} to cells/%s/own.json to repair it",
-		e.Scope, e.NewestLTX, e.Epoch, e.Scope)
+		e.Scope, what, e.Newest, e.Epoch, e.Scope)
 }
 
 // LeaseLapsedError is the self-fencing refusal.
