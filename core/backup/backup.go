@@ -89,7 +89,8 @@ func New(opts Options) (*Log, error) {
 }
 
 // Open starts the cell's backups for epoch. With restore, the newest backup
-// replaces the database first (a bucket without one leaves it as it is).
+// replaces the database first (a bucket without one leaves it as it is —
+// empty, since the runtime restores only an empty database).
 // The database as opened counts as saved: only a later commit makes the
 // cell due for a backup.
 func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {

@@ -109,7 +109,8 @@ func New(opts Options) (*Log, error) {
 
 // Open starts the cell's log for epoch: with restore, the newest snapshot
 // and the changesets after it replace the database first (a bucket
-// holding nothing for the cell leaves it as it is). It fails with
+// holding nothing for the cell leaves it as it is — empty, since the
+// runtime restores only an empty database). It fails with
 // *NoSessionsError when conn cannot record changes.
 func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
 	sc, ok := conn.(driver.Sessioner)

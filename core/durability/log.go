@@ -20,9 +20,12 @@ type Log interface {
 	// Open starts logging the cell cellKey under the given lease epoch.
 	// conn is the cell's open database; the log may read from it only
 	// inside calls the runtime makes (Open, Append, Close), never later
-	// from another goroutine. Open may restore the database from the
-	// log first when restore is true (the runtime decides, from the lease,
-	// whether the bucket wins or only an empty database is restored).
+	// from another goroutine. With restore, Open first replaces the
+	// database with the log's newest state; a log holding nothing for the
+	// cell leaves it as it is. The runtime asks for a restore only of an
+	// empty database: when the lease says the bucket wins it deletes the
+	// local file before opening it, so a bucket holding nothing starts the
+	// cell empty; otherwise it restores only a database that is empty.
 	Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (CellLog, error)
 }
 

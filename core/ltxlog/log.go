@@ -88,15 +88,17 @@ var _ durability.Log = (*Log)(nil)
 
 // Open starts the cell's log for epoch. With restore, the newest chain in
 // the bucket replaces the database first (an empty bucket leaves it as it
-// is); the runtime asks for that when the bucket wins (fleet ownership) or
-// when the local database is empty. Either way, the epoch's first commit
-// uploads a snapshot of the whole database.
+// is: empty, since the runtime asks for a restore only of an empty
+// database — under fleet ownership it deletes the local file first).
+// Either way, the epoch's first commit uploads a snapshot of the whole
+// database.
 func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
 	if restore {
 		res, err := Restore(ctx, l.opts.Store, cellKey, RestoreOptions{})
 		switch {
 		case errors.Is(err, ErrNothingToRestore):
-			// A bucket that holds nothing for the cell starts it as it is.
+			// A bucket that holds nothing for the cell leaves the (empty)
+			// database as it is.
 		case err != nil:
 			return nil, fmt.Errorf("restore %s: %w", cellKey, err)
 		default:
