@@ -78,6 +78,9 @@ func TestLostRecordRefusalInEveryLog(t *testing.T) {
 			if err != nil || g.Epoch() != tc.epoch+1 {
 				t.Fatalf("after the repair: %v", err)
 			}
+			if !g.BucketWins() {
+				t.Fatal("a fleet grant must say the bucket wins, so the runtime restores from the log")
+			}
 		})
 	}
 }
