@@ -12,6 +12,13 @@ func TestCellSemantics(t *testing.T) {
 	celltest.Run(t, celltest.Harness{Driver: modernc.New(modernc.Options{})})
 }
 
+// TestCellBucketCasesWithoutPageCapture runs the bucket-wins cases with
+// page capture hidden: the changeset log and backups on the runtime's
+// commit-time path, which only this driver (the one with sessions) reaches.
+func TestCellBucketCasesWithoutPageCapture(t *testing.T) {
+	celltest.Run(t, celltest.Harness{Driver: celltest.WithoutPageCapture(modernc.New(modernc.Options{})), Cases: []string{"bucket/", "output/log-commits"}})
+}
+
 // TestCellSuiteRejectsTwins shows the suite fails each deliberately broken
 // variant (per-statement commits, early acknowledgement, ...) on this
 // driver.
