@@ -250,7 +250,7 @@ func (c *cellLog) collision(key string, data []byte) error {
 	if bytes.Equal(obj.Data, data) {
 		return nil
 	}
-	err = &EpochInUseError{Cell: c.cell, Epoch: c.epoch, Key: key, Newest: c.epoch}
+	err = &durability.EpochInUseError{Cell: c.cell, Epoch: c.epoch, Key: key, Newest: c.epoch}
 	c.log.Error("another writer already started this epoch; nothing of it is overwritten", "key", key, "err", err)
 	return err
 }

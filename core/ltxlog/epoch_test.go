@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
@@ -128,7 +129,7 @@ func TestOpenRefusesAnEpochTheLogAlreadyHolds(t *testing.T) {
 	lg, _ := New(Options{Logger: quiet, Store: s})
 	for _, epoch := range []uint64{4, 5} {
 		_, err := lg.Open(ctx, cell, epoch, newPageDB(512, true), true)
-		var ee *EpochInUseError
+		var ee *durability.EpochInUseError
 		if !errors.As(err, &ee) || ee.Epoch != epoch || ee.Newest != 5 || !strings.HasPrefix(ee.Key, ltx.EpochPrefix(cell, 5)) {
 			t.Fatalf("open epoch %d over a log at 5: %v", epoch, err)
 		}
@@ -166,7 +167,7 @@ func TestFirstObjectOfAnEpochIsCreateOnly(t *testing.T) {
 	}
 	d.mutate(r)
 	err = wait(t, appendCommit(t, cl, d, 1))
-	var ee *EpochInUseError
+	var ee *durability.EpochInUseError
 	var ue *UploadError
 	if !errors.As(err, &ee) || !errors.As(err, &ue) || ue.Key != first || ee.Epoch != 2 {
 		t.Fatalf("second writer's first commit: %v", err)
@@ -205,7 +206,7 @@ func TestFirstFileIsTXIDOneAlone(t *testing.T) {
 	}
 	other := newCellLog(lg.opts, cell, 1, bytes.Repeat([]byte{9}, 1024), 512, true)
 	defer other.Close(context.Background(), false)
-	var ee *EpochInUseError
+	var ee *durability.EpochInUseError
 	if err := other.uploadBatch(batch()); !errors.As(err, &ee) {
 		t.Fatalf("a second writer's first batch: %v", err)
 	}

@@ -55,27 +55,6 @@ type Options struct {
 	UploadTimeout time.Duration
 }
 
-// EpochInUseError: the epoch a log was opened for already holds LTX files,
-// or a newer epoch does: another writer used it. Writing into it would
-// replace that writer's snapshot or mix two writers in one generation, and
-// lose what it acknowledged, so nothing is written and the cell is
-// refused. The usual cause is an ownership record (own.json) whose epoch
-// is below the newest epoch of the cell's log.
-type EpochInUseError struct {
-	Cell   string
-	Epoch  uint64 // the epoch this log was opened for
-	Key    string // a file of the newest epoch that holds files
-	Newest uint64 // that epoch
-}
-
-func (e *EpochInUseError) Error() string {
-	return fmt.Sprintf("LTX epoch %d of %s is already used by another writer (the log holds %s, epoch %d); "+
-		"nothing was written into it. The ownership record cells/%s/own.json is behind the cell's log: "+
-		"a CellB node's next take moves past epoch %d; for other nodes write the released record "+
-		"{\"node\":\"\",\"epoch\":%d} to it",
-		e.Epoch, e.Cell, e.Key, e.Newest, e.Cell, e.Newest, e.Newest)
-}
-
 // Log is the LTX log. It implements durability.Log.
 type Log struct {
 	opts Options
@@ -113,7 +92,7 @@ var _ durability.Log = (*Log)(nil)
 // when the local database is empty. Either way, the epoch's first commit
 // uploads a snapshot of the whole database.
 //
-// Restoring, Open refuses (*EpochInUseError) when the bucket already holds
+// Restoring, Open refuses (*durability.EpochInUseError) when the bucket already holds
 // files in this epoch or a newer one (celld refuses the same way), and
 // fails with the restore's error when the newest chain cannot be rebuilt
 // (a gap, a corrupt file, an epoch whose snapshot is missing:

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 )
@@ -149,7 +150,7 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 // findChain lists the cell's epochs from newest to oldest and stops as soon
 // as they hold a chain that starts at TXID 1, so an old cell with many
 // epochs costs one listing per epoch it actually needs. With a writer
-// epoch, a newest epoch at or above it is refused (*EpochInUseError).
+// epoch, a newest epoch at or above it is refused (*durability.EpochInUseError).
 func findChain(ctx context.Context, s store.Store, cell string, writer uint64) ([]ltx.FileInfo, error) {
 	epochs, err := listEpochs(ctx, s, cell)
 	if err != nil {
@@ -167,7 +168,7 @@ func findChain(ctx context.Context, s store.Store, cell string, writer uint64) (
 		if len(page.Objects) > 0 {
 			key = page.Objects[0].Key
 		}
-		return nil, &EpochInUseError{Cell: cell, Epoch: writer, Key: key, Newest: epochs[0]}
+		return nil, &durability.EpochInUseError{Cell: cell, Epoch: writer, Key: key, Newest: epochs[0]}
 	}
 	var files []ltx.FileInfo
 	var lastErr error
