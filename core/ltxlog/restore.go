@@ -45,13 +45,7 @@ type Result struct {
 // A file that vanishes between the listing and the read (a compaction by
 // the cell's owner replaced it) restarts the restore from a fresh listing.
 func Restore(ctx context.Context, s store.Store, cell string, opts RestoreOptions) (*Result, error) {
-	for attempt := 1; ; attempt++ {
-		res, err := restoreOnce(ctx, s, cell, opts, nil, 0)
-		if err != nil && store.IsNotFound(err) && attempt < 5 {
-			continue
-		}
-		return res, err
-	}
+	return restoreFor(ctx, s, cell, opts, 0)
 }
 
 // RestoreTo is Restore writing the image to sink (an empty file, say)
@@ -74,9 +68,9 @@ func RestoreTo(ctx context.Context, s store.Store, cell string, opts RestoreOpti
 // restoreFor is Restore for a writer about to start epoch writer (0: no
 // writer): it also refuses when the log already holds that epoch or a
 // newer one.
-func restoreFor(ctx context.Context, s store.Store, cell string, opts RestoreOptions, sink ltx.Sink, writer uint64) (*Result, error) {
+func restoreFor(ctx context.Context, s store.Store, cell string, opts RestoreOptions, writer uint64) (*Result, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := restoreOnce(ctx, s, cell, opts, sink, writer)
+		res, err := restoreOnce(ctx, s, cell, opts, nil, writer)
 		if err != nil && store.IsNotFound(err) && attempt < 5 {
 			continue
 		}
@@ -181,6 +175,12 @@ func findChain(ctx context.Context, s store.Store, cell string, writer uint64) (
 		chain, err := ltx.PlanEpochs(files)
 		if err == nil {
 			return chain, nil
+		}
+		// An epoch that lost its snapshot stays refused whatever is below
+		// it; list one older epoch only to name it in the error.
+		var me *ltx.MissingSnapshotError
+		if errors.As(err, &me) && me.Older != 0 {
+			return nil, err
 		}
 		lastErr = err
 	}
