@@ -205,3 +205,44 @@ func TestRestoreErrors(t *testing.T) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRestoreRefusesAStitchedChain: epoch 2 of the cell lost its snapshot
+// (TXID 1). Its deltas laid over epoch 1's snapshot would give a database
+// that passes integrity_check and that nobody wrote; every form of
+// `cellb restore` refuses with a message naming the missing key, and
+// out.db is not written.
+func TestRestoreRefusesAStitchedChain(t *testing.T) {
+	const cellKey = "Golden:kv"
+	bucket := goldenBucket(t, cellKey)
+	s, err := fsstore.Open(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for txid := ltx.TXID(2); txid <= 6; txid++ {
+		obj, err := s.Get(ctx, ltx.Key(cellKey, 1, 0, txid, txid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, ltx.Key(cellKey, 2, 0, txid, txid), obj.Data, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close(s)
+	missing := ltx.Key(cellKey, 2, 0, 1, 1)
+	dir := t.TempDir()
+	for i, extra := range [][]string{nil, {"--txid", "4"}, {"--time", "2100-01-01T00:00:00Z"}, {"--from", "ltx"}} {
+		out := filepath.Join(dir, fmt.Sprintf("out%d.db", i))
+		code, _, stderr := runCLI(t, append([]string{"restore", "file://" + bucket, cellKey, out, "--quiet"}, extra...)...)
+		if code != 1 || !strings.Contains(stderr, "has lost its snapshot: "+missing+" is missing") ||
+			!strings.Contains(stderr, "move cells/Golden:kv/ltx/e2/ aside") {
+			t.Errorf("%v: exit %d, stderr %q", extra, code, stderr)
+		}
+		if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 {
+			t.Errorf("%v: error is not one line: %q", extra, stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: a refused restore wrote out.db", extra)
+		}
+	}
+}

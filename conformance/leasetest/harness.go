@@ -50,3 +50,15 @@ type Node interface {
 
 // ErrUnsupported is returned by optional harness operations.
 var ErrUnsupported = errors.New("leasetest: not supported by this harness")
+
+// LogEpochs is an optional Harness capability of lease domains whose
+// epochs name generations of a cell's log kept in the same backing (the
+// fleet's bucket: cells/<cell>/ltx/e<epoch>/…). WriteLogEpoch leaves a file
+// of epoch in the cell's log, as a writer of that epoch would have, even
+// when no grant of it is known to the lease (a record behind the log: a
+// mistyped repair, a record restored from an old copy). The suite then
+// expects every later grant of the cell to be above that epoch. A harness
+// without this capability (or returning ErrUnsupported) skips the case.
+type LogEpochs interface {
+	WriteLogEpoch(ctx context.Context, cell string, epoch uint64) error
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -34,6 +36,12 @@ func (h *fleetHarness) NewNode(ctx context.Context) (Node, error) {
 		return nil, err
 	}
 	return &fleetNode{Node: n, h: h}, nil
+}
+
+// WriteLogEpoch leaves the TXID-1 file of epoch in the cell's LTX log.
+func (h *fleetHarness) WriteLogEpoch(ctx context.Context, cell string, epoch uint64) error {
+	_, err := h.fs.Put(ctx, ltx.Key(cell, epoch, 0, 1, 1), []byte("another writer's snapshot"), store.PutOptions{})
+	return err
 }
 
 func (h *fleetHarness) Advance(d time.Duration) { time.Sleep(d) }
@@ -75,6 +83,7 @@ func TestSuiteRejectsBrokenLeases(t *testing.T) {
 		{"forgetful release", ForgetfulRelease, []string{"ReleaseHandsOver", "CloseReleasesEverything"}},
 		{"crash keeps claims", CrashKeepsClaims, []string{"CrashTakeover"}},
 		{"refusing grants", RefusingGrants, []string{"AcquireGrants"}},
+		{"log-blind epochs", LogBlindEpochs, []string{"EpochsPassTheLog"}},
 	}
 	for _, tw := range twins {
 		t.Run(tw.name, func(t *testing.T) {

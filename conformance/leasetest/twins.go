@@ -35,6 +35,13 @@ func CrashKeepsClaims(h Harness) Harness { return &twin{Harness: h, kind: twinCr
 // like a lease whose fence deadline was computed in the past.
 func RefusingGrants(h Harness) Harness { return &twin{Harness: h, kind: twinRefusing} }
 
+// LogBlindEpochs numbers each cell's epochs from its own grants only, one
+// more each time, blind to the epochs the cell's log already holds (as a
+// lease that raises the record's epoch whatever the log says would).
+func LogBlindEpochs(h Harness) Harness {
+	return &twin{Harness: h, kind: twinLogBlind, blind: map[string]uint64{}}
+}
+
 type twinKind int
 
 const (
@@ -44,6 +51,7 @@ const (
 	twinForgetful
 	twinCrashKeeps
 	twinRefusing
+	twinLogBlind
 )
 
 type twin struct {
@@ -51,7 +59,17 @@ type twin struct {
 	kind twinKind
 
 	mu      sync.Mutex
-	zombies []Node // crashed participants CrashKeepsClaims left running
+	zombies []Node            // crashed participants CrashKeepsClaims left running
+	blind   map[string]uint64 // LogBlindEpochs: the last epoch granted per cell
+}
+
+// WriteLogEpoch passes the capability through, so that a twin is checked
+// by the same cases as the harness it wraps.
+func (t *twin) WriteLogEpoch(ctx context.Context, cell string, epoch uint64) error {
+	if lw, ok := t.Harness.(LogEpochs); ok {
+		return lw.WriteLogEpoch(ctx, cell, epoch)
+	}
+	return ErrUnsupported
 }
 
 func (t *twin) NewNode(ctx context.Context) (Node, error) {
@@ -102,7 +120,18 @@ func (n *twinNode) TryAcquire(ctx context.Context, cell string) (lease.Grant, er
 	if n.kind == twinUnexclusive {
 		return g, nil
 	}
-	return &twinGrant{Grant: g, kind: n.kind}, nil
+	tg := &twinGrant{Grant: g, kind: n.kind}
+	if n.kind == twinLogBlind {
+		n.h.mu.Lock()
+		if last, ok := n.h.blind[cell]; ok {
+			tg.epoch = last + 1
+		} else {
+			tg.epoch = g.Epoch()
+		}
+		n.h.blind[cell] = tg.epoch
+		n.h.mu.Unlock()
+	}
+	return tg, nil
 }
 
 func (n *twinNode) Close(ctx context.Context) error {
@@ -115,12 +144,16 @@ func (n *twinNode) Close(ctx context.Context) error {
 
 type twinGrant struct {
 	lease.Grant
-	kind twinKind
+	kind  twinKind
+	epoch uint64 // LogBlindEpochs' own numbering
 }
 
 func (g *twinGrant) Epoch() uint64 {
-	if g.kind == twinStaticEpoch {
+	switch g.kind {
+	case twinStaticEpoch:
 		return 1
+	case twinLogBlind:
+		return g.epoch
 	}
 	return g.Grant.Epoch()
 }

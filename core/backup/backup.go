@@ -91,9 +91,21 @@ func New(opts Options) (*Log, error) {
 // Open starts the cell's backups for epoch. With restore, the newest backup
 // replaces the database first (a bucket without one leaves it as it is —
 // empty, since the runtime restores only an empty database).
+// An epoch (other than lease.None's 0) that already has backups, or that a
+// newer epoch's backups follow, is refused with *durability.EpochInUseError:
+// another writer used it. Each backup of an epoch is written create-only.
 // The database as opened counts as saved: only a later commit makes the
 // cell due for a backup.
 func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
+	if epoch > 0 {
+		infos, err := List(ctx, l.opts.Store, cellKey)
+		if err != nil {
+			return nil, fmt.Errorf("backup: list the backups of %s: %w", cellKey, err)
+		}
+		if len(infos) > 0 && infos[0].Epoch >= epoch {
+			return nil, &durability.EpochInUseError{Cell: cellKey, Epoch: epoch, Key: infos[0].Key, Newest: infos[0].Epoch}
+		}
+	}
 	if restore {
 		res, err := Restore(ctx, l.opts.Store, cellKey)
 		switch {

@@ -42,7 +42,12 @@ func newRig(t *testing.T, s store.Store, capture bool, keep int) *rig {
 		t.Fatal(err)
 	}
 	lg.opts.afterTick = func(err error) { r.ticks <- err }
-	r.cl, err = lg.Open(context.Background(), cell, 7, r.db, false)
+	// Each new log is a new owner: the epoch after the bucket's newest.
+	epoch := uint64(7)
+	if infos, _ := List(context.Background(), s, cell); len(infos) > 0 {
+		epoch = infos[0].Epoch + 1
+	}
+	r.cl, err = lg.Open(context.Background(), cell, epoch, r.db, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -171,7 +172,26 @@ func (c *cellLog) save(ctx context.Context) error {
 
 	key := Key(c.cell, c.epoch, seq)
 	sum := sha256.Sum256(img)
-	_, err := c.opts.Store.Put(ctx, key, img, store.PutOptions{Metadata: map[string]string{metaSHA256: hex.EncodeToString(sum[:])}})
+	popts := store.PutOptions{Metadata: map[string]string{metaSHA256: hex.EncodeToString(sum[:])}}
+	if c.epoch > 0 {
+		// Never over another writer's backup (epoch 0, lease.None's, has
+		// no generations).
+		popts.Condition = store.IfAbsent
+	}
+	_, err := c.opts.Store.Put(ctx, key, img, popts)
+	if popts.Condition.IsConditional() && store.IsPreconditionFailed(err) {
+		// This log's own earlier save (its answer was lost), or another
+		// writer's backup of the same epoch.
+		obj, gerr := c.opts.Store.Get(ctx, key)
+		switch {
+		case gerr != nil:
+			err = fmt.Errorf("%s exists; reading it back to tell whose it is: %w", key, gerr)
+		case bytes.Equal(obj.Data, img):
+			err = nil
+		default:
+			err = &durability.EpochInUseError{Cell: c.cell, Epoch: c.epoch, Key: key, Newest: c.epoch}
+		}
+	}
 	if err != nil {
 		c.mu.Lock()
 		if c.seq == seq {

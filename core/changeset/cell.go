@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -213,9 +214,26 @@ func (c *cellLog) Close(ctx context.Context, final bool) error {
 	return c.pipe.Close(ctx, final)
 }
 
-// upload writes a batch as one file. A snapshot in the batch makes the
-// records before it redundant: the image already holds their effects.
+// upload stores a batch (the pipeline's uploader). Under an epoch (not
+// 0, which lease.None reopens) the epoch's first file is its first commit
+// alone (...01-...01.snap), written create-only: if another writer
+// already started this epoch, the write fails instead of replacing that
+// writer's snapshot.
 func (c *cellLog) upload(batch []*entry) error {
+	if batch[0].seq == 1 && c.epoch > 0 {
+		if err := c.uploadFile(batch[:1], true); err != nil {
+			return err
+		}
+		if batch = batch[1:]; len(batch) == 0 {
+			return nil
+		}
+	}
+	return c.uploadFile(batch, false)
+}
+
+// uploadFile writes a batch as one file. A snapshot in the batch makes the
+// records before it redundant: the image already holds their effects.
+func (c *cellLog) uploadFile(batch []*entry, createOnly bool) error {
 	f := &File{Cell: c.cell, Epoch: c.epoch, MinSeq: batch[0].seq, MaxSeq: batch[len(batch)-1].seq}
 	for _, e := range batch {
 		if e.rec == nil {
@@ -233,10 +251,17 @@ func (c *cellLog) upload(batch []*entry) error {
 		return fmt.Errorf("encode commits %d-%d: %w", f.MinSeq, f.MaxSeq, err)
 	}
 	key := Key(c.cell, c.epoch, f.MinSeq, f.MaxSeq, f.Snapshot())
-	err = durability.PutRetrying(c.opts.Store, key, data, store.PutOptions{}, durability.Retry{
+	var popts store.PutOptions
+	if createOnly {
+		popts.Condition = store.IfAbsent
+	}
+	err = durability.PutRetrying(c.opts.Store, key, data, popts, durability.Retry{
 		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
 		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
 	})
+	if createOnly && store.IsPreconditionFailed(err) {
+		err = c.collision(key, data)
+	}
 	if err != nil {
 		return &UploadError{Key: key, Err: err}
 	}
@@ -251,4 +276,22 @@ func (c *cellLog) upload(batch []*entry) error {
 	}
 	c.uploaded = append(c.uploaded, key)
 	return nil
+}
+
+// collision decides a create-only write that found its key taken: this
+// log's own object (an earlier attempt applied, its answer was lost) or
+// another writer's, which must not be overwritten.
+func (c *cellLog) collision(key string, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
+	defer cancel()
+	obj, err := c.opts.Store.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("%s exists; reading it back to tell whose it is: %w", key, err)
+	}
+	if bytes.Equal(obj.Data, data) {
+		return nil
+	}
+	err = &durability.EpochInUseError{Cell: c.cell, Epoch: c.epoch, Key: key, Newest: c.epoch}
+	c.log.Error("another writer already started this epoch; nothing of it is overwritten", "key", key, "err", err)
+	return err
 }

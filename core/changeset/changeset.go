@@ -109,13 +109,22 @@ func New(opts Options) (*Log, error) {
 
 // Open starts the cell's log for epoch: with restore, the newest snapshot
 // and the changesets after it replace the database first (a bucket
-// holding nothing for the cell leaves it as it is — empty, since the
-// runtime restores only an empty database). It fails with
-// *NoSessionsError when conn cannot record changes.
+// holding nothing for the cell leaves it as it is —
+// empty, since the runtime restores only an empty database). It fails with
+// *NoSessionsError when conn cannot record changes, with
+// *durability.EpochInUseError when the bucket already holds files of this
+// epoch or a newer one (epoch 0, lease.None's, is reopened instead), and
+// with the restore's error (a gap, a corrupt file, an epoch that lost its
+// snapshot: *MissingSnapshotError) rather than start from a guessed state.
 func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
 	sc, ok := conn.(driver.Sessioner)
 	if !ok {
 		return nil, &NoSessionsError{Conn: fmt.Sprintf("%T", conn)}
+	}
+	if epoch > 0 {
+		if err := checkEpochFree(ctx, l.opts.Store, cellKey, epoch); err != nil {
+			return nil, err
+		}
 	}
 	if restore {
 		res, err := Restore(ctx, l.opts.Store, cellKey, conn)
@@ -145,4 +154,25 @@ func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn drive
 		c.uploaded = append(c.uploaded, fi.Key)
 	}
 	return c, nil
+}
+
+// checkEpochFree refuses an epoch that the cell's changeset log already
+// holds, or that a newer epoch follows: another writer used it.
+func checkEpochFree(ctx context.Context, s store.Store, cell string, epoch uint64) error {
+	epochs, err := listEpochs(ctx, s, cell)
+	if err != nil {
+		return fmt.Errorf("changeset: list the epochs of %s: %w", cell, err)
+	}
+	if len(epochs) == 0 || epochs[0] < epoch {
+		return nil
+	}
+	page, err := s.List(ctx, store.ListOptions{Prefix: EpochPrefix(cell, epochs[0]), Limit: 1})
+	if err != nil {
+		return fmt.Errorf("changeset: list epoch %d of %s: %w", epochs[0], cell, err)
+	}
+	key := EpochPrefix(cell, epochs[0])
+	if len(page.Objects) > 0 {
+		key = page.Objects[0].Key
+	}
+	return &durability.EpochInUseError{Cell: cell, Epoch: epoch, Key: key, Newest: epochs[0]}
 }

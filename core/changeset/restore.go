@@ -26,6 +26,29 @@ func (e *GapError) Error() string {
 	return fmt.Sprintf("changeset log of epoch %d has a gap: commits %d-%d are missing", e.Epoch, e.After+1, e.NextMinSeq-1)
 }
 
+// MissingSnapshotError: the newest epoch holding changeset files has no
+// snapshot left (every epoch starts with one, so it was lost). Its
+// changesets apply only on top of it, and falling back to an older epoch
+// would silently drop every commit the epoch acknowledged, so the restore
+// (and a node taking the cell) refuses.
+type MissingSnapshotError struct {
+	Cell  string
+	Epoch uint64
+	First string // the key of the epoch's lowest file still present
+	Older uint64 // the newest older epoch holding files (0: none)
+}
+
+func (e *MissingSnapshotError) Error() string {
+	msg := fmt.Sprintf("changeset log epoch %d of %s has lost its snapshot: no %s file is left in %s (the epoch's lowest file is %s), "+
+		"and its changesets apply only on top of it. Put the missing file back from a copy of the bucket",
+		e.Epoch, e.Cell, suffixSnapshot, EpochPrefix(e.Cell, e.Epoch), e.First)
+	if e.Older != 0 {
+		msg += fmt.Sprintf(", or, to give up every commit of epoch %d and restore epoch %d instead, move %s aside",
+			e.Epoch, e.Older, EpochPrefix(e.Cell, e.Epoch))
+	}
+	return msg
+}
+
 // Result describes a restore.
 type Result struct {
 	Epoch uint64
@@ -79,13 +102,17 @@ func read(ctx context.Context, s store.Store, cell string) ([]*File, *Result, er
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, e := range epochs {
+	for i, e := range epochs {
 		plan, err := planEpoch(ctx, s, cell, e)
 		if err != nil {
+			var me *MissingSnapshotError
+			if errors.As(err, &me) && i+1 < len(epochs) {
+				me.Older = epochs[i+1]
+			}
 			return nil, nil, err
 		}
 		if plan == nil {
-			continue // no snapshot: the epoch never stored anything usable
+			continue // no files of the log in this epoch
 		}
 		res := &Result{Epoch: e, Files: plan, Seq: plan[len(plan)-1].MaxSeq}
 		files := make([]*File, 0, len(plan))
@@ -114,20 +141,28 @@ func read(ctx context.Context, s store.Store, cell string) ([]*File, *Result, er
 }
 
 // planEpoch returns the epoch's newest snapshot and the files that follow
-// it without a gap, or nil when the epoch holds no snapshot.
+// it without a gap, or nil when the epoch holds no file of the log. Files
+// without a snapshot are *MissingSnapshotError: every epoch starts with
+// one.
 func planEpoch(ctx context.Context, s store.Store, cell string, epoch uint64) ([]FileInfo, error) {
 	all, err := listEpochFiles(ctx, s, cell, epoch)
 	if err != nil {
 		return nil, err
 	}
-	start := -1
+	if len(all) == 0 {
+		return nil, nil
+	}
+	start, lowest := -1, 0
 	for i, fi := range all {
 		if fi.Snapshot && (start < 0 || fi.MaxSeq > all[start].MaxSeq) {
 			start = i
 		}
+		if fi.MinSeq < all[lowest].MinSeq {
+			lowest = i
+		}
 	}
 	if start < 0 {
-		return nil, nil
+		return nil, &MissingSnapshotError{Cell: cell, Epoch: epoch, First: all[lowest].Key}
 	}
 	plan := []FileInfo{all[start]}
 	var rest []FileInfo

@@ -10,6 +10,7 @@ package durability
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/cellb/cellb/core/driver"
@@ -114,3 +115,25 @@ type localLog struct{}
 func (localLog) NeedsImage() bool                            { return false }
 func (localLog) Append(c Commit) Durable                     { return Resolved(nil) }
 func (localLog) Close(ctx context.Context, final bool) error { return nil }
+
+// EpochInUseError: the epoch a log was opened for already holds files in
+// the bucket, or a newer epoch does: another writer used it. Writing into
+// it would replace that writer's files or mix two writers in one
+// generation, and lose what it acknowledged, so a log writes nothing and
+// the cell is refused. The usual cause is an ownership record (own.json)
+// whose epoch is below the newest epoch of the cell's log. Every log with
+// epoch generations (the LTX log, the changeset log, backups) reports it.
+type EpochInUseError struct {
+	Cell   string
+	Epoch  uint64 // the epoch the log was opened for
+	Key    string // a file of the newest epoch that holds files
+	Newest uint64 // that epoch
+}
+
+func (e *EpochInUseError) Error() string {
+	return fmt.Sprintf("epoch %d of %s is already used by another writer (the bucket holds %s, epoch %d); "+
+		"nothing was written into it. The ownership record cells/%s/own.json is behind the cell's log: "+
+		"a CellB node's next take moves past epoch %d; for other nodes write the released record "+
+		"{\"node\":\"\",\"epoch\":%d} to it",
+		e.Epoch, e.Cell, e.Key, e.Newest, e.Cell, e.Newest, e.Newest)
+}

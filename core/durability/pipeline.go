@@ -207,7 +207,9 @@ type Retry struct {
 }
 
 // PutRetrying writes an object, retrying failures as r says; it returns
-// the last error once the retries are spent or r.Stop says to stop.
+// the last error once the retries are spent or r.Stop says to stop. A
+// failed condition (store.ErrPreconditionFailed) is returned at once: the
+// object is there, and asking again cannot change that.
 func PutRetrying(s store.Store, key string, data []byte, opts store.PutOptions, r Retry) error {
 	clk := clock.Or(r.Clock)
 	delay := r.Delay
@@ -218,7 +220,7 @@ func PutRetrying(s store.Store, key string, data []byte, opts store.PutOptions, 
 		if err == nil {
 			return nil
 		}
-		if attempt >= r.Retries || (r.Stop != nil && r.Stop()) {
+		if attempt >= r.Retries || store.IsPreconditionFailed(err) || (r.Stop != nil && r.Stop()) {
 			return err
 		}
 		if r.Logger != nil {

@@ -97,6 +97,10 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			n.log.Error("ownership record lost; refusing the cell", "cell", cell, "err", err)
 			return nil, err
 		case Create, Swap:
+			if st.Own != nil && act.Record.Epoch > st.Own.Epoch+1 {
+				n.log.Warn("ownership record is behind the cell's log; taking the epoch after the log's newest",
+					"cell", cell, "record_epoch", st.Own.Epoch, "log_epoch", st.NewestLTXEpoch, "epoch", act.Record.Epoch)
+			}
 			v, err := n.opts.Store.Put(ctx, key, act.Record.Encode(), store.PutOptions{Condition: act.Cond})
 			switch {
 			case err == nil:

@@ -12,8 +12,9 @@ type ActionKind int
 const (
 	// ReadOwnerLease: the record names another node; read its lease.
 	ReadOwnerLease ActionKind = iota + 1
-	// ListLTX: the record is missing; look for a log (LTX, changeset or
-	// backups) before creating one.
+	// ListLTX: list the cell's logs (LTX, changeset, backups) for their
+	// newest epoch, before creating a record (is the record lost?) or
+	// raising its epoch (is it behind the log?).
 	ListLTX
 	// Create: write Record create-only (first activation; start empty).
 	Create
@@ -47,8 +48,8 @@ type AcquireState struct {
 	OwnerLeaseRead bool
 	OwnerLease     *NodeLease
 
-	// LTXListed is set once the cell's logs were listed (only needed when
-	// Own is nil): LTX, changeset and backups alike, despite the names.
+	// LTXListed is set once the cell's logs were listed (before any Create
+	// or Swap): LTX, changeset and backups alike, despite the names.
 	// NewestLTXEpoch is the newest epoch any of them holds, 0 when none.
 	LTXListed      bool
 	NewestLTXEpoch uint64
@@ -68,16 +69,23 @@ type Action struct {
 }
 
 // DecideAcquire is the pure core of taking a cell: given what has been read,
-// it returns the next step. Every activation takes a new epoch, so an epoch
-// has exactly one writer:
+// it returns the next step. Every activation takes a new epoch, and never
+// one that already holds files, so an epoch has exactly one writer:
 //
 //   - no record and no log: create {self, 1} create-only;
 //   - no record but a log (LTX, changeset, backups) exists: the record was
 //     lost — refuse, never guess;
-//   - record names self or nobody: swap to {self, epoch+1};
+//   - record names self or nobody: swap to {self, E+1};
 //   - record names another node: read its lease; live → owned elsewhere;
-//     missing or expired → swap to {self, epoch+1} (after celld has
-//     recovered its node log, if it has one open).
+//     missing or expired → swap to {self, E+1} (after celld has
+//     recovered its node log, if it has one open);
+//
+// where E is the larger of the record's epoch and the newest epoch of the
+// cell's log. A record behind the log (a mistyped repair, a record restored
+// from an old copy of the bucket) would otherwise raise the epoch into one
+// that holds another owner's files; the take moves past the newest epoch
+// instead, the state celld reaches too by refusing each epoch not above
+// the log's newest.
 func DecideAcquire(s AcquireState) Action {
 	if s.Own == nil {
 		if !s.LTXListed {
@@ -88,21 +96,22 @@ func DecideAcquire(s AcquireState) Action {
 		}
 		return Action{Kind: Create, Record: OwnRecord{Node: s.Self, Epoch: 1}, Cond: store.IfAbsent}
 	}
-	next := OwnRecord{Node: s.Self, Epoch: s.Own.Epoch + 1}
-	swap := Action{Kind: Swap, Record: next, Cond: store.IfVersion(s.OwnVersion)}
-	if s.Own.Node == s.Self || s.Own.Node == "" {
-		return swap
+	if s.Own.Node != s.Self && s.Own.Node != "" {
+		if !s.OwnerLeaseRead {
+			return Action{Kind: ReadOwnerLease}
+		}
+		if s.OwnerLease != nil && s.OwnerLease.Live(s.NowMs) {
+			return Action{Kind: OwnedElsewhere, Owner: s.Own.Node, Addr: s.OwnerLease.Addr}
+		}
+		if s.OwnerLease != nil && s.OwnerLease.Log.NeedsRecovery() {
+			return Action{Kind: OwnerNeedsRecovery, Owner: s.Own.Node}
+		}
 	}
-	if !s.OwnerLeaseRead {
-		return Action{Kind: ReadOwnerLease}
+	if !s.LTXListed {
+		return Action{Kind: ListLTX}
 	}
-	if s.OwnerLease != nil && s.OwnerLease.Live(s.NowMs) {
-		return Action{Kind: OwnedElsewhere, Owner: s.Own.Node, Addr: s.OwnerLease.Addr}
-	}
-	if s.OwnerLease != nil && s.OwnerLease.Log.NeedsRecovery() {
-		return Action{Kind: OwnerNeedsRecovery, Owner: s.Own.Node}
-	}
-	return swap
+	next := OwnRecord{Node: s.Self, Epoch: max(s.Own.Epoch, s.NewestLTXEpoch) + 1}
+	return Action{Kind: Swap, Record: next, Cond: store.IfVersion(s.OwnVersion)}
 }
 
 // Reconciled reports whether an ambiguous Create or Swap of want in fact

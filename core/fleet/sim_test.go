@@ -36,7 +36,11 @@ import (
 //     granted before t (the new owner restored without it);
 //   - an expired lease never comes back: a crashed node's lease is never
 //     renewed again;
-//   - ownership settles: once faults stop, some node takes every cell.
+//   - ownership settles: once faults stop, some node takes every cell;
+//   - and, against the cell's log (sim_log_test.go, with stale records,
+//     lost snapshots and colliding log objects): no epoch granted that
+//     already holds files, one writer per epoch's files, no restore from a
+//     chain that combines epochs.
 //
 // go test -run TestSimulation -sim.seeds=100000 runs a long mode;
 // -sim.seed=N replays one seed.
@@ -59,6 +63,7 @@ type simNode struct {
 	paused  bool          // SIGSTOP: its clock stops, it does nothing
 	crashed bool
 	grants  map[string]lease.Grant
+	logs    map[string]*simLog // the cells whose log this node has open
 }
 
 type simGrant struct {
@@ -82,10 +87,16 @@ type world struct {
 	fs      *faultstore.Store
 	nodes   []*simNode
 	hooks   simHooks
+	variant simVariant
 	granted map[string][]simGrant // per cell
-	acks    []simAck
-	lapsed  map[string]uint64 // crashed node -> its lease's expires_ms at the crash
-	trace   []string
+	// The log model (sim_log_test.go): who wrote each file and each
+	// epoch's files, and records the operator put back below their epoch.
+	files       map[string]simFile
+	epochWriter map[string]string
+	lowered     map[string]uint64
+	acks        []simAck
+	lapsed      map[string]uint64 // crashed node -> its lease's expires_ms at the crash
+	trace       []string
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -94,11 +105,12 @@ func (w *world) logf(format string, args ...any) {
 
 func cellName(i int) string { return "Sim:c" + strconv.Itoa(i) }
 
-func newWorld(seed uint64, hooks simHooks) *world {
+func newWorld(seed uint64, v simVariant) *world {
 	r := rand.New(rand.NewPCG(seed, 0x51ed))
 	w := &world{
-		seed: seed, r: r, start: time.UnixMilli(1_800_000_000_000), hooks: hooks,
+		seed: seed, r: r, start: time.UnixMilli(1_800_000_000_000), hooks: v.hooks, variant: v,
 		granted: map[string][]simGrant{}, lapsed: map[string]uint64{},
+		files: map[string]simFile{}, epochWriter: map[string]string{}, lowered: map[string]uint64{},
 	}
 	w.fs = faultstore.New(memstore.New(), faultstore.Config{Seed: seed, PerOp: map[faultstore.Op]faultstore.Faults{
 		faultstore.OpPut: {Fail: 0.05, Drop: 0.03, LoseResponse: 0.05},
@@ -128,7 +140,7 @@ func (w *world) boot(n *simNode) {
 		n.node, n.crashed = nil, true
 		return
 	}
-	n.node, n.crashed, n.paused, n.grants = node, false, false, map[string]lease.Grant{}
+	n.node, n.crashed, n.paused, n.grants, n.logs = node, false, false, map[string]lease.Grant{}, map[string]*simLog{}
 	w.logf("%s joined (offset %v)", n.name, n.offset)
 }
 
@@ -145,6 +157,10 @@ func (w *world) advance(d time.Duration) {
 }
 
 func (w *world) step(t simT) {
+	if w.r.IntN(100) < 4 {
+		w.operatorFault()
+		return
+	}
 	n := w.nodes[w.r.IntN(len(w.nodes))]
 	cell := cellName(w.r.IntN(simCells))
 	ctx := context.Background()
@@ -168,17 +184,13 @@ func (w *world) step(t simT) {
 			w.logf("%s take %s: %v", n.name, cell, err)
 			return
 		}
-		for _, prev := range w.granted[cell] {
-			if prev.epoch == g.Epoch() {
-				t.Fatalf("seed %d: %s epoch %d granted to %s and %s\n%s", w.seed, cell, g.Epoch(), prev.node, n.name, w.dump())
-			}
-		}
-		w.granted[cell] = append(w.granted[cell], simGrant{node: n.name, epoch: g.Epoch(), acquired: w.now})
+		w.granting(t, cell, n.name, g)
 		n.grants[cell] = g
 		w.logf("%s took %s epoch %d", n.name, cell, g.Epoch())
+		w.openLog(t, n, cell, g)
 	case k < 75:
 		g := n.grants[cell]
-		if g == nil {
+		if g == nil || !w.upload(n, cell) {
 			return
 		}
 		if err := g.CheckWrite(); err != nil {
@@ -241,6 +253,11 @@ func (w *world) checkWorld(t simT, lastEpoch map[string]uint64) {
 			t.Fatalf("seed %d: crashed %s's lease came back (expires_ms %d > %d)\n%s", w.seed, name, l.ExpiresMs, exp, w.dump())
 		}
 	}
+	for cell, e := range w.lowered {
+		lastEpoch[cell] = e // the operator put the record back on purpose
+		delete(w.lowered, cell)
+	}
+	w.checkLogFiles(t)
 	for i := 0; i < simCells; i++ {
 		obj, err := w.fs.Inner().Get(ctx, OwnKey(cellName(i)))
 		if err != nil {
@@ -283,7 +300,7 @@ func (w *world) settle(t simT) {
 			}
 			if g, err := n.node.TryAcquire(ctx, cell); err == nil {
 				taken = true
-				w.granted[cell] = append(w.granted[cell], simGrant{node: n.name, epoch: g.Epoch(), acquired: w.now})
+				w.granting(t, cell, n.name, g)
 				break
 			} else if !errors.As(err, new(*lease.CellOwnedElsewhereError)) {
 				w.logf("%s settle take %s: %v", n.name, cell, err)
@@ -309,7 +326,11 @@ func (w *world) dump() string {
 }
 
 func runSeed(t simT, seed uint64, hooks simHooks, steps int) {
-	w := newWorld(seed, hooks)
+	runVariant(t, seed, simVariant{hooks: hooks}, steps)
+}
+
+func runVariant(t simT, seed uint64, v simVariant, steps int) {
+	w := newWorld(seed, v)
 	for _, n := range w.nodes {
 		w.boot(n)
 	}
@@ -380,7 +401,12 @@ func TestSimulation(t *testing.T) {
 }
 
 // runSeedRecorded runs one seed and returns its violation, or "".
-func runSeedRecorded(seed uint64, hooks simHooks) (msg string) {
+func runSeedRecorded(seed uint64, hooks simHooks) string {
+	return runVariantRecorded(seed, simVariant{hooks: hooks})
+}
+
+// runVariantRecorded is runSeedRecorded for a variant of the log model.
+func runVariantRecorded(seed uint64, v simVariant) (msg string) {
 	ft := &failRecorder{}
 	defer func() {
 		if r := recover(); r != nil {
@@ -390,7 +416,7 @@ func runSeedRecorded(seed uint64, hooks simHooks) (msg string) {
 			msg = ft.msg
 		}
 	}()
-	runSeed(ft, seed, hooks, 120)
+	runVariant(ft, seed, v, 120)
 	return ""
 }
 

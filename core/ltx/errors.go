@@ -64,3 +64,29 @@ func (e *TXIDNotRestorableError) Error() string {
 	}
 	return fmt.Sprintf("TXID %d cannot be restored exactly; the nearest restorable TXID below it is %d", e.Want, e.Nearest)
 }
+
+// MissingSnapshotError: an epoch's files do not start at TXID 1 and the
+// epoch does not open with celld's epoch marker, so its snapshot (the file
+// that holds TXIDs 1..First-1 of that epoch) is missing. Every epoch is its
+// own generation: its deltas apply only on top of its own snapshot, never
+// on an older epoch's files, so a restore (and a node taking the cell)
+// refuses instead of combining them into a state that was never written.
+type MissingSnapshotError struct {
+	Cell    string
+	Epoch   uint64
+	Missing string // the key the epoch's snapshot would have: TXIDs 1..First-1
+	First   string // the key of the epoch's lowest file still present
+	Older   uint64 // the newest older epoch that holds files (0: none)
+}
+
+func (e *MissingSnapshotError) Error() string {
+	msg := fmt.Sprintf("LTX epoch %d of %s has lost its snapshot: %s is missing (the epoch's lowest file is %s); "+
+		"its files apply only on top of that snapshot, so no restore combines them with another epoch. "+
+		"Put the missing file back from a copy of the bucket",
+		e.Epoch, e.Cell, e.Missing, e.First)
+	if e.Older != 0 {
+		msg += fmt.Sprintf(", or, to give up every write of epoch %d and restore epoch %d instead, move %s aside",
+			e.Epoch, e.Older, EpochPrefix(e.Cell, e.Epoch))
+	}
+	return msg
+}

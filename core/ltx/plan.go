@@ -104,6 +104,11 @@ func better(a, b FileInfo) bool {
 	return a.Modified.Before(b.Modified)
 }
 
+// MarkerSize is the size of celld's epoch marker: a level-0 file with no
+// pages (header, empty page header, empty page index, index length,
+// trailer). A celld 0.6 paged epoch opens with one at cut+1.
+const MarkerSize = 131
+
 // PlanEpochs chooses which epochs' files form the newest chain of a cell,
 // walking epochs from newest to oldest as celld 0.6 does: an epoch that
 // starts at TXID 1 ends the walk; an epoch that continues an older one (it
@@ -111,6 +116,13 @@ func better(a, b FileInfo) bool {
 // cut, and an older epoch whose files do not end exactly at cut is skipped
 // (a fenced owner's late upload). Epochs with no files are skipped. The
 // result, given to Plan, yields the restore order.
+//
+// An epoch whose files start above TXID 1 continues an older one only when
+// it opens with proof of it: celld's marker (a level-0 file of MarkerSize
+// bytes at its lowest TXID) or a compacted file (level 1 and up, which
+// celld's compactor starts at its epoch's base). Otherwise the epoch's own
+// snapshot is missing, and its deltas would be laid over another epoch's
+// state: PlanEpochs fails with *MissingSnapshotError.
 func PlanEpochs(files []FileInfo) ([]FileInfo, error) {
 	byEpoch := map[uint64][]FileInfo{}
 	var epochs []uint64
@@ -123,10 +135,10 @@ func PlanEpochs(files []FileInfo) ([]FileInfo, error) {
 	sort.Slice(epochs, func(i, j int) bool { return epochs[i] > epochs[j] })
 	var chain []FileInfo
 	var loAbove TXID // lowest MinTXID of the kept epoch above; 0 = none kept yet
-	for _, e := range epochs {
+	for i, e := range epochs {
 		var kept []FileInfo
 		var max TXID
-		lo := TXID(0)
+		var opener *FileInfo // the epoch's lowest file; a marker or compacted file wins a tie
 		for _, f := range byEpoch[e] {
 			if loAbove != 0 && f.MaxTXID >= loAbove {
 				continue
@@ -135,8 +147,9 @@ func PlanEpochs(files []FileInfo) ([]FileInfo, error) {
 			if f.MaxTXID > max {
 				max = f.MaxTXID
 			}
-			if lo == 0 || f.MinTXID < lo {
-				lo = f.MinTXID
+			if opener == nil || f.MinTXID < opener.MinTXID || (f.MinTXID == opener.MinTXID && opensContinuation(f) && !opensContinuation(*opener)) {
+				o := f
+				opener = &o
 			}
 		}
 		if len(kept) == 0 {
@@ -144,6 +157,17 @@ func PlanEpochs(files []FileInfo) ([]FileInfo, error) {
 		}
 		if loAbove != 0 && max != loAbove-1 {
 			continue
+		}
+		lo := opener.MinTXID
+		if lo != 1 && !opensContinuation(*opener) {
+			var older uint64
+			if i+1 < len(epochs) {
+				older = epochs[i+1]
+			}
+			return nil, &MissingSnapshotError{
+				Cell: opener.Cell, Epoch: e, Older: older, First: opener.Key,
+				Missing: Key(opener.Cell, e, 0, 1, lo-1),
+			}
 		}
 		chain = append(chain, kept...)
 		loAbove = lo
@@ -156,4 +180,14 @@ func PlanEpochs(files []FileInfo) ([]FileInfo, error) {
 	}
 	// The walk ran out of epochs before finding the chain's start.
 	return nil, &GapError{Epoch: chain[len(chain)-1].Epoch, After: 0, Next: loAbove}
+}
+
+// opensContinuation reports whether f, an epoch's lowest file, shows that
+// the epoch continues an older one: celld's zero-page marker, or a
+// compacted file.
+func opensContinuation(f FileInfo) bool {
+	if f.Level >= 1 {
+		return true
+	}
+	return f.MinTXID == f.MaxTXID && f.Size == MarkerSize
 }

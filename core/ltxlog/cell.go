@@ -133,13 +133,25 @@ func (c *cellLog) Close(ctx context.Context, final bool) error {
 }
 
 // uploadBatch stores one batch (the pipeline's uploader).
+//
+// The epoch's first object is its snapshot at TXID 1 alone
+// (e<epoch>/0000/0000000000000001-0000000000000001.ltx, the key celld's
+// first file has too), written create-only: if another writer already
+// started this epoch, the write fails instead of replacing that writer's
+// snapshot. Epoch 0 (no ownership, lease.None) has no generations and is
+// written plainly.
 func (c *cellLog) uploadBatch(batch []*pending) error {
-	var base []byte
 	if batch[0].txid == 1 {
-		base = c.base
+		base := c.base
 		c.base = nil
+		if err := c.upload(batch[:1], base, c.epoch > 0); err != nil {
+			return err
+		}
+		if batch = batch[1:]; len(batch) == 0 {
+			return nil
+		}
 	}
-	return c.upload(batch, base)
+	return c.upload(batch, nil, false)
 }
 
 // maybeCompact compacts the epoch's level-0 files once enough are up.
@@ -152,8 +164,9 @@ func (c *cellLog) maybeCompact() {
 	}
 }
 
-// upload merges a batch (newest page wins) into one level-0 file and puts it.
-func (c *cellLog) upload(batch []*pending, base []byte) error {
+// upload merges a batch (newest page wins) into one level-0 file and puts
+// it; createOnly writes it only where no object exists.
+func (c *cellLog) upload(batch []*pending, base []byte, createOnly bool) error {
 	first, last := batch[0], batch[len(batch)-1]
 	pageSize := last.pageSize
 	merged := map[uint32][]byte{}
@@ -205,14 +218,39 @@ func (c *cellLog) upload(batch []*pending, base []byte) error {
 	}
 	key := ltx.Key(c.cell, c.epoch, 0, first.txid, last.txid)
 	md := map[string]string{ltx.MetadataTimestamp: ltx.FormatTimestamp(now)}
-	err = durability.PutRetrying(c.opts.Store, key, data, store.PutOptions{Metadata: md}, durability.Retry{
+	popts := store.PutOptions{Metadata: md}
+	if createOnly {
+		popts.Condition = store.IfAbsent
+	}
+	err = durability.PutRetrying(c.opts.Store, key, data, popts, durability.Retry{
 		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
 		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
 	})
+	if createOnly && store.IsPreconditionFailed(err) {
+		err = c.collision(key, data)
+	}
 	if err != nil {
 		return &UploadError{Key: key, Err: err}
 	}
 	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: first.txid, MaxTXID: last.txid, Size: int64(len(data))})
 	c.uploaded = last.txid
 	return nil
+}
+
+// collision decides a create-only write that found its key taken: the
+// object is this log's own (an earlier attempt applied but its answer was
+// lost) or another writer's, which this epoch must not overwrite.
+func (c *cellLog) collision(key string, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
+	defer cancel()
+	obj, err := c.opts.Store.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("%s exists; reading it back to tell whose it is: %w", key, err)
+	}
+	if bytes.Equal(obj.Data, data) {
+		return nil
+	}
+	err = &durability.EpochInUseError{Cell: c.cell, Epoch: c.epoch, Key: key, Newest: c.epoch}
+	c.log.Error("another writer already started this epoch; nothing of it is overwritten", "key", key, "err", err)
+	return err
 }

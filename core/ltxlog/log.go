@@ -92,9 +92,17 @@ var _ durability.Log = (*Log)(nil)
 // database — under fleet ownership it deletes the local file first).
 // Either way, the epoch's first commit uploads a snapshot of the whole
 // database.
+//
+// Restoring, Open refuses (*durability.EpochInUseError) when the bucket
+// already holds files in this epoch or a newer one (celld refuses the same
+// way), and
+// fails with the restore's error when the newest chain cannot be rebuilt
+// (a gap, a corrupt file, an epoch whose snapshot is missing:
+// *ltx.MissingSnapshotError): a cell is never served, nor re-snapshotted,
+// from a guessed state.
 func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
 	if restore {
-		res, err := Restore(ctx, l.opts.Store, cellKey, RestoreOptions{})
+		res, err := restoreFor(ctx, l.opts.Store, cellKey, RestoreOptions{}, epoch)
 		switch {
 		case errors.Is(err, ErrNothingToRestore):
 			// A bucket that holds nothing for the cell leaves the (empty)

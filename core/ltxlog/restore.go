@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 )
@@ -44,13 +45,7 @@ type Result struct {
 // A file that vanishes between the listing and the read (a compaction by
 // the cell's owner replaced it) restarts the restore from a fresh listing.
 func Restore(ctx context.Context, s store.Store, cell string, opts RestoreOptions) (*Result, error) {
-	for attempt := 1; ; attempt++ {
-		res, err := restoreOnce(ctx, s, cell, opts, nil)
-		if err != nil && store.IsNotFound(err) && attempt < 5 {
-			continue
-		}
-		return res, err
-	}
+	return restoreFor(ctx, s, cell, opts, 0)
 }
 
 // RestoreTo is Restore writing the image to sink (an empty file, say)
@@ -62,7 +57,7 @@ func RestoreTo(ctx context.Context, s store.Store, cell string, opts RestoreOpti
 		if err := sink.Truncate(0); err != nil {
 			return nil, err
 		}
-		res, err := restoreOnce(ctx, s, cell, opts, sink)
+		res, err := restoreOnce(ctx, s, cell, opts, sink, 0)
 		if err != nil && store.IsNotFound(err) && attempt < 5 {
 			continue
 		}
@@ -70,8 +65,21 @@ func RestoreTo(ctx context.Context, s store.Store, cell string, opts RestoreOpti
 	}
 }
 
-func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOptions, sink ltx.Sink) (*Result, error) {
-	chain, err := findChain(ctx, s, cell)
+// restoreFor is Restore for a writer about to start epoch writer (0: no
+// writer): it also refuses when the log already holds that epoch or a
+// newer one.
+func restoreFor(ctx context.Context, s store.Store, cell string, opts RestoreOptions, writer uint64) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := restoreOnce(ctx, s, cell, opts, nil, writer)
+		if err != nil && store.IsNotFound(err) && attempt < 5 {
+			continue
+		}
+		return res, err
+	}
+}
+
+func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOptions, sink ltx.Sink, writer uint64) (*Result, error) {
+	chain, err := findChain(ctx, s, cell, writer)
 	if err != nil {
 		return nil, err
 	}
@@ -135,14 +143,26 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 
 // findChain lists the cell's epochs from newest to oldest and stops as soon
 // as they hold a chain that starts at TXID 1, so an old cell with many
-// epochs costs one listing per epoch it actually needs.
-func findChain(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo, error) {
+// epochs costs one listing per epoch it actually needs. With a writer
+// epoch, a newest epoch at or above it is refused (*durability.EpochInUseError).
+func findChain(ctx context.Context, s store.Store, cell string, writer uint64) ([]ltx.FileInfo, error) {
 	epochs, err := listEpochs(ctx, s, cell)
 	if err != nil {
 		return nil, err
 	}
 	if len(epochs) == 0 {
 		return nil, ErrNothingToRestore
+	}
+	if writer > 0 && epochs[0] >= writer {
+		page, err := s.List(ctx, store.ListOptions{Prefix: ltx.EpochPrefix(cell, epochs[0]), Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		key := ltx.EpochPrefix(cell, epochs[0])
+		if len(page.Objects) > 0 {
+			key = page.Objects[0].Key
+		}
+		return nil, &durability.EpochInUseError{Cell: cell, Epoch: writer, Key: key, Newest: epochs[0]}
 	}
 	var files []ltx.FileInfo
 	var lastErr error
@@ -155,6 +175,12 @@ func findChain(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo,
 		chain, err := ltx.PlanEpochs(files)
 		if err == nil {
 			return chain, nil
+		}
+		// An epoch that lost its snapshot stays refused whatever is below
+		// it; list one older epoch only to name it in the error.
+		var me *ltx.MissingSnapshotError
+		if errors.As(err, &me) && me.Older != 0 {
+			return nil, err
 		}
 		lastErr = err
 	}
