@@ -165,10 +165,11 @@ func TestLocalFilesArePrimaryAndBucketRestoresEmpty(t *testing.T) {
 	}
 }
 
-// TestOwnedElsewhereIs409: two fleet nodes without peers on one bucket.
+// TestVerifyOwnerOnAck: a fleet node re-reads own.json before every
+// acknowledgement, and its own record lets the writes through.
 func TestVerifyOwnerOnAck(t *testing.T) {
 	bucket := "file://" + t.TempDir()
-	_, a := startServer(t, serveConfig{Data: t.TempDir(), Bucket: bucket, Node: "node_v", VerifyAck: true})
+	_, a := startServer(t, serveConfig{Data: t.TempDir(), Bucket: bucket, Node: "node_v"})
 	for want := int64(1); want <= 3; want++ {
 		if r := call(t, "POST", a.URL+"/counter/v"); r.status != 200 || r.value != want {
 			t.Fatalf("%+v", r)
@@ -176,6 +177,7 @@ func TestVerifyOwnerOnAck(t *testing.T) {
 	}
 }
 
+// TestOwnedElsewhereIs409: two fleet nodes without peers on one bucket.
 func TestOwnedElsewhereIs409(t *testing.T) {
 	bucket := "file://" + t.TempDir()
 	_, a := startServer(t, serveConfig{Data: t.TempDir(), Bucket: bucket, Node: "node_a"})

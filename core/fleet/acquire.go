@@ -55,7 +55,6 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 	}
 	reconciles := 0
 	for step := 0; step < maxSteps; step++ {
-		st.NowMs = uint64(n.clock.Now().UnixMilli())
 		decide := DecideAcquire
 		if n.sim.decide != nil {
 			decide = n.sim.decide
@@ -69,7 +68,13 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			}
 			st.LTXListed, st.NewestLTXEpoch, st.NewestLTXKey = true, epoch, newest
 		case ReadOwnerLease:
+			// The lease is judged by the clock as it was before the read
+			// was sent: the bucket answered later, so a lease expired by
+			// then was expired when read. A clock read after the answer
+			// (after a pause, say) would judge a lease its owner has
+			// renewed since by an old copy, and steal a live owner's cell.
 			st.OwnerLeaseRead = true
+			st.NowMs = uint64(n.clock.Now().UnixMilli())
 			obj, err := n.opts.Store.Get(ctx, NodeKey(st.Own.Node))
 			switch {
 			case store.IsNotFound(err):
@@ -99,7 +104,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			v, err := n.opts.Store.Put(ctx, key, act.Record.Encode(), store.PutOptions{Condition: act.Cond})
 			switch {
 			case err == nil:
-				return n.granted(cell, act.Record.Epoch, v, act.Fresh), nil
+				return n.granted(cell, act.Record.Epoch, v, act.Fresh)
 			case store.IsPreconditionFailed(err):
 				// Lost a race: decide again from what is there now.
 				if err := reread(); err != nil {
@@ -114,7 +119,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 					return nil, err
 				}
 				if Reconciled(act.Record, st.Own) {
-					return n.granted(cell, act.Record.Epoch, st.OwnVersion, act.Fresh), nil
+					return n.granted(cell, act.Record.Epoch, st.OwnVersion, act.Fresh)
 				}
 			default:
 				return nil, err
@@ -126,13 +131,17 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 
 func (n *Node) precheck(cell string) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.closed {
+		n.mu.Unlock()
 		return ErrNodeClosed
 	}
-	if n.fenced != nil || !n.clock.Now().Before(n.deadline) {
+	grants, err := n.liveLocked()
+	if err != nil {
+		n.mu.Unlock()
+		breakGrants(grants)
 		return &lease.LeaseLapsedError{Cell: cell}
 	}
+	defer n.mu.Unlock()
 	if r, ok := n.refused[cell]; ok {
 		if n.clock.Now().Before(r.until) {
 			return r.err
@@ -170,9 +179,22 @@ func newestLTX(ctx context.Context, s store.Store, cell string) (uint64, string,
 	return best, key, nil
 }
 
-func (n *Node) granted(cell string, epoch uint64, v store.Version, fresh bool) *grant {
+// granted hands out the grant of a claim that was written, unless the node
+// closed or fenced while it was being written (the claim took a pause, say):
+// then no grant is given, since the lease may have lapsed before the claim
+// was applied and another node may hold the cell under a later epoch.
+func (n *Node) granted(cell string, epoch uint64, v store.Version, fresh bool) (lease.Grant, error) {
 	g := &grant{node: n, cell: cell, epoch: epoch, version: v, fresh: fresh, lost: make(chan struct{})}
 	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, ErrNodeClosed
+	}
+	if grants, err := n.liveLocked(); err != nil {
+		n.mu.Unlock()
+		breakGrants(grants)
+		return nil, &lease.LeaseLapsedError{Cell: cell}
+	}
 	old := n.grants[cell]
 	n.grants[cell] = g
 	n.mu.Unlock()
@@ -180,7 +202,7 @@ func (n *Node) granted(cell string, epoch uint64, v store.Version, fresh bool) *
 		old.lose(fmt.Errorf("cell %s was taken again by this node under epoch %d", cell, epoch))
 	}
 	n.log.Debug("took cell", "cell", cell, "epoch", epoch, "fresh", fresh)
-	return g
+	return g, nil
 }
 
 // grant is one acquisition.
@@ -216,9 +238,8 @@ func (g *grant) lose(err error) {
 	})
 }
 
-// CheckWrite refuses once the node lease could have lapsed (self-fencing),
-// and, with VerifyOwnerOnAck, unless own.json still names this node and
-// epoch.
+// CheckWrite refuses once the node lease could have lapsed (the latched
+// self-fence). It reads nothing from the bucket.
 func (g *grant) CheckWrite() error {
 	if err := g.Err(); err != nil {
 		if errors.Is(err, lease.ErrReleased) {
@@ -230,21 +251,36 @@ func (g *grant) CheckWrite() error {
 		g.lose(err)
 		return err
 	}
-	if g.node.opts.VerifyOwnerOnAck {
-		ctx, cancel := context.WithTimeout(context.Background(), g.node.opts.TTL/3)
-		defer cancel()
-		obj, err := g.node.opts.Store.Get(ctx, OwnKey(g.cell))
-		if err != nil {
-			return fmt.Errorf("%s: cannot confirm ownership before acknowledging: %w", g.cell, err)
-		}
-		rec, err := DecodeOwnRecord(OwnKey(g.cell), obj.Data)
-		if err != nil || rec.Node != g.node.opts.Node || rec.Epoch != g.epoch {
-			lerr := &lease.LeaseLapsedError{Cell: g.cell}
-			g.lose(lerr)
-			return lerr
+	return nil
+}
+
+// CheckAck is celld's acknowledgement rule, the last check before a durable
+// write is acknowledged: CheckWrite, then a fresh read of own.json, which
+// must still name this node at this grant's epoch. A record that names
+// another node or another epoch, was released, is missing or does not
+// decode loses the grant. A read that fails refuses this acknowledgement
+// only ("cannot confirm ownership before acknowledging").
+func (g *grant) CheckAck(ctx context.Context) error {
+	if err := g.CheckWrite(); err != nil {
+		return err
+	}
+	n := g.node
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.TTL/3)
+	defer cancel()
+	key := OwnKey(g.cell)
+	obj, err := n.opts.Store.Get(ctx, key)
+	if err != nil && !store.IsNotFound(err) {
+		return fmt.Errorf("%s: cannot confirm ownership before acknowledging: %w", g.cell, err)
+	}
+	if err == nil {
+		rec, derr := DecodeOwnRecord(key, obj.Data)
+		if derr == nil && rec.Node == n.opts.Node && rec.Epoch == g.epoch {
+			return nil
 		}
 	}
-	return nil
+	lerr := &lease.LeaseLapsedError{Cell: g.cell}
+	g.lose(lerr)
+	return lerr
 }
 
 // Release writes {"node":"","epoch":N} if the record is still ours, so the
