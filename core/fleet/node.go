@@ -389,11 +389,16 @@ func (n *Node) renewLoop(t clock.Timer) {
 			return
 		case <-t.C():
 		}
-		n.renewOnce(key)
+		n.mu.Lock()
+		fenced := n.fenced != nil
+		n.mu.Unlock()
+		if !fenced {
+			n.renewOnce(key)
+		}
 		t.Reset(RenewInterval(n.opts.TTL))
 		n.mu.Lock()
 		n.rounds++
-		fenced := n.fenced != nil
+		fenced = n.fenced != nil
 		n.mu.Unlock()
 		if fenced {
 			// The lease is left to expire: a fenced node serves nothing.
