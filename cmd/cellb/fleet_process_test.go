@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -436,4 +437,48 @@ func runFleetChaos(t *testing.T, bucket, bucketDir string, chaos time.Duration) 
 
 func jsonDecode(resp *http.Response, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// TestSelfFencedNodeExits: a node paused past its lease self-fences when it
+// resumes and exits with status 3, as celld does, so that its supervisor
+// restarts it; on the way out it deletes its lapsed lease, so the cells it
+// held move at once.
+func TestSelfFencedNodeExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test skipped in -short mode")
+	}
+	bin := cellbBinary(t)
+	bucketDir := t.TempDir()
+	const ttl = time.Second
+	a := startNode(t, bin, "file://"+bucketDir, "na", "--ttl", ttl.String())
+	resp, err := http.Post(a.url+"/counter/held", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("first write: %d", resp.StatusCode)
+	}
+	a.signal(syscall.SIGSTOP)
+	time.Sleep(2 * ttl) // the pause: past the lease
+	a.signal(syscall.SIGCONT)
+	exited := make(chan error, 1)
+	go func() { exited <- a.cmd.Wait() }()
+	select {
+	case err = <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("a node paused past its lease still runs 30 s after resuming (log %s)", a.logf.Name())
+	}
+	a.dead = true
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFenced {
+		t.Fatalf("exit: %v, want status %d", err, exitFenced)
+	}
+	log, _ := os.ReadFile(a.logf.Name())
+	if !bytes.Contains(log, []byte("SELF-FENCE")) {
+		t.Fatalf("the log does not say SELF-FENCE:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(bucketDir, "nodes", "na.json")); !os.IsNotExist(err) {
+		t.Fatalf("the fenced node's lease is still in the bucket (%v)", err)
+	}
 }
