@@ -582,3 +582,31 @@ func TestFencedNodeStopsRenewing(t *testing.T) {
 		t.Fatalf("a fenced node renewed its lease: %v", err)
 	}
 }
+
+// TestAmbiguousRenewalAppliedIsAdopted: a renewal whose answer was lost and
+// whose read-back failed too applied after all; the next renewal's 412 is
+// then our own earlier write, not another writer's: the node adopts it and
+// does not fence.
+func TestAmbiguousRenewalAppliedIsAdopted(t *testing.T) {
+	fs := faultstore.New(memstore.New(), faultstore.Config{})
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
+	n := joinNode(t, fs, clk, "node_a")
+	fs.LoseNext(faultstore.OpPut, NodeKey("node_a"))
+	fs.FailNext(faultstore.OpGet, NodeKey("node_a"))
+	step(t, clk, RenewInterval(DefaultTTL), n)
+	step(t, clk, RenewInterval(DefaultTTL), n)
+	if err := n.FenceErr(); err != nil {
+		t.Fatalf("a renewal of our own whose answer was lost fenced the node: %v", err)
+	}
+	step(t, clk, RenewInterval(DefaultTTL), n)
+	if err := n.writable("C:x"); err != nil {
+		t.Fatalf("after adopting it: %v", err)
+	}
+	obj, err := fs.Get(context.Background(), NodeKey("node_a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := DecodeNodeLease(NodeKey("node_a"), obj.Data); l.ExpiresMs != uint64(clk.Now().Add(DefaultTTL).UnixMilli()) {
+		t.Fatalf("the lease was not renewed after adopting: %s", obj.Data)
+	}
+}

@@ -72,6 +72,9 @@ type Node struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// unknown is the last renewal whose outcome was unknown (renewals run
+	// on one goroutine, or the simulator's thread: no lock).
+	unknown *unknownRenewal
 
 	// Simulation hooks (set only by tests in this package): renewals
 	// driven by the simulator's thread instead of a goroutine, and
@@ -419,13 +422,19 @@ func (n *Node) renewOnce(key string) {
 	switch {
 	case err == nil:
 		n.renewed(sentAt, nv)
+		n.unknown = nil
 	case store.IsAmbiguous(err):
-		if nv, ok := n.readBack(ctx, key, body); ok {
-			n.renewed(sentAt, nv)
+		n.unknown = &unknownRenewal{sentAt: sentAt, body: body}
+		if n.adoptUnknown(key) {
 			return
 		}
 		n.log.Warn("node lease renewal outcome unknown; retrying", "err", err)
 	case store.IsPreconditionFailed(err):
+		// Our version is stale. If an earlier renewal whose outcome was
+		// unknown applied after all, the lease holds its body: adopt it.
+		if n.adoptUnknown(key) {
+			return
+		}
 		// Someone replaced our lease: another process with our id, or a
 		// dead-node GC that thought us dead. Either way we are not the
 		// owner we think we are.
@@ -436,6 +445,32 @@ func (n *Node) renewOnce(key string) {
 	default:
 		n.log.Warn("node lease renewal failed; retrying while the lease lasts", "err", err)
 	}
+}
+
+// unknownRenewal is the last renewal whose outcome was unknown.
+type unknownRenewal struct {
+	sentAt time.Time
+	body   []byte
+}
+
+// adoptUnknown reads the lease back (with a context of its own: the
+// renewal's may have run out, during a pause say) and, if it holds the
+// body of the renewal whose outcome was unknown, records that renewal as
+// applied — at its own send time, so a late answer still fences.
+func (n *Node) adoptUnknown(key string) bool {
+	u := n.unknown
+	if u == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.TTL/3)
+	defer cancel()
+	v, ok := n.readBack(ctx, key, u.body)
+	if !ok {
+		return false
+	}
+	n.unknown = nil
+	n.renewed(u.sentAt, v)
+	return true
 }
 
 // Close releases every owned cell (writing {"node":"","epoch":N}), waits for
