@@ -101,7 +101,7 @@ func (c *simClock) release() {
 }
 
 // simStore is a node's view of the bucket. After the bucket answered a
-// read of a node lease or a write of an ownership record, the node may be
+// read of another node's lease or a write of an ownership record, the node may be
 // paused before it reads the answer: the world moves on past its TTL (other
 // nodes renew, take cells), then the node resumes with an old answer.
 type simStore struct {
@@ -111,7 +111,9 @@ type simStore struct {
 
 func (s simStore) Get(ctx context.Context, key string) (*store.Object, error) {
 	obj, err := s.w.fs.Get(ctx, key)
-	if strings.HasPrefix(key, "nodes/") {
+	// Another node's lease (its own is read back inside a renewal, and
+	// renewals do not overlap).
+	if strings.HasPrefix(key, "nodes/") && key != NodeKey(s.n.name) {
 		s.w.maybePauseInside(s.n, "reading "+key)
 	}
 	return obj, err
