@@ -185,6 +185,8 @@ func TestFleetOfProcessesUnderChaosS3(t *testing.T) {
 	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	// CELLB_CHAOS_DURATION lengthens the chaos (the failure this test
+	// guards against showed within a minute in most runs).
 	chaos := 20 * time.Second
 	if v, err := time.ParseDuration(os.Getenv("CELLB_CHAOS_DURATION")); err == nil && v > 0 {
 		chaos = v
@@ -209,6 +211,7 @@ func runFleetChaos(t *testing.T, bucket, bucketDir string, chaos time.Duration) 
 	var procs []*proc
 	for i := 0; i < 3; i++ {
 		logDir := t.TempDir()
+		// CELLB_CHAOS_LOGS keeps the nodes' logs in that directory.
 		if d := os.Getenv("CELLB_CHAOS_LOGS"); d != "" {
 			logDir = d
 		}
