@@ -274,18 +274,22 @@ func TestFenceIsLatched(t *testing.T) {
 	if _, err := n.TryAcquire(ctx, "C:q"); !errors.As(err, &le) {
 		t.Fatalf("a fenced node took a cell: %v", err)
 	}
-	// Close owns nothing and deletes the lapsed lease, so others take its
+	// Close owns nothing and expires the lapsed lease, so others take its
 	// cells at once.
 	if err := n.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, NodeKey("node_a")); !store.IsNotFound(err) {
-		t.Fatalf("the fenced node's lease is still there: %v", err)
+	obj, err := s.Get(ctx, NodeKey("node_a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := DecodeNodeLease(NodeKey("node_a"), obj.Data); err != nil || l.ExpiresMs != 0 {
+		t.Fatalf("the fenced node's lease after Close: %s (%v), want expires_ms 0", obj.Data, err)
 	}
 }
 
 // TestCloseKeepsAReplacedLease: a node fenced because another writer
-// replaced its lease does not delete that writer's lease on Close.
+// replaced its lease leaves that writer's lease alone on Close.
 func TestCloseKeepsAReplacedLease(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()

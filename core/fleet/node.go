@@ -67,7 +67,6 @@ type Node struct {
 	refused  map[string]refusal
 	timer    clock.Timer // the self-fencing deadline
 	closed   bool
-	replaced bool   // our lease was replaced by another writer: not ours to delete
 	rounds   uint64 // renewal attempts finished, for tests that step a fake clock
 
 	stop chan struct{}
@@ -438,9 +437,6 @@ func (n *Node) renewOnce(key string) {
 		// Someone replaced our lease: another process with our id, or a
 		// dead-node GC that thought us dead. Either way we are not the
 		// owner we think we are.
-		n.mu.Lock()
-		n.replaced = true
-		n.mu.Unlock()
 		n.fence(FenceReplaced)
 	default:
 		n.log.Warn("node lease renewal failed; retrying while the lease lasts", "err", err)
@@ -475,8 +471,10 @@ func (n *Node) adoptUnknown(key string) bool {
 
 // Close releases every owned cell (writing {"node":"","epoch":N}), waits for
 // those writes, stops renewing and deletes the node lease, so the next node
-// takes the cells at once. A fenced node owns nothing; it deletes its lease
-// too, unless another writer replaced it. The store stays open.
+// takes the cells at once. A fenced node owns nothing; it rewrites its lease
+// with expires_ms 0, if the lease is still the version it wrote last (not
+// replaced, not rewritten by a restart under the same id), so that its cells
+// too move at once. The store stays open.
 func (n *Node) Close(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
@@ -507,12 +505,21 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	<-n.done
 	n.mu.Lock()
-	replaced := n.replaced
+	fenced, v := n.fenced != nil, n.version
 	n.mu.Unlock()
-	if !replaced {
-		if err := n.opts.Store.Delete(ctx, NodeKey(n.opts.Node)); err != nil {
+	key := NodeKey(n.opts.Node)
+	if !fenced {
+		if err := n.opts.Store.Delete(ctx, key); err != nil {
 			errs = append(errs, fmt.Errorf("delete node lease: %w", err))
 		}
+		return errors.Join(errs...)
+	}
+	// A fenced node stopped renewing, so another process may have written
+	// the lease since (the same id restarted): expire it only if it is still
+	// the version this node wrote last.
+	_, err := n.opts.Store.Put(ctx, key, n.record(0).Encode(), store.PutOptions{Condition: store.IfVersion(v)})
+	if err != nil && !store.IsPreconditionFailed(err) {
+		errs = append(errs, fmt.Errorf("expire node lease: %w", err))
 	}
 	return errors.Join(errs...)
 }
