@@ -258,8 +258,8 @@ func (g *grant) CheckWrite() error {
 // write is acknowledged: CheckWrite, then a fresh read of own.json, which
 // must still name this node at this grant's epoch. A record that names
 // another node or another epoch, was released, is missing or does not
-// decode loses the grant. A read that fails refuses this acknowledgement
-// only ("cannot confirm ownership before acknowledging").
+// decode loses the grant. A read that fails refuses the acknowledgement
+// ("cannot confirm ownership before acknowledging") but keeps the grant.
 func (g *grant) CheckAck(ctx context.Context) error {
 	if err := g.CheckWrite(); err != nil {
 		return err
