@@ -43,7 +43,7 @@ func serveCommand() command {
 const serveUsage = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
                   [--idle D] [--max-cells N]
                   [--durability ltx|backup|changeset]
-                  [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D] [--verify-owner]
+                  [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D]
                    [--wake-tick D] [--wake-poll D]]
 
 Without --bucket the node runs on the embedded default: cell databases
@@ -76,7 +76,6 @@ type serveConfig struct {
 	PeerListen string
 	Advertise  string
 	TTL        time.Duration
-	VerifyAck  bool
 	Idle       time.Duration
 	ScriptName string
 	Durability string
@@ -96,7 +95,6 @@ func parseServe(args []string) (serveConfig, error) {
 	fs.StringVar(&c.PeerListen, "peer-listen", "", "address of the authenticated peer listener")
 	fs.StringVar(&c.Advertise, "advertise", "", "peer address other nodes use to reach this one (default: --peer-listen)")
 	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "node lease TTL")
-	fs.BoolVar(&c.VerifyAck, "verify-owner", false, "before each acknowledgement, re-read own.json and acknowledge only if it still names this node and epoch (celld's rule; one read per reply)")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
 	fs.IntVar(&c.MaxCells, "max-cells", 0, "most cells kept open; the longest idle are evicted beyond it (0: from the file-descriptor limit, 3 per cell)")
 	fs.StringVar(&c.Durability, "durability", "ltx", "what the bucket keeps: ltx, changeset (needs --driver modernc) or backup")
@@ -110,8 +108,8 @@ func parseServe(args []string) (serveConfig, error) {
 	if len(pos) > 0 {
 		return c, fmt.Errorf("unexpected argument %q", pos[0])
 	}
-	if c.Bucket == "" && (c.Node != "" || c.PeerListen != "" || c.Advertise != "" || c.VerifyAck) {
-		return c, errors.New("--node, --peer-listen, --advertise and --verify-owner need --bucket")
+	if c.Bucket == "" && (c.Node != "" || c.PeerListen != "" || c.Advertise != "") {
+		return c, errors.New("--node, --peer-listen and --advertise need --bucket")
 	}
 	switch c.Durability {
 	case "ltx", "backup":
@@ -220,7 +218,7 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 			store.Close(s.bucket)
 			return nil, err
 		}
-		s.node, err = fleet.Join(ctx, fleet.Options{Store: s.bucket, Node: cfg.Node, Addr: peerAddr, TTL: cfg.TTL, VerifyOwnerOnAck: cfg.VerifyAck, Logger: logger})
+		s.node, err = fleet.Join(ctx, fleet.Options{Store: s.bucket, Node: cfg.Node, Addr: peerAddr, TTL: cfg.TTL, Logger: logger})
 		if err != nil {
 			store.Close(s.bucket)
 			return nil, err
@@ -407,6 +405,9 @@ func (s *server) shutdownPorts(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// exitFenced is the exit status of a node that self-fenced (celld's too).
+const exitFenced = 3
+
 func serveCmd(ctx context.Context, e *env, args []string) int {
 	cfg, err := parseServe(args)
 	if err != nil {
@@ -462,12 +463,21 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	logger.Info("cellb serve: listening", attrs...)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())
 	code := 0
+	var fenced <-chan struct{} // nil (never ready) on the embedded default
+	if s.node != nil {
+		fenced = s.node.Fenced()
+	}
 	select {
 	case <-ctx.Done():
 		logger.Info("cellb serve: shutting down; releasing cells")
 	case err := <-errc:
 		logger.Error("cellb serve: listener failed", "err", err)
 		code = 1
+	case <-fenced:
+		// As celld: a fenced node never serves again; its supervisor
+		// restarts it as a new node.
+		logger.Error("cellb serve: SELF-FENCE: exiting with status 3 so that a supervisor restarts the node", "err", s.node.FenceErr())
+		code = exitFenced
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -476,7 +486,9 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	}
 	if err := s.close(shutdownCtx); err != nil {
 		logger.Error("cellb serve: shutdown", "err", err)
-		code = 1
+		if code == 0 {
+			code = 1
+		}
 	}
 	return code
 }

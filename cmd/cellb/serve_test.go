@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cellb/cellb/core/store"
 )
 
 func startServer(t *testing.T, cfg serveConfig) (*server, *httptest.Server) {
@@ -165,17 +167,29 @@ func TestLocalFilesArePrimaryAndBucketRestoresEmpty(t *testing.T) {
 	}
 }
 
-// TestOwnedElsewhereIs409: two fleet nodes without peers on one bucket.
+// TestVerifyOwnerOnAck: a fleet node re-reads own.json before every
+// acknowledgement: its own record lets the writes through; once the record
+// names another node, a durable write is not acknowledged, although this
+// node's lease is live.
 func TestVerifyOwnerOnAck(t *testing.T) {
 	bucket := "file://" + t.TempDir()
-	_, a := startServer(t, serveConfig{Data: t.TempDir(), Bucket: bucket, Node: "node_v", VerifyAck: true})
+	s, a := startServer(t, serveConfig{Data: t.TempDir(), Bucket: bucket, Node: "node_v"})
 	for want := int64(1); want <= 3; want++ {
 		if r := call(t, "POST", a.URL+"/counter/v"); r.status != 200 || r.value != want {
 			t.Fatalf("%+v", r)
 		}
 	}
+	key := "cells/Counter:" + cellIDFromName("cellb-example", "v") + "/own.json"
+	if _, err := s.bucket.Put(context.Background(), key, []byte(`{"node":"node_w","epoch":2}`), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, "POST", a.URL+"/counter/v")
+	if r.status != 503 || !strings.Contains(r.body, "this node's lease has lapsed; the write is refused") {
+		t.Fatalf("a write under a record naming another node: %+v", r)
+	}
 }
 
+// TestOwnedElsewhereIs409: two fleet nodes without peers on one bucket.
 func TestOwnedElsewhereIs409(t *testing.T) {
 	bucket := "file://" + t.TempDir()
 	_, a := startServer(t, serveConfig{Data: t.TempDir(), Bucket: bucket, Node: "node_a"})

@@ -213,6 +213,45 @@ var allCases = []testCase{
 			t.Fatalf("the isolated owner's grant is not marked lost")
 		}
 	}},
+	{"PausedPastTTLStaysFenced", func(t tb, ctx context.Context, h Harness) {
+		// A node paused past its TTL (SIGSTOP, a frozen VM) whose cell
+		// was taken meanwhile renews its claim successfully when it
+		// resumes — nobody changed it — but must never acknowledge under
+		// a grant from before the pause again.
+		a, b := newNode(t, ctx, h), newNode(t, ctx, h)
+		defer a.Close(ctx)
+		defer b.Close(ctx)
+		cell := freshCell()
+		ga := acquire(t, ctx, a, cell)
+		if err := a.Pause(true); errors.Is(err, ErrUnsupported) {
+			t.Skipf("harness cannot pause a node")
+			return
+		} else if err != nil {
+			t.Fatalf("Pause: %v", err)
+		}
+		h.Advance(h.TTL() + h.TTL()/2)
+		gb, err := b.TryAcquire(ctx, cell)
+		if err != nil {
+			a.Pause(false)
+			t.Fatalf("the paused node's cell could not be taken after its TTL: %v", err)
+		}
+		if err := a.Pause(false); err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+		var le *lease.LeaseLapsedError
+		if werr := ga.CheckWrite(); !errors.As(werr, &le) {
+			t.Fatalf("the resumed owner still acknowledges writes after epoch %d was granted elsewhere (CheckWrite = %v)", gb.Epoch(), werr)
+		}
+		if err := lease.CheckAck(ctx, ga); err == nil {
+			t.Fatalf("the resumed owner's acknowledgement check passed after epoch %d was granted elsewhere", gb.Epoch())
+		}
+		if !lost(ga) {
+			t.Fatalf("the resumed owner's grant is not marked lost")
+		}
+		if err := lease.CheckAck(ctx, gb); err != nil {
+			t.Fatalf("the new owner cannot acknowledge: %v", err)
+		}
+	}},
 	{"OneWinnerUnderContention", func(t tb, ctx context.Context, h Harness) {
 		const nodes = 6
 		var ns []Node

@@ -46,6 +46,14 @@ type Node interface {
 	// implementation has no such failure mode (then the self-fencing case
 	// is skipped).
 	Isolate(cut bool) error
+	// Pause stops the participant as SIGSTOP stops a process (its time
+	// and its background work stand still), or resumes it. On resume its
+	// time jumps to the present and its claim's renewal, which nothing
+	// else changed, completes before the timers that fell due during the
+	// pause run: the order that lets a node forget that its claim lapsed.
+	// Return ErrUnsupported when the implementation has no such state
+	// (then the pause case is skipped).
+	Pause(on bool) error
 }
 
 // ErrUnsupported is returned by optional harness operations.

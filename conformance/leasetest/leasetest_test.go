@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
@@ -31,11 +33,12 @@ func newFleetHarness() *fleetHarness {
 
 func (h *fleetHarness) NewNode(ctx context.Context) (Node, error) {
 	name := fmt.Sprintf("node_t%d", h.seq.Add(1))
-	n, err := fleet.Join(ctx, fleet.Options{Store: h.fs, Node: name, TTL: h.ttl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	clk := &pauseClock{}
+	n, err := fleet.Join(ctx, fleet.Options{Store: h.fs, Node: name, TTL: h.ttl, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, err
 	}
-	return &fleetNode{Node: n, h: h}, nil
+	return &fleetNode{Node: n, h: h, clk: clk}, nil
 }
 
 // WriteLogEpoch leaves the TXID-1 file of epoch in the cell's LTX log.
@@ -50,8 +53,110 @@ func (h *fleetHarness) Close() error            { return nil }
 
 type fleetNode struct {
 	*fleet.Node
-	h *fleetHarness
+	h   *fleetHarness
+	clk *pauseClock
 }
+
+// Pause freezes the node's clock and holds back its timers; resuming
+// delivers the renewal timer first, waits until the renewal has written the
+// node lease, and only then runs the held deadline timer.
+func (n *fleetNode) Pause(on bool) error {
+	if on {
+		n.clk.pause()
+		return nil
+	}
+	key := fleet.NodeKey(n.ID())
+	before, err := n.h.fs.Inner().Get(context.Background(), key)
+	if err != nil {
+		return err
+	}
+	timers, funcs := n.clk.resume()
+	for _, f := range timers {
+		f()
+	}
+	for i := 0; i < 1000; i++ {
+		obj, err := n.h.fs.Inner().Get(context.Background(), key)
+		if err == nil && obj.Version != before.Version {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, f := range funcs {
+		f()
+	}
+	return nil
+}
+
+// pauseClock is the real clock, except that while paused its time stands
+// still and its timers that fall due are held back.
+type pauseClock struct {
+	mu     sync.Mutex
+	paused bool
+	at     time.Time
+	timers []func() // held deliveries of NewTimer timers
+	funcs  []func() // held AfterFunc callbacks
+}
+
+func (c *pauseClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused {
+		return c.at
+	}
+	return time.Now()
+}
+
+func (c *pauseClock) pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.paused, c.at = true, time.Now()
+}
+
+func (c *pauseClock) resume() (timers, funcs []func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	timers, funcs = c.timers, c.funcs
+	c.paused, c.timers, c.funcs = false, nil, nil
+	return timers, funcs
+}
+
+// due runs f now, or holds it while paused.
+func (c *pauseClock) due(f func(), held *[]func()) {
+	c.mu.Lock()
+	if c.paused {
+		*held = append(*held, f)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	f()
+}
+
+func (c *pauseClock) NewTimer(d time.Duration) clock.Timer {
+	t := &pauseTimer{ch: make(chan time.Time, 1)}
+	t.t = time.AfterFunc(d, func() {
+		c.due(func() {
+			select {
+			case t.ch <- time.Now():
+			default:
+			}
+		}, &c.timers)
+	})
+	return t
+}
+
+func (c *pauseClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return &pauseTimer{t: time.AfterFunc(d, func() { c.due(f, &c.funcs) })}
+}
+
+type pauseTimer struct {
+	t  *time.Timer
+	ch chan time.Time
+}
+
+func (t *pauseTimer) C() <-chan time.Time        { return t.ch }
+func (t *pauseTimer) Stop() bool                 { return t.t.Stop() }
+func (t *pauseTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
 
 func (n *fleetNode) Crash() { n.Kill() }
 
@@ -84,6 +189,7 @@ func TestSuiteRejectsBrokenLeases(t *testing.T) {
 		{"crash keeps claims", CrashKeepsClaims, []string{"CrashTakeover"}},
 		{"refusing grants", RefusingGrants, []string{"AcquireGrants"}},
 		{"log-blind epochs", LogBlindEpochs, []string{"EpochsPassTheLog"}},
+		{"revives after a pause", RevivesAfterPause, []string{"PausedPastTTLStaysFenced"}},
 	}
 	for _, tw := range twins {
 		t.Run(tw.name, func(t *testing.T) {

@@ -46,6 +46,9 @@ func (n *shardNode) Crash() { n.Lease.Close() }
 // Isolate: there is nothing to be cut off from; a lock cannot lapse.
 func (n *shardNode) Isolate(cut bool) error { return ErrUnsupported }
 
+// Pause: a paused process keeps its locks; nothing can lapse.
+func (n *shardNode) Pause(on bool) error { return ErrUnsupported }
+
 func TestShardLeasePasses(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 3, 16} {

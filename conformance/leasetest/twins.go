@@ -31,6 +31,11 @@ func ForgetfulRelease(h Harness) Harness { return &twin{Harness: h, kind: twinFo
 // dying would. Close on the harness stops such participants.
 func CrashKeepsClaims(h Harness) Harness { return &twin{Harness: h, kind: twinCrashKeeps} }
 
+// RevivesAfterPause lets the grants a node held before a pause accept
+// writes again once the node resumes, as a node whose successful renewal
+// undoes its self-fence would.
+func RevivesAfterPause(h Harness) Harness { return &twin{Harness: h, kind: twinRevives} }
+
 // RefusingGrants hands out grants that refuse every write from the start,
 // like a lease whose fence deadline was computed in the past.
 func RefusingGrants(h Harness) Harness { return &twin{Harness: h, kind: twinRefusing} }
@@ -52,6 +57,7 @@ const (
 	twinCrashKeeps
 	twinRefusing
 	twinLogBlind
+	twinRevives
 )
 
 type twin struct {
@@ -95,6 +101,25 @@ type twinNode struct {
 	Node
 	kind twinKind
 	h    *twin
+
+	mu      sync.Mutex
+	resumed bool // resumed after a pause (RevivesAfterPause)
+}
+
+func (n *twinNode) Pause(on bool) error {
+	err := n.Node.Pause(on)
+	if !on && err == nil {
+		n.mu.Lock()
+		n.resumed = true
+		n.mu.Unlock()
+	}
+	return err
+}
+
+func (n *twinNode) revived() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.kind == twinRevives && n.resumed
 }
 
 func (n *twinNode) Crash() {
@@ -120,7 +145,7 @@ func (n *twinNode) TryAcquire(ctx context.Context, cell string) (lease.Grant, er
 	if n.kind == twinUnexclusive {
 		return g, nil
 	}
-	tg := &twinGrant{Grant: g, kind: n.kind}
+	tg := &twinGrant{Grant: g, kind: n.kind, node: n}
 	if n.kind == twinLogBlind {
 		n.h.mu.Lock()
 		if last, ok := n.h.blind[cell]; ok {
@@ -146,6 +171,7 @@ type twinGrant struct {
 	lease.Grant
 	kind  twinKind
 	epoch uint64 // LogBlindEpochs' own numbering
+	node  *twinNode
 }
 
 func (g *twinGrant) Epoch() uint64 {
@@ -159,7 +185,7 @@ func (g *twinGrant) Epoch() uint64 {
 }
 
 func (g *twinGrant) CheckWrite() error {
-	if g.kind == twinNeverFences {
+	if g.kind == twinNeverFences || g.node.revived() {
 		return nil
 	}
 	if g.kind == twinRefusing {
@@ -169,7 +195,7 @@ func (g *twinGrant) CheckWrite() error {
 }
 
 func (g *twinGrant) Lost() <-chan struct{} {
-	if g.kind == twinNeverFences {
+	if g.kind == twinNeverFences || g.node.revived() {
 		return make(chan struct{})
 	}
 	return g.Grant.Lost()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/lease"
 )
 
 // endTurn commits the turn's implicit transaction, hands the commit to the
@@ -221,7 +222,7 @@ func (inst *instance) awaitDurable(ctx context.Context, snap []durability.Durabl
 		}
 	}
 	if len(snap) > 0 {
-		if err := inst.grant.CheckWrite(); err != nil {
+		if err := lease.CheckAck(ctx, inst.grant); err != nil {
 			return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
 		}
 	}

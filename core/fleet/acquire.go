@@ -55,7 +55,6 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 	var found foundLog // what the listing found, for RecordLost
 	reconciles := 0
 	for step := 0; step < maxSteps; step++ {
-		st.NowMs = uint64(n.clock.Now().UnixMilli())
 		decide := DecideAcquire
 		if n.sim.decide != nil {
 			decide = n.sim.decide
@@ -70,7 +69,13 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			found = f
 			st.LTXListed, st.NewestLTXEpoch, st.NewestLTXKey = true, f.Epoch, f.Key
 		case ReadOwnerLease:
+			// The lease is judged by the clock as it was before the read
+			// was sent: the bucket answered later, so a lease expired by
+			// then was expired when read. A clock read after the answer
+			// (after a pause, say) would judge a lease its owner has
+			// renewed since by an old copy, and steal a live owner's cell.
 			st.OwnerLeaseRead = true
+			st.NowMs = uint64(n.clock.Now().UnixMilli())
 			obj, err := n.opts.Store.Get(ctx, NodeKey(st.Own.Node))
 			switch {
 			case store.IsNotFound(err):
@@ -104,7 +109,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			v, err := n.opts.Store.Put(ctx, key, act.Record.Encode(), store.PutOptions{Condition: act.Cond})
 			switch {
 			case err == nil:
-				return n.granted(cell, act.Record.Epoch, v), nil
+				return n.granted(cell, act.Record.Epoch, v)
 			case store.IsPreconditionFailed(err):
 				// Lost a race: decide again from what is there now.
 				if err := reread(); err != nil {
@@ -119,7 +124,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 					return nil, err
 				}
 				if Reconciled(act.Record, st.Own) {
-					return n.granted(cell, act.Record.Epoch, st.OwnVersion), nil
+					return n.granted(cell, act.Record.Epoch, st.OwnVersion)
 				}
 			default:
 				return nil, err
@@ -131,13 +136,17 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 
 func (n *Node) precheck(cell string) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.closed {
+		n.mu.Unlock()
 		return ErrNodeClosed
 	}
-	if n.fenced != nil || !n.clock.Now().Before(n.deadline) {
+	grants, err := n.liveLocked()
+	if err != nil {
+		n.mu.Unlock()
+		breakGrants(grants)
 		return &lease.LeaseLapsedError{Cell: cell}
 	}
+	defer n.mu.Unlock()
 	if r, ok := n.refused[cell]; ok {
 		if n.clock.Now().Before(r.until) {
 			return r.err
@@ -147,9 +156,22 @@ func (n *Node) precheck(cell string) error {
 	return nil
 }
 
-func (n *Node) granted(cell string, epoch uint64, v store.Version) *grant {
+// granted hands out the grant of a claim that was written, unless the node
+// closed or fenced while it was being written (the claim took a pause, say):
+// then no grant is given, since the lease may have lapsed before the claim
+// was applied and another node may hold the cell under a later epoch.
+func (n *Node) granted(cell string, epoch uint64, v store.Version) (lease.Grant, error) {
 	g := &grant{node: n, cell: cell, epoch: epoch, version: v, lost: make(chan struct{})}
 	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, ErrNodeClosed
+	}
+	if grants, err := n.liveLocked(); err != nil {
+		n.mu.Unlock()
+		breakGrants(grants)
+		return nil, &lease.LeaseLapsedError{Cell: cell}
+	}
 	old := n.grants[cell]
 	n.grants[cell] = g
 	n.mu.Unlock()
@@ -157,7 +179,7 @@ func (n *Node) granted(cell string, epoch uint64, v store.Version) *grant {
 		old.lose(fmt.Errorf("cell %s was taken again by this node under epoch %d", cell, epoch))
 	}
 	n.log.Debug("took cell", "cell", cell, "epoch", epoch)
-	return g
+	return g, nil
 }
 
 // grant is one acquisition.
@@ -192,9 +214,8 @@ func (g *grant) lose(err error) {
 	})
 }
 
-// CheckWrite refuses once the node lease could have lapsed (self-fencing),
-// and, with VerifyOwnerOnAck, unless own.json still names this node and
-// epoch.
+// CheckWrite refuses once the node lease could have lapsed (the latched
+// self-fence). It reads nothing from the bucket.
 func (g *grant) CheckWrite() error {
 	if err := g.Err(); err != nil {
 		if errors.Is(err, lease.ErrReleased) {
@@ -206,21 +227,36 @@ func (g *grant) CheckWrite() error {
 		g.lose(err)
 		return err
 	}
-	if g.node.opts.VerifyOwnerOnAck {
-		ctx, cancel := context.WithTimeout(context.Background(), g.node.opts.TTL/3)
-		defer cancel()
-		obj, err := g.node.opts.Store.Get(ctx, OwnKey(g.cell))
-		if err != nil {
-			return fmt.Errorf("%s: cannot confirm ownership before acknowledging: %w", g.cell, err)
-		}
-		rec, err := DecodeOwnRecord(OwnKey(g.cell), obj.Data)
-		if err != nil || rec.Node != g.node.opts.Node || rec.Epoch != g.epoch {
-			lerr := &lease.LeaseLapsedError{Cell: g.cell}
-			g.lose(lerr)
-			return lerr
+	return nil
+}
+
+// CheckAck is celld's acknowledgement rule, the last check before a durable
+// write is acknowledged: CheckWrite, then a fresh read of own.json, which
+// must still name this node at this grant's epoch. A record that names
+// another node or another epoch, was released, is missing or does not
+// decode loses the grant. A read that fails refuses the acknowledgement
+// ("cannot confirm ownership before acknowledging") but keeps the grant.
+func (g *grant) CheckAck(ctx context.Context) error {
+	if err := g.CheckWrite(); err != nil {
+		return err
+	}
+	n := g.node
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.TTL/3)
+	defer cancel()
+	key := OwnKey(g.cell)
+	obj, err := n.opts.Store.Get(ctx, key)
+	if err != nil && !store.IsNotFound(err) {
+		return fmt.Errorf("%s: cannot confirm ownership before acknowledging: %w", g.cell, err)
+	}
+	if err == nil {
+		rec, derr := DecodeOwnRecord(key, obj.Data)
+		if derr == nil && rec.Node == n.opts.Node && rec.Epoch == g.epoch {
+			return nil
 		}
 	}
-	return nil
+	lerr := &lease.LeaseLapsedError{Cell: g.cell}
+	g.lose(lerr)
+	return lerr
 }
 
 // Release writes {"node":"","epoch":N} if the record is still ours, so the

@@ -36,8 +36,11 @@ func (k ActionKind) String() string {
 
 // AcquireState is what a node has read so far while taking a cell.
 type AcquireState struct {
-	Self  string
-	NowMs uint64 // the reader's wall clock, as celld compares expires_ms
+	Self string
+	// NowMs is the reader's wall clock, as celld compares expires_ms, read
+	// just before OwnerLease was read (never after the answer: a lease read
+	// before a pause must not be judged by the clock after it).
+	NowMs uint64
 
 	// Own is the ownership record, nil when the key is absent.
 	Own        *OwnRecord

@@ -40,10 +40,6 @@ type Options struct {
 	// acknowledging writes, to absorb clock drift between nodes (default
 	// TTL/5).
 	FenceMargin time.Duration
-	// VerifyOwnerOnAck adds celld's acknowledgement rule: before each
-	// acknowledgement, re-read own.json and acknowledge only if it still
-	// names this node and epoch. It costs one read per acknowledgement.
-	VerifyOwnerOnAck bool
 	// LostRecordRefusal is how long a cell whose record was lost stays
 	// refused before it is looked at again (default 10 s).
 	LostRecordRefusal time.Duration
@@ -65,7 +61,8 @@ type Node struct {
 	mu       sync.Mutex
 	version  store.Version // of our node lease
 	deadline time.Time     // monotonic instant writes stop being acknowledged
-	fenced   error         // set when the node self-fenced
+	fenced   *FencedError  // set, for good, when the node self-fenced
+	fencedCh chan struct{} // closed when fenced is set
 	grants   map[string]*grant
 	refused  map[string]refusal
 	timer    clock.Timer // the self-fencing deadline
@@ -74,6 +71,9 @@ type Node struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// unknown is the last renewal whose outcome was unknown (renewals run
+	// on one goroutine, or the simulator's thread: no lock).
+	unknown *unknownRenewal
 
 	// Simulation hooks (set only by tests in this package): renewals
 	// driven by the simulator's thread instead of a goroutine, and
@@ -97,6 +97,31 @@ var _ lease.Lease = (*Node)(nil)
 
 // ErrNodeClosed is returned by TryAcquire after Close.
 var ErrNodeClosed = errors.New("fleet node closed")
+
+// Why a node self-fences (FencedError.Reason).
+const (
+	// FenceLate: the deadline passed before a renewal completed.
+	FenceLate = "renewals of the node lease stopped arriving in time"
+	// FenceRenewedLate: a renewal completed, but only after the deadline,
+	// so the lease may have lapsed in between (a paused process).
+	FenceRenewedLate = "a renewal of the node lease completed only after the fence deadline, so the lease may have lapsed in between"
+	// FenceReplaced: the node lease was replaced by another writer.
+	FenceReplaced = "the node lease was replaced by another writer"
+)
+
+// FencedError says why a node self-fenced. The fence is latched: a fenced
+// node never takes a cell or acknowledges a write again, whatever its later
+// renewals would say, because another node may have taken its cells while
+// its lease could have lapsed. Only a new node (Join again; `cellb serve`
+// exits with status 3 for its supervisor to restart it) serves again.
+type FencedError struct {
+	Node   string
+	Reason string
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("node %s self-fenced: %s; it takes no cell and acknowledges no write again", e.Node, e.Reason)
+}
 
 // NodeRecordError: the node lease under our id belongs to a celld node
 // whose log must be recovered first; this id cannot be installed.
@@ -153,7 +178,7 @@ func join(ctx context.Context, opts Options, hooks simHooks) (*Node, error) {
 		opts: opts, clock: clock.Or(opts.Clock), pubkey: hex.EncodeToString(pub),
 		log:    opts.Logger.With("node", opts.Node),
 		grants: map[string]*grant{}, refused: map[string]refusal{},
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}), fencedCh: make(chan struct{}),
 		sim: hooks,
 	}
 	if err := n.install(ctx); err != nil {
@@ -168,6 +193,19 @@ func join(ctx context.Context, opts Options, hooks simHooks) (*Node, error) {
 	// after Join fires it.
 	go n.renewLoop(n.clock.NewTimer(RenewInterval(n.opts.TTL)))
 	return n, nil
+}
+
+// Fenced is closed when the node self-fences (see FencedError).
+func (n *Node) Fenced() <-chan struct{} { return n.fencedCh }
+
+// FenceErr is the node's *FencedError once it self-fenced, or nil.
+func (n *Node) FenceErr() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fenced == nil {
+		return nil
+	}
+	return n.fenced
 }
 
 // ID is the node's id.
@@ -244,15 +282,24 @@ func (n *Node) readBack(ctx context.Context, key string, body []byte) (store.Ver
 }
 
 // renewed records a successful write of the lease sent at sentAt and moves
-// the self-fencing deadline.
+// the self-fencing deadline, unless the deadline had already passed when
+// the write completed: then the lease may have lapsed in between (another
+// node may have taken this node's cells meanwhile), and the node fences
+// for good instead.
 func (n *Node) renewed(sentAt time.Time, v store.Version) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.version = v
 	if n.fenced != nil {
-		n.log.Info("node lease renewed after self-fencing; cells will be taken again under new epochs")
-		n.fenced = nil
+		n.mu.Unlock()
+		return
 	}
+	if !n.deadline.IsZero() && !n.clock.Now().Before(n.deadline) && !n.sim.noFence {
+		grants := n.fenceLocked(FenceRenewedLate)
+		n.mu.Unlock()
+		breakGrants(grants)
+		return
+	}
+	defer n.mu.Unlock()
 	n.deadline = FenceDeadline(sentAt, n.opts.TTL, n.opts.FenceMargin)
 	d := n.deadline.Sub(n.clock.Now())
 	if n.timer == nil {
@@ -263,40 +310,72 @@ func (n *Node) renewed(sentAt time.Time, v store.Version) {
 }
 
 // deadlinePassed fires when renewals stopped arriving in time (a paused
-// process, an unreachable bucket): every owned cell breaks.
+// process, an unreachable bucket): the node fences.
 func (n *Node) deadlinePassed() {
 	n.mu.Lock()
 	if n.closed || n.sim.noFence || n.clock.Now().Before(n.deadline) {
 		n.mu.Unlock()
 		return
 	}
+	grants := n.fenceLocked(FenceLate)
 	n.mu.Unlock()
-	n.fence(errors.New("renewals of the node lease stopped arriving in time"))
+	breakGrants(grants)
 }
 
-// fence stops acknowledging writes and breaks every owned cell.
-func (n *Node) fence(why error) {
+// fence latches the self-fence and breaks every owned cell.
+func (n *Node) fence(reason string) {
 	n.mu.Lock()
+	grants := n.fenceLocked(reason)
+	n.mu.Unlock()
+	breakGrants(grants)
+}
+
+// fenceLocked latches the self-fence (the first reason wins) and hands back
+// the grants to break, outside n.mu. Caller holds n.mu.
+func (n *Node) fenceLocked(reason string) map[string]*grant {
 	if n.fenced == nil {
-		n.fenced = why
-		n.log.Error("SELF-FENCE: this node's lease could have lapsed; refusing writes and breaking owned cells", "why", why)
+		n.fenced = &FencedError{Node: n.opts.Node, Reason: reason}
+		close(n.fencedCh)
+		if n.timer != nil {
+			n.timer.Stop()
+		}
+		n.log.Error("SELF-FENCE: this node's lease could have lapsed; it refuses every write and takes no cell again", "why", reason)
 	}
 	grants := n.grants
 	n.grants = map[string]*grant{}
-	n.mu.Unlock()
+	return grants
+}
+
+func breakGrants(grants map[string]*grant) {
 	for _, g := range grants {
 		g.lose(&lease.LeaseLapsedError{Cell: g.cell})
 	}
 }
 
+// liveLocked is nil while the node may take cells and acknowledge writes:
+// it has renewed its lease in time ever since it joined. Past the deadline
+// it fences (the grants to break are returned). Caller holds n.mu.
+func (n *Node) liveLocked() (map[string]*grant, error) {
+	if n.sim.noFence {
+		return nil, nil
+	}
+	if n.fenced != nil {
+		return nil, n.fenced
+	}
+	if !n.clock.Now().Before(n.deadline) {
+		grants := n.fenceLocked(FenceLate)
+		return grants, n.fenced
+	}
+	return nil, nil
+}
+
 // writable is nil while writes may be acknowledged.
 func (n *Node) writable(cell string) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.sim.noFence {
-		return nil
-	}
-	if n.fenced != nil || !n.clock.Now().Before(n.deadline) {
+	grants, err := n.liveLocked()
+	n.mu.Unlock()
+	breakGrants(grants)
+	if err != nil {
 		return &lease.LeaseLapsedError{Cell: cell}
 	}
 	return nil
@@ -312,11 +391,21 @@ func (n *Node) renewLoop(t clock.Timer) {
 			return
 		case <-t.C():
 		}
-		n.renewOnce(key)
+		n.mu.Lock()
+		fenced := n.fenced != nil
+		n.mu.Unlock()
+		if !fenced {
+			n.renewOnce(key)
+		}
 		t.Reset(RenewInterval(n.opts.TTL))
 		n.mu.Lock()
 		n.rounds++
+		fenced = n.fenced != nil
 		n.mu.Unlock()
+		if fenced {
+			// The lease is left to expire: a fenced node serves nothing.
+			return
+		}
 	}
 }
 
@@ -332,36 +421,60 @@ func (n *Node) renewOnce(key string) {
 	switch {
 	case err == nil:
 		n.renewed(sentAt, nv)
+		n.unknown = nil
 	case store.IsAmbiguous(err):
-		if nv, ok := n.readBack(ctx, key, body); ok {
-			n.renewed(sentAt, nv)
+		n.unknown = &unknownRenewal{sentAt: sentAt, body: body}
+		if n.adoptUnknown(key) {
 			return
 		}
 		n.log.Warn("node lease renewal outcome unknown; retrying", "err", err)
 	case store.IsPreconditionFailed(err):
+		// Our version is stale. If an earlier renewal whose outcome was
+		// unknown applied after all, the lease holds its body: adopt it.
+		if n.adoptUnknown(key) {
+			return
+		}
 		// Someone replaced our lease: another process with our id, or a
 		// dead-node GC that thought us dead. Either way we are not the
 		// owner we think we are.
-		n.fence(fmt.Errorf("node lease %s was replaced by another writer", key))
-		n.reinstall()
+		n.fence(FenceReplaced)
 	default:
 		n.log.Warn("node lease renewal failed; retrying while the lease lasts", "err", err)
 	}
 }
 
-// reinstall takes the lease again after fencing, so the node can serve
-// again under new epochs.
-func (n *Node) reinstall() {
-	ctx, cancel := context.WithTimeout(context.Background(), n.opts.TTL)
-	defer cancel()
-	if err := n.install(ctx); err != nil {
-		n.log.Warn("could not reinstall the node lease", "err", err)
+// unknownRenewal is the last renewal whose outcome was unknown.
+type unknownRenewal struct {
+	sentAt time.Time
+	body   []byte
+}
+
+// adoptUnknown reads the lease back (with a context of its own: the
+// renewal's may have run out, during a pause say) and, if it holds the
+// body of the renewal whose outcome was unknown, records that renewal as
+// applied — at its own send time, so a late answer still fences.
+func (n *Node) adoptUnknown(key string) bool {
+	u := n.unknown
+	if u == nil {
+		return false
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.TTL/3)
+	defer cancel()
+	v, ok := n.readBack(ctx, key, u.body)
+	if !ok {
+		return false
+	}
+	n.unknown = nil
+	n.renewed(u.sentAt, v)
+	return true
 }
 
 // Close releases every owned cell (writing {"node":"","epoch":N}), waits for
 // those writes, stops renewing and deletes the node lease, so the next node
-// takes the cells at once. The store stays open.
+// takes the cells at once. A fenced node owns nothing; it rewrites its lease
+// with expires_ms 0, if the lease is still the version it wrote last (not
+// replaced, not rewritten by a restart under the same id), so that its cells
+// too move at once. The store stays open.
 func (n *Node) Close(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
@@ -391,8 +504,22 @@ func (n *Node) Close(ctx context.Context) error {
 		close(n.stop)
 	}
 	<-n.done
-	if err := n.opts.Store.Delete(ctx, NodeKey(n.opts.Node)); err != nil {
-		errs = append(errs, fmt.Errorf("delete node lease: %w", err))
+	n.mu.Lock()
+	fenced, v := n.fenced != nil, n.version
+	n.mu.Unlock()
+	key := NodeKey(n.opts.Node)
+	if !fenced {
+		if err := n.opts.Store.Delete(ctx, key); err != nil {
+			errs = append(errs, fmt.Errorf("delete node lease: %w", err))
+		}
+		return errors.Join(errs...)
+	}
+	// A fenced node stopped renewing, so another process may have written
+	// the lease since (the same id restarted): expire it only if it is still
+	// the version this node wrote last.
+	_, err := n.opts.Store.Put(ctx, key, n.record(0).Encode(), store.PutOptions{Condition: store.IfVersion(v)})
+	if err != nil && !store.IsPreconditionFailed(err) {
+		errs = append(errs, fmt.Errorf("expire node lease: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -426,9 +553,9 @@ func (n *Node) Kill() {
 func (n *Node) renewDue() {
 	for !n.clock.Now().Before(n.sim.nextRenew) {
 		n.mu.Lock()
-		closed := n.closed
+		stopped := n.closed || n.fenced != nil
 		n.mu.Unlock()
-		if closed {
+		if stopped {
 			return
 		}
 		n.renewOnce(NodeKey(n.opts.Node))

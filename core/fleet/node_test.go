@@ -264,7 +264,7 @@ func TestVerifyOwnerOnAck(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
-	n, err := Join(ctx, Options{Store: s, Node: "node_a", Clock: clk, Logger: quiet, VerifyOwnerOnAck: true})
+	n, err := Join(ctx, Options{Store: s, Node: "node_a", Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,14 +273,14 @@ func TestVerifyOwnerOnAck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.CheckWrite(); err != nil {
+	if err := lease.CheckAck(ctx, g); err != nil {
 		t.Fatalf("own record: %v", err)
 	}
 	if _, err := s.Put(ctx, OwnKey("C:v"), OwnRecord{"node_x", 9}.Encode(), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var le *lease.LeaseLapsedError
-	if err := g.CheckWrite(); !errors.As(err, &le) {
+	if err := lease.CheckAck(ctx, g); !errors.As(err, &le) {
 		t.Fatalf("a record naming another node still acknowledged: %v", err)
 	}
 	select {

@@ -26,15 +26,18 @@ import (
 // The seeded simulation of the ownership protocol. Several nodes share one
 // bucket that fails, drops and loses responses at random; each node has its
 // own clock, off true time by a drift below the fence margin; nodes pause
-// (SIGSTOP), lose the bucket for their lease renewals, crash and restart,
-// close gracefully. Everything runs on the simulator's thread, so a seed
-// replays exactly. Invariants:
+// (SIGSTOP) — also in the middle of a request, between the bucket applying
+// it and the node reading the answer — and resume with their renewal
+// completing before or after their deadline timer runs; they lose the
+// bucket for their lease renewals, crash and restart, close gracefully; a
+// node that self-fenced is restarted, as its supervisor would. Everything
+// runs on the simulator's thread, so a seed replays exactly. Invariants:
 //
 //   - one writer per epoch: no (cell, epoch) is ever granted twice;
 //   - no lost acknowledged write: no write acknowledged under epoch e at
 //     true time t while some later epoch of the cell had already been
 //     granted before t (the new owner restored without it);
-//   - an expired lease never comes back: a crashed node's lease is never
+//   - an expired lease never comes back: a crashed or self-fenced node's lease is never
 //     renewed again;
 //   - ownership settles: once faults stop, some node takes every cell;
 //   - and, against the cell's log (sim_log_test.go, with stale records,
@@ -58,12 +61,81 @@ const (
 type simNode struct {
 	name    string
 	node    *Node
-	clk     *clock.Fake
+	clk     *simClock
 	offset  time.Duration // node clock = true time + offset
 	paused  bool          // SIGSTOP: its clock stops, it does nothing
 	crashed bool
+	booting bool // inside join: no pause inside its requests
 	grants  map[string]lease.Grant
 	logs    map[string]*simLog // the cells whose log this node has open
+}
+
+// down reports whether the node must be restarted: it crashed, or it
+// self-fenced (a fenced node never serves again).
+func (n *simNode) down() bool {
+	return n.crashed || n.node == nil || n.node.FenceErr() != nil
+}
+
+// simClock is a node's clock: a fake clock whose AfterFunc callbacks the
+// simulator may hold back while it resumes the node, so that the node's
+// renewal completes before its deadline timer runs, as in a real process
+// resumed from SIGSTOP whose goroutines run in any order.
+type simClock struct {
+	*clock.Fake
+	hold bool
+	held []func()
+}
+
+func (c *simClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return c.Fake.AfterFunc(d, func() {
+		if c.hold {
+			c.held = append(c.held, f)
+			return
+		}
+		f()
+	})
+}
+
+// release runs the held callbacks and stops holding.
+func (c *simClock) release() {
+	held := c.held
+	c.hold, c.held = false, nil
+	for _, f := range held {
+		f()
+	}
+}
+
+// simStore is a node's view of the bucket. After the bucket answered a
+// read of another node's lease or a write of an ownership record, the node may be
+// paused before it reads the answer: the world moves on past its TTL (other
+// nodes renew, take cells), then the node resumes with an old answer.
+type simStore struct {
+	w *world
+	n *simNode
+}
+
+func (s simStore) Get(ctx context.Context, key string) (*store.Object, error) {
+	obj, err := s.w.fs.Get(ctx, key)
+	// Another node's lease (its own is read back inside a renewal, and
+	// renewals do not overlap).
+	if strings.HasPrefix(key, "nodes/") && key != NodeKey(s.n.name) {
+		s.w.maybePauseInside(s.n, "reading "+key)
+	}
+	return obj, err
+}
+
+func (s simStore) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	v, err := s.w.fs.Put(ctx, key, data, opts)
+	if strings.HasSuffix(key, "/own.json") {
+		s.w.maybePauseInside(s.n, "writing "+key)
+	}
+	return v, err
+}
+
+func (s simStore) Delete(ctx context.Context, key string) error { return s.w.fs.Delete(ctx, key) }
+
+func (s simStore) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	return s.w.fs.List(ctx, opts)
 }
 
 type simGrant struct {
@@ -95,8 +167,12 @@ type world struct {
 	epochWriter map[string]string
 	lowered     map[string]uint64
 	acks        []simAck
-	lapsed      map[string]uint64 // crashed node -> its lease's expires_ms at the crash
+	lapsed      map[string]uint64 // crashed or fenced node -> its lease's expires_ms then
 	trace       []string
+
+	t        simT     // the run's test, for steps taken inside a pause
+	inside   *simNode // the node paused inside a request, if any
+	settling bool     // no more pauses
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -126,15 +202,20 @@ func (w *world) nodeClock(n *simNode) time.Time { return w.start.Add(w.now + n.o
 
 // boot starts (or restarts after a crash) a node.
 func (w *world) boot(n *simNode) {
+	if n.node != nil && !n.crashed {
+		n.node.Kill() // a fenced node's supervisor restarts it
+	}
 	n.offset = time.Duration(w.r.Int64N(int64(simMargin))) - simMargin/2
-	n.clk = clock.NewFake(w.nodeClock(n))
+	n.clk = &simClock{Fake: clock.NewFake(w.nodeClock(n))}
 	// A new process under the same id may legitimately revive the lease,
 	// even when its join then fails half-way.
 	delete(w.lapsed, n.name)
+	n.booting = true
 	node, err := join(context.Background(), Options{
-		Store: w.fs, Node: n.name, Clock: n.clk, Logger: quiet, TTL: simTTL, FenceMargin: simMargin,
+		Store: simStore{w: w, n: n}, Node: n.name, Clock: n.clk, Logger: quiet, TTL: simTTL, FenceMargin: simMargin,
 		Rand: seeded{rand.New(rand.NewPCG(w.seed, uint64(len(w.trace))))},
 	}, simHooks{manual: true, decide: w.hooks.decide, noFence: w.hooks.noFence})
+	n.booting = false
 	if err != nil {
 		w.logf("%s failed to join: %v", n.name, err)
 		n.node, n.crashed = nil, true
@@ -144,16 +225,50 @@ func (w *world) boot(n *simNode) {
 	w.logf("%s joined (offset %v)", n.name, n.offset)
 }
 
-// advance moves true time; running nodes' clocks follow and renew.
+// advance moves true time; running nodes' clocks follow and renew, a
+// second at a time at most, so a running node renews before its deadline.
 func (w *world) advance(d time.Duration) {
-	w.now += d
-	for _, n := range w.nodes {
-		if n.node == nil || n.crashed || n.paused {
-			continue
+	for d > 0 {
+		inc := min(d, time.Second)
+		d -= inc
+		w.now += inc
+		for _, n := range w.nodes {
+			if n.node == nil || n.crashed || n.paused {
+				continue
+			}
+			n.clk.Set(w.nodeClock(n))
+			n.node.renewDue()
 		}
-		n.clk.Set(w.nodeClock(n))
-		n.node.renewDue()
 	}
+}
+
+// resume wakes a paused node: its clock jumps to now; its renewal and its
+// deadline timer, both due, run in either order.
+func (w *world) resume(n *simNode) {
+	n.paused = false
+	renewFirst := w.r.IntN(2) == 0
+	n.clk.hold = renewFirst
+	n.clk.Set(w.nodeClock(n))
+	n.node.renewDue()
+	n.clk.release()
+	w.logf("%s resumed (renewal first: %v)", n.name, renewFirst)
+}
+
+// maybePauseInside pauses n, sometimes, between the bucket answering one of
+// its requests and n reading the answer: past its TTL, while the others go
+// on.
+func (w *world) maybePauseInside(n *simNode, what string) {
+	if w.settling || w.inside != nil || n.booting || n.paused || n.down() || w.r.IntN(4) != 0 {
+		return
+	}
+	w.inside, n.paused = n, true
+	w.logf("%s paused after %s", n.name, what)
+	w.advance(simTTL + time.Duration(w.r.IntN(3000))*time.Millisecond)
+	for i := 0; i < 3+w.r.IntN(6); i++ {
+		w.step(w.t)
+	}
+	w.inside = nil
+	w.resume(n)
 }
 
 func (w *world) step(t simT) {
@@ -164,19 +279,21 @@ func (w *world) step(t simT) {
 	n := w.nodes[w.r.IntN(len(w.nodes))]
 	cell := cellName(w.r.IntN(simCells))
 	ctx := context.Background()
+	if n == w.inside {
+		// Paused inside a request; only time passes.
+		w.advance(time.Duration(50+w.r.IntN(2500)) * time.Millisecond)
+		return
+	}
 	switch k := w.r.IntN(100); {
 	case k < 30:
 		w.advance(time.Duration(50+w.r.IntN(2500)) * time.Millisecond)
-	case n.crashed:
+	case n.down():
 		if k < 45 {
 			w.boot(n)
 		}
 	case n.paused:
 		if k < 50 {
-			n.paused = false
-			n.clk.Set(w.nodeClock(n)) // the deadline timer fires now if it passed
-			n.node.renewDue()
-			w.logf("%s resumed", n.name)
+			w.resume(n)
 		}
 	case k < 50:
 		g, err := n.node.TryAcquire(ctx, cell)
@@ -193,7 +310,13 @@ func (w *world) step(t simT) {
 		if g == nil || !w.upload(n, cell) {
 			return
 		}
-		if err := g.CheckWrite(); err != nil {
+		// The self-fence alone must keep acknowledgements safe, and so
+		// must the fence with celld's re-read of own.json.
+		check := g.CheckWrite
+		if w.r.IntN(2) == 0 {
+			check = func() error { return lease.CheckAck(ctx, g) }
+		}
+		if err := check(); err != nil {
 			w.logf("%s write %s refused: %v", n.name, cell, err)
 			return
 		}
@@ -238,9 +361,49 @@ func (w *world) checkAck(t simT, a simAck) {
 	}
 }
 
-// checkWorld: crashed nodes' leases never come back; own.json epochs grow.
+// checkWorld: crashed and fenced nodes' leases never come back; own.json
+// epochs grow.
 func (w *world) checkWorld(t simT, lastEpoch map[string]uint64) {
 	ctx := context.Background()
+	for _, n := range w.nodes {
+		if _, seen := w.lapsed[n.name]; seen || n.crashed || n.node == nil || n.node.FenceErr() == nil {
+			continue
+		}
+		if obj, err := w.fs.Inner().Get(ctx, NodeKey(n.name)); err == nil {
+			if l, err := DecodeNodeLease(NodeKey(n.name), obj.Data); err == nil {
+				w.lapsed[n.name] = l.ExpiresMs
+			}
+		}
+	}
+	// A live owner keeps its cells: while a running node's deadline has not
+	// passed by its own clock, own.json still names it, at each grant's
+	// epoch or later (others see its lease expire only after that deadline).
+	for _, n := range w.nodes {
+		if n.down() || n.paused {
+			continue
+		}
+		n.node.mu.Lock()
+		live := n.node.clock.Now().Before(n.node.deadline)
+		grants := make([]*grant, 0, len(n.node.grants))
+		for _, g := range n.node.grants {
+			grants = append(grants, g)
+		}
+		n.node.mu.Unlock()
+		for _, g := range grants {
+			if !live || g.Err() != nil {
+				continue
+			}
+			obj, err := w.fs.Inner().Get(ctx, OwnKey(g.cell))
+			if err != nil {
+				t.Fatalf("seed %d: %s holds %s epoch %d, but own.json is gone: %v\n%s", w.seed, n.name, g.cell, g.epoch, err, w.dump())
+			}
+			// (A later epoch of its own is an ambiguous re-take of its own
+			// whose answer it never read.)
+			if rec, err := DecodeOwnRecord("", obj.Data); err != nil || rec.Node != n.name || rec.Epoch < g.epoch {
+				t.Fatalf("seed %d: live %s's cell %s (epoch %d) was taken: own.json is %s\n%s", w.seed, n.name, g.cell, g.epoch, obj.Data, w.dump())
+			}
+		}
+	}
 	for name, exp := range w.lapsed {
 		obj, err := w.fs.Inner().Get(ctx, NodeKey(name))
 		if err != nil {
@@ -277,18 +440,23 @@ func (w *world) checkWorld(t simT, lastEpoch map[string]uint64) {
 // settle stops the faults, resumes and restarts everyone, lets 3 TTLs pass,
 // and expects every cell to be taken by someone.
 func (w *world) settle(t simT) {
+	w.settling = true
 	w.fs.ClearScript()
 	w.fs = faultstore.New(w.fs.Inner(), faultstore.Config{})
 	for _, n := range w.nodes {
 		if n.crashed {
 			w.boot(n)
 		} else if n.node != nil {
-			n.node.opts.Store = w.fs
 			n.paused = false
 		}
 	}
 	for i := 0; i < 12; i++ {
 		w.advance(simTTL / 4)
+	}
+	for _, n := range w.nodes {
+		if n.down() {
+			w.boot(n)
+		}
 	}
 	ctx := context.Background()
 	for c := 0; c < simCells; c++ {
@@ -331,6 +499,7 @@ func runSeed(t simT, seed uint64, hooks simHooks, steps int) {
 
 func runVariant(t simT, seed uint64, v simVariant, steps int) {
 	w := newWorld(seed, v)
+	w.t = t
 	for _, n := range w.nodes {
 		w.boot(n)
 	}

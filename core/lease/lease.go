@@ -40,6 +40,27 @@ type Grant interface {
 	Release(ctx context.Context) error
 }
 
+// AckChecker is implemented by grants that confirm their ownership in the
+// backing store before a write is acknowledged (the fleet grant re-reads
+// own.json: celld's acknowledgement rule).
+type AckChecker interface {
+	// CheckAck returns nil if a write that is already durable may be
+	// acknowledged now under this grant.
+	CheckAck(ctx context.Context) error
+}
+
+// CheckAck is the last check before a durable write is acknowledged:
+// g.CheckWrite, then g's CheckAck when it implements AckChecker.
+func CheckAck(ctx context.Context, g Grant) error {
+	if err := g.CheckWrite(); err != nil {
+		return err
+	}
+	if a, ok := g.(AckChecker); ok {
+		return a.CheckAck(ctx)
+	}
+	return nil
+}
+
 // CellOwnedElsewhereError: another node's live ownership record holds the
 // cell.
 type CellOwnedElsewhereError struct {
