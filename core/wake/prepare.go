@@ -33,6 +33,15 @@ func (e *LiveNodesError) Error() string {
 // lease is live; a migration another starter left unfinished is finished.
 // Unmarked wake data, or another format, stops startup with a
 // *FormatBlockedError.
+//
+// Nodes of a fleet often start together. A starter that finds a live node
+// lease reads the marker again before refusing: a node that prepares the
+// index before it joins (every CellB node, every celld ≥ 0.5) is only live
+// once the marker is final, so a marker that moved since this starter read
+// it means another starter made the index ready (or is making it ready)
+// under the rule, and this one goes on from the new marker. Only a live
+// node while the marker stays as this starter last read it — a node that
+// never prepared the index — stops startup with a *LiveNodesError.
 func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 	clk = clock.Or(clk)
 	for attempt := 0; attempt < 5; attempt++ {
@@ -61,7 +70,9 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 		case FormatReady:
 			return nil
 		case FormatInitialize:
-			if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+			if moved, err := noLiveNodes(ctx, s, clk, ver); moved {
+				continue
+			} else if err != nil {
 				return err
 			}
 			ver, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format, Migrating: true}.Encode(), store.PutOptions{Condition: store.IfAbsent})
@@ -72,14 +83,18 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 				return fmt.Errorf("wake: create %s: %w", FormatKey, err)
 			}
 		case FormatResume:
-			if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+			if moved, err := noLiveNodes(ctx, s, clk, ver); moved {
+				continue
+			} else if err != nil {
 				return err
 			}
 		}
 		if err := seedEveryCell(ctx, s); err != nil {
 			return err
 		}
-		if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+		if moved, err := noLiveNodes(ctx, s, clk, ver); moved {
+			continue
+		} else if err != nil {
 			return err
 		}
 		_, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format}.Encode(), store.PutOptions{Condition: store.IfVersion(ver)})
@@ -89,6 +104,23 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 		// Another starter finished first: read what it wrote.
 	}
 	return errors.New("wake: wake/format.json keeps changing under this starter")
+}
+
+// noLiveNodes applies celld's rule — no node lease may be live while the
+// index is initialized — for a starter that last read the marker at ver
+// ("" when absent). When a lease is live but the marker has moved since,
+// moved is true: another starter changed it, and this one must read it
+// again rather than refuse.
+func noLiveNodes(ctx context.Context, s store.Store, clk clock.Clock, ver store.Version) (moved bool, err error) {
+	err = requireNoLiveNodes(ctx, s, clk)
+	var live *LiveNodesError
+	if !errors.As(err, &live) {
+		return false, err
+	}
+	if _, now, rerr := readFormat(ctx, s); rerr == nil && now != ver {
+		return true, nil
+	}
+	return false, err
 }
 
 // CheckReady reports ErrNotReady (or the *FormatBlockedError) unless the
