@@ -32,7 +32,11 @@ func (e *LiveNodesError) Error() string {
 // once and learns its alarm, then the final marker — but only while no node
 // lease is live; a migration another starter left unfinished is finished.
 // Unmarked wake data, or another format, stops startup with a
-// *FormatBlockedError.
+// *FormatBlockedError. Before its first write Prepare runs celld's start-up
+// probe (store.Prober, store.ProbeRequests requests), so a bucket that
+// ignores conditional writes is refused with the probe's *store.ProbeError
+// and nothing written; a ready bucket costs no probe here (fleet.Join runs
+// its own).
 //
 // Nodes of a fleet often start together. A starter that finds a live node
 // lease reads the marker again before refusing: a node that prepares the
@@ -44,6 +48,20 @@ func (e *LiveNodesError) Error() string {
 // never prepared the index — stops startup with a *LiveNodesError.
 func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 	clk = clock.Or(clk)
+	probed := false
+	// probe runs celld's start-up probe once, before this starter's first
+	// write: a bucket that ignores conditional writes is refused with the
+	// probe's *store.ProbeError before the index is touched.
+	probe := func() error {
+		if probed {
+			return nil
+		}
+		if _, err := (store.Prober{Clock: clk}).Run(ctx, s); err != nil {
+			return err
+		}
+		probed = true
+		return nil
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		rec, ver, err := readFormat(ctx, s)
 		if err != nil {
@@ -75,6 +93,9 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 			} else if err != nil {
 				return err
 			}
+			if err := probe(); err != nil {
+				return err
+			}
 			ver, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format, Migrating: true}.Encode(), store.PutOptions{Condition: store.IfAbsent})
 			if store.IsPreconditionFailed(err) {
 				continue // another starter is initializing: read its marker
@@ -86,6 +107,9 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 			if moved, err := noLiveNodes(ctx, s, clk, ver); moved {
 				continue
 			} else if err != nil {
+				return err
+			}
+			if err := probe(); err != nil {
 				return err
 			}
 		}

@@ -165,3 +165,62 @@ func TestFleetStartsAllAtOnce(t *testing.T) {
 		f.requireReady()
 	}
 }
+
+// ignoresIfNoneMatch is a bucket that applies create-only writes
+// unconditionally, and records every key written.
+type ignoresIfNoneMatch struct {
+	store.Store
+	mu      sync.Mutex
+	written []string
+}
+
+func (b *ignoresIfNoneMatch) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	b.mu.Lock()
+	b.written = append(b.written, key)
+	b.mu.Unlock()
+	if opts.Condition.Kind == store.CreateOnly {
+		opts.Condition = store.Condition{}
+	}
+	return b.Store.Put(ctx, key, data, opts)
+}
+
+// TestPrepareProbesBeforeWriting: a starter that would initialize or resume
+// the index on a bucket that ignores create-only writes stops with the
+// probe's error and writes nothing but the probe's key; on a ready bucket
+// Prepare writes nothing, so it does not probe (Join does).
+func TestPrepareProbesBeforeWriting(t *testing.T) {
+	for name, marker := range map[string][]byte{
+		"fresh":     nil,
+		"migrating": FormatRecord{Format: Format, Migrating: true}.Encode(),
+		"ready":     FormatRecord{Format: Format}.Encode(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.own(cellA, "gone", 1)
+			if marker != nil {
+				f.s.Put(f.ctx, FormatKey, marker, store.PutOptions{})
+			}
+			before := f.keys("")
+			b := &ignoresIfNoneMatch{Store: f.s}
+			err := Prepare(f.ctx, b, f.clk)
+			if name == "ready" {
+				if err != nil || len(b.written) != 0 {
+					t.Fatalf("Prepare on a ready bucket: %v, wrote %v", err, b.written)
+				}
+				return
+			}
+			var pe *store.ProbeError
+			if !errors.As(err, &pe) || pe.Step != store.ProbeRecreate || err.Error() != pe.Error() {
+				t.Fatalf("Prepare: %v, want the probe's own *store.ProbeError at step %v", err, store.ProbeRecreate)
+			}
+			for _, k := range b.written {
+				if k != pe.Key {
+					t.Fatalf("wrote %s to a bucket that failed the probe", k)
+				}
+			}
+			if after := f.keys(""); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Fatalf("bucket %v after a refused Prepare, want %v", after, before)
+			}
+		})
+	}
+}
