@@ -133,8 +133,14 @@ func (e *NodeRecordError) Error() string {
 	return fmt.Sprintf("node lease nodes/%s.json carries a node log in state %q: a celld node must recover it before this id can be used", e.Node, e.State)
 }
 
-// Join installs the node lease and starts renewing it.
+// Join runs celld's start-up probe on the bucket, then installs the node
+// lease and starts renewing it. A bucket that fails the probe is refused
+// before anything is written, with the probe's *store.ProbeError (see
+// probeBucket); the probe costs store.ProbeRequests requests.
 func Join(ctx context.Context, opts Options) (*Node, error) {
+	if err := probeBucket(ctx, opts); err != nil {
+		return nil, err
+	}
 	return join(ctx, opts, simHooks{})
 }
 

@@ -107,6 +107,11 @@ type Prober struct {
 	Tag string
 }
 
+// ProbeRequests is what a probe that passes costs: four conditional PUTs of
+// a body under 100 bytes, one GET and one DELETE. A failing probe makes
+// fewer, plus a DELETE of its key when it may have written it.
+const ProbeRequests = 6
+
 // probeCleanupTimeout bounds the delete that removes a failed probe's key,
 // matching celld's per-request timeout.
 const probeCleanupTimeout = 15 * time.Second

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
 )
 
@@ -163,5 +164,18 @@ func TestProbeRejectsBadTag(t *testing.T) {
 	}
 	if base.Len() != 0 {
 		t.Fatal("a bad tag still wrote")
+	}
+}
+
+// TestProbeCost pins the request count the docs quote for the probe.
+func TestProbeCost(t *testing.T) {
+	fs := faultstore.New(memstore.New(), faultstore.Config{})
+	if err := store.Probe(t.Context(), fs); err != nil {
+		t.Fatal(err)
+	}
+	st := fs.Stats()
+	if st.Calls() != store.ProbeRequests || st.Put.Calls != 4 || st.Get.Calls != 1 || st.Delete.Calls != 1 {
+		t.Fatalf("the probe made %d requests (put %d, get %d, delete %d, list %d), want %d: 4 puts, 1 get, 1 delete",
+			st.Calls(), st.Put.Calls, st.Get.Calls, st.Delete.Calls, st.List.Calls, store.ProbeRequests)
 	}
 }

@@ -32,9 +32,36 @@ func (e *LiveNodesError) Error() string {
 // once and learns its alarm, then the final marker — but only while no node
 // lease is live; a migration another starter left unfinished is finished.
 // Unmarked wake data, or another format, stops startup with a
-// *FormatBlockedError.
+// *FormatBlockedError. Before its first write Prepare runs celld's start-up
+// probe (store.Prober, store.ProbeRequests requests), so a bucket that
+// ignores conditional writes is refused with the probe's *store.ProbeError
+// and nothing written; a ready bucket costs no probe here (fleet.Join runs
+// its own).
+//
+// Nodes of a fleet often start together. A starter that finds a live node
+// lease reads the marker again before refusing: a node that prepares the
+// index before it joins (every CellB node, every celld ≥ 0.5) is only live
+// once the marker is final, so a marker that moved since this starter read
+// it means another starter made the index ready (or is making it ready)
+// under the rule, and this one goes on from the new marker. Only a live
+// node while the marker stays as this starter last read it — a node that
+// never prepared the index — stops startup with a *LiveNodesError.
 func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 	clk = clock.Or(clk)
+	probed := false
+	// probe runs celld's start-up probe once, before this starter's first
+	// write: a bucket that ignores conditional writes is refused with the
+	// probe's *store.ProbeError before the index is touched.
+	probe := func() error {
+		if probed {
+			return nil
+		}
+		if _, err := (store.Prober{Clock: clk}).Run(ctx, s); err != nil {
+			return err
+		}
+		probed = true
+		return nil
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		rec, ver, err := readFormat(ctx, s)
 		if err != nil {
@@ -61,7 +88,12 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 		case FormatReady:
 			return nil
 		case FormatInitialize:
-			if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+			if moved, err := noLiveNodes(ctx, s, clk, ver); moved {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if err := probe(); err != nil {
 				return err
 			}
 			ver, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format, Migrating: true}.Encode(), store.PutOptions{Condition: store.IfAbsent})
@@ -72,14 +104,21 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 				return fmt.Errorf("wake: create %s: %w", FormatKey, err)
 			}
 		case FormatResume:
-			if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+			if moved, err := noLiveNodes(ctx, s, clk, ver); moved {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if err := probe(); err != nil {
 				return err
 			}
 		}
 		if err := seedEveryCell(ctx, s); err != nil {
 			return err
 		}
-		if err := requireNoLiveNodes(ctx, s, clk); err != nil {
+		if moved, err := noLiveNodes(ctx, s, clk, ver); moved {
+			continue
+		} else if err != nil {
 			return err
 		}
 		_, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format}.Encode(), store.PutOptions{Condition: store.IfVersion(ver)})
@@ -89,6 +128,23 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 		// Another starter finished first: read what it wrote.
 	}
 	return errors.New("wake: wake/format.json keeps changing under this starter")
+}
+
+// noLiveNodes applies celld's rule — no node lease may be live while the
+// index is initialized — for a starter that last read the marker at ver
+// ("" when absent). When a lease is live but the marker has moved since,
+// moved is true: another starter changed it, and this one must read it
+// again rather than refuse.
+func noLiveNodes(ctx context.Context, s store.Store, clk clock.Clock, ver store.Version) (moved bool, err error) {
+	err = requireNoLiveNodes(ctx, s, clk)
+	var live *LiveNodesError
+	if !errors.As(err, &live) {
+		return false, err
+	}
+	if _, now, rerr := readFormat(ctx, s); rerr == nil && now != ver {
+		return true, nil
+	}
+	return false, err
 }
 
 // CheckReady reports ErrNotReady (or the *FormatBlockedError) unless the
