@@ -59,7 +59,16 @@ func callRouted[T any](w http.ResponseWriter, r *http.Request, body []byte, fwd 
 	for {
 		res, err = call()
 		var oe *lease.CellOwnedElsewhereError
-		if !errors.As(err, &oe) || fwd == nil || oe.Addr == "" || r.Header.Get(peer.HeaderForwarded) != "" {
+		if !errors.As(err, &oe) {
+			return res, false, err
+		}
+		if r.Header.Get(peer.HeaderForwarded) != "" {
+			// Forwarded here on a view that is stale already: the call
+			// did not run, and the sender may look again.
+			w.Header().Set(peer.HeaderNotApplied, "owned elsewhere")
+			return res, false, err
+		}
+		if fwd == nil || oe.Addr == "" {
 			return res, false, err
 		}
 		if body == nil {
