@@ -70,6 +70,11 @@ func (e *OwnerLostError) Error() string {
 
 func (e *OwnerLostError) Unwrap() error { return e.Err }
 
+// errServerClosedIdle is the text of net/http's error for a kept-alive
+// connection the server closed before the request was written to it (the
+// error value is not exported).
+const errServerClosedIdle = "http: server closed idle connection"
+
 // maxAnswer bounds an owner's answer; it is read whole before any of it is
 // written, so an owner lost mid-answer never yields a truncated reply.
 const maxAnswer = 64 << 20
@@ -113,6 +118,12 @@ func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWrite
 	if err != nil {
 		if !sent.Load() {
 			return &NotAppliedError{Addr: to.Addr, Reason: fmt.Sprintf("the request was not sent: %v", err)}
+		}
+		if strings.Contains(err.Error(), errServerClosedIdle) {
+			// net/http saw the owner close the kept-alive connection
+			// before this request was handed to it (a node shutting
+			// down closes its idle connections): the owner never read it.
+			return &NotAppliedError{Addr: to.Addr, Reason: fmt.Sprintf("the owner closed the connection before reading the request: %v", err)}
 		}
 		return &OwnerLostError{Addr: to.Addr, Err: err}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"testing"
@@ -322,5 +323,27 @@ func TestForwardAndReceive(t *testing.T) {
 	var big *BodyTooLargeError
 	if !errors.As(err, &big) || c.read > MaxBody+1 || rec.Body.Len() != 0 {
 		t.Errorf("oversized body: %v after reading %d bytes", err, c.read)
+	}
+}
+
+// closedIdle is a transport whose kept-alive connection the server closed
+// just as the request was written to it, as net/http reports it.
+type closedIdle struct{}
+
+func (closedIdle) RoundTrip(r *http.Request) (*http.Response, error) {
+	if trace := httptrace.ContextClientTrace(r.Context()); trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	return nil, errors.New("http: server closed idle connection")
+}
+
+// TestForwardOnAConnectionClosedWhileIdleWasNotApplied: a node that shuts
+// down closes its idle connections; a request written to one as it closed
+// was never read, so it may run elsewhere.
+func TestForwardOnAConnectionClosedWhileIdleWasNotApplied(t *testing.T) {
+	f := &Forwarder{Key: testKey, Self: "node_b", Client: &http.Client{Transport: closedIdle{}}}
+	err := f.Forward(context.Background(), nodeA, httptest.NewRecorder(), httptest.NewRequest("POST", "/counter/x", nil))
+	if !errors.Is(err, ErrNotApplied) {
+		t.Fatalf("%v, want a NotAppliedError", err)
 	}
 }
