@@ -33,7 +33,8 @@ func freeAddr(t *testing.T) string {
 // in front of its peer port) and sent again: to a itself (a repeated
 // nonce), to another node (signed for a), and to a after it restarted
 // under the same id (signed for its previous incarnation). Each is refused
-// with 401 and the counter is unchanged.
+// with 401 and the counter is unchanged. A body over the limit sent to a
+// node that would forward it is answered 413 and not forwarded.
 func TestCapturedPeerRequestIsRefusedEverywhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test skipped in -short mode")
@@ -80,6 +81,16 @@ func TestCapturedPeerRequestIsRefusedEverywhere(t *testing.T) {
 			t.Fatalf("via %s: %d from %q, want 200 from na", p.name, resp.StatusCode, resp.Header.Get("X-Cellb-Node"))
 		}
 	}
+	// A body over the limit for a cell owned elsewhere: 413, not forwarded.
+	resp, err := http.Post(b.url+"/counter/x", "", bytes.NewReader(make([]byte, peer.MaxBody+1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := "request body too large: a call forwarded to another node or process carries at most 1048576 bytes\n"; resp.StatusCode != http.StatusRequestEntityTooLarge || string(got) != want {
+		t.Fatalf("oversized body through b: %d %q, want 413 %q", resp.StatusCode, got, want)
+	}
 	mu.Lock()
 	if captured == nil || captured.Header.Get(peer.HeaderForwarded) != "nb" {
 		t.Fatalf("no call from nb was captured: %v", captured)
@@ -118,7 +129,7 @@ func TestCapturedPeerRequestIsRefusedEverywhere(t *testing.T) {
 	}
 	a.start(t, bin)
 	replay(aPeer, `peer request not authenticated: signed for another incarnation of node "na" (it restarted since)`)
-	resp, err := http.Get(a.url + "/counter/x")
+	resp, err = http.Get(a.url + "/counter/x")
 	if err != nil {
 		t.Fatal(err)
 	}
