@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -116,7 +117,8 @@ func TestSIGTERMReleasesCells(t *testing.T) {
 // call is answered 200 (no 409 "owned by another node" during the
 // handover), no value is acknowledged twice, and each counter ends at the
 // number of increments acknowledged. The TTL is an hour, so only the
-// released records can explain the handover.
+// released records can explain the handover; and the stopping node's peer
+// port refuses connections only once its records are released.
 func TestSIGTERMUnderLoadAnswersEveryCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test skipped in -short mode")
@@ -204,11 +206,47 @@ func TestSIGTERMUnderLoadAnswersEveryCall(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// While a stops, probe its peer port: the first time it refuses a
+	// connection, every record a held must be released already (the peer
+	// port closes last).
+	data, err := os.ReadFile(filepath.Join(bucketDir, "nodes", "na.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	aLease, err := fleet.DecodeNodeLease(fleet.NodeKey("na"), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probed := make(chan []fleet.OwnRecord, 1)
+	go func() {
+		for {
+			conn, err := net.Dial("tcp", aLease.Addr)
+			if err == nil {
+				conn.Close()
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			var recs []fleet.OwnRecord
+			for _, k := range counters {
+				key := fleet.OwnKey("Counter:" + cellIDFromName("cellb-example", k))
+				data, _ := os.ReadFile(filepath.Join(bucketDir, filepath.FromSlash(key)))
+				rec, _ := fleet.DecodeOwnRecord(key, data)
+				recs = append(recs, rec)
+			}
+			probed <- recs
+			return
+		}
+	}()
 	a.signal(syscall.SIGTERM)
 	if err := a.cmd.Wait(); err != nil {
 		t.Errorf("a did not exit cleanly on SIGTERM: %v (log %s)", err, a.logf.Name())
 	}
 	a.dead = true
+	for i, rec := range <-probed {
+		if rec.Node == "na" {
+			t.Errorf("%s: a's peer port refused connections while own.json still named a (%+v): it closed before the records were released", counters[i], rec)
+		}
+	}
 	mu.Lock()
 	stopped = true
 	mu.Unlock()

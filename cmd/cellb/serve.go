@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -192,6 +193,40 @@ type server struct {
 	// peer serves the peer listener (nil without --peer-listen); it is
 	// shut down after the node's records are released.
 	peer *http.Server
+	// draining is set when shutdown starts: from then on every peer answer
+	// closes its connection, so no connection sits idle when the peer port
+	// finally closes (a request written to an idle connection as it is
+	// closed could not be told apart from one lost mid-call).
+	draining atomic.Bool
+	// lastPeerCall is when the peer port last received a call (Unix ns).
+	lastPeerCall atomic.Int64
+}
+
+// Once its records are released and its node lease deleted, a node keeps
+// its peer port open until no call has arrived for peerQuiet (at most
+// peerLinger): a sender that read the records just before the release
+// still gets an answer ("closing", not applied) instead of a connection
+// reset it could not tell from a call lost mid-way.
+const (
+	peerQuiet  = 100 * time.Millisecond
+	peerLinger = 2 * time.Second
+)
+
+// awaitPeerQuiet returns once the peer port has had no call for peerQuiet,
+// after peerLinger, or when ctx ends.
+func (s *server) awaitPeerQuiet(ctx context.Context) {
+	deadline := time.Now().Add(peerLinger)
+	for {
+		quietFor := time.Since(time.Unix(0, s.lastPeerCall.Load()))
+		if quietFor >= peerQuiet || !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(peerQuiet - quietFor):
+		}
+	}
 }
 
 // newServer wires a node. peerAddr is the advertised peer address ("" when
@@ -328,17 +363,24 @@ func (s *server) handler() http.Handler {
 // incarnation of this node only.
 func (s *server) peerHandler() http.Handler {
 	rc := &peer.Receiver{Key: s.peerKey, Node: s.node.ID(), Incarnation: s.node.Generation()}
-	return rc.Handler(s.handler())
+	app := rc.Handler(s.handler())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.lastPeerCall.Store(time.Now().UnixNano())
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		app.ServeHTTP(w, r)
+	})
 }
 
 // close shuts the node down in order: the runtime (drains events, waits for
 // durability, releases each cell's record as the cell closes), then the
 // fleet membership (releases every cell still owned, deletes the node
 // lease), then the peer listener, then the bucket. The peer listener stays
-// open until every record is released: until then another node may still
-// forward a call here, and it is answered "closing" (not applied), so the
-// sender waits for the release and runs the call itself instead of
-// answering 409.
+// open until every record is released and it has been quiet for a moment
+// (awaitPeerQuiet): until then another node may still forward a call here,
+// and it is answered "closing" (not applied), so the sender waits for the
+// release and runs the call itself instead of answering 409.
 func (s *server) close(ctx context.Context) error {
 	err := s.rt.Close(ctx)
 	if s.wake != nil {
@@ -419,6 +461,7 @@ func (s *server) shutdownPorts(ctx context.Context) error {
 	}
 	if s.peer != nil {
 		// After the release: see close.
+		s.awaitPeerQuiet(ctx)
 		errs = append(errs, s.peer.Shutdown(ctx))
 	}
 	if s.shards != nil {
@@ -496,6 +539,7 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	defer cancel()
 	// The public port first (no new calls; those in flight finish); the
 	// peer port only once the records are released (s.close).
+	s.draining.Store(true)
 	_ = public.Shutdown(shutdownCtx)
 	if err := s.close(shutdownCtx); err != nil {
 		logger.Error("cellb serve: shutdown", "err", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -116,7 +117,10 @@ func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWrite
 	}
 	resp, err := client.Do(out)
 	if err != nil {
-		if !sent.Load() {
+		if !sent.Load() || dialFailed(err) {
+			// Never written in full, or the last attempt could not even
+			// connect (net/http tries a request again only when it wrote
+			// none of it).
 			return &NotAppliedError{Addr: to.Addr, Reason: fmt.Sprintf("the request was not sent: %v", err)}
 		}
 		if strings.Contains(err.Error(), errServerClosedIdle) {
@@ -149,6 +153,12 @@ func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWrite
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(answer)
 	return nil
+}
+
+// dialFailed reports whether err is a failure to connect.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func firstLine(b []byte) string {
