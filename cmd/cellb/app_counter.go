@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/peer"
 	"github.com/cellb/cellb/core/shard"
 )
 
@@ -21,9 +22,11 @@ import (
 //	POST /counter/<name>/alarm?in=MS set the alarm; when it fires, +1000
 //
 // Errors answer with the error's message as the body: 409 for a cell owned
-// by another node, 503 for a reset object or a refused write, 400 for bad
-// input. Every answer from a cell carries X-Cellb-Node and X-Cellb-Epoch,
-// naming the writer that produced it.
+// by another node (with the cause when forwarding there failed), 503 for a
+// reset object or a refused write, 400 for bad input, 413 for a body over
+// 1 MiB that would be forwarded, 502 when the owner went away during a
+// forwarded call. Every answer from a cell carries X-Cellb-Node and
+// X-Cellb-Epoch, naming the writer that produced it.
 //
 // Tools outside this project drive this contract: keep it exactly.
 
@@ -152,16 +155,27 @@ func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	msg := err.Error()
 	var (
-		bad    badInput
-		oe     *lease.CellOwnedElsewhereError
-		broken *cell.BrokenObjectError
-		lapsed *lease.LeaseLapsedError
-		lost   *lease.RecordLostError
-		gone   *lease.ShardOwnerLostError
+		bad      badInput
+		oe       *lease.CellOwnedElsewhereError
+		broken   *cell.BrokenObjectError
+		lapsed   *lease.LeaseLapsedError
+		lost     *lease.RecordLostError
+		gone     *lease.ShardOwnerLostError
+		big      *peer.BodyTooLargeError
+		peerGone *peer.OwnerLostError
+		fwd      *ForwardError
 	)
 	switch {
 	case errors.As(err, &bad):
 		status = http.StatusBadRequest
+	case errors.As(err, &big):
+		status, msg = http.StatusRequestEntityTooLarge, big.Error()
+	case errors.As(err, &peerGone):
+		status, msg = http.StatusBadGateway, peerGone.Error()
+	case errors.As(err, &fwd):
+		// Owned elsewhere, and the owner could not be reached: the cause
+		// stays in the message.
+		status, msg = http.StatusConflict, fwd.Error()
 	case errors.As(err, &oe):
 		// The protocol's own wording, without the runtime's wrapping.
 		status, msg = http.StatusConflict, oe.Error()

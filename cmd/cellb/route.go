@@ -14,52 +14,94 @@ import (
 	"github.com/cellb/cellb/core/shard"
 )
 
-// forwardFunc sends a request to the owner of its cell at addr (a fleet
-// peer, or the local process holding the cell's shard) and writes the
-// owner's answer to w; on error w is untouched.
-type forwardFunc func(ctx context.Context, addr string, w http.ResponseWriter, r *http.Request) error
+// forwardFunc sends a request to the owner of its cell, as the refusal to
+// run it here names it (a fleet peer, or the local process holding the
+// cell's shard), and writes the owner's answer to w; on error w is
+// untouched.
+type forwardFunc func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error
 
-// takeoverWait bounds how long a call waits for a shard whose holder is
-// shutting down (a restart) to come free, before it answers 409.
+// takeoverWait bounds how long a call that the owner provably did not run
+// waits for the cell to come free (a restart, a node shutting down) before
+// it is answered with the cause.
 const takeoverWait = 15 * time.Second
 
+// ForwardError: the call's cell is owned elsewhere and forwarding it there
+// failed; Err says why. It is answered 409 with the whole message, so the
+// cause is not lost.
+type ForwardError struct {
+	Owned *lease.CellOwnedElsewhereError
+	Err   error
+}
+
+func (e *ForwardError) Error() string {
+	return fmt.Sprintf("%v (forwarding to %s failed: %v)", e.Owned, e.Owned.Addr, e.Err)
+}
+
+func (e *ForwardError) Unwrap() []error { return []error{e.Owned, e.Err} }
+
+// notApplied reports whether a forwarding error proves that the owner did
+// not run the call: then it may run elsewhere, once the cell comes free.
+func notApplied(err error) bool {
+	return errors.Is(err, shard.ErrHolderGone) || errors.Is(err, peer.ErrNotApplied)
+}
+
 // callRouted runs call here. When another node or process owns the cell,
-// it forwards the request there once (body is the request body already
-// read, or nil) and reports answered. When the local process named as the
-// shard's holder is gone or shutting down without having run the call, it
-// waits for the shard to come free and runs the call here: a restart loses
-// no call. A holder lost mid-call is reported as such, never retried.
+// it forwards the request there (body is the request body already read, or
+// nil: then at most peer.MaxBody bytes of it are read, a larger one is a
+// *peer.BodyTooLargeError) and reports answered. When the owner provably
+// did not run the call — it is shutting down, gone, or was named by a stale
+// view — it looks again until the cell comes free (and runs the call here)
+// or has a new owner (and forwards it there): a restart or a graceful
+// shutdown loses no call. An owner lost mid-call is reported as such, never
+// retried.
 func callRouted[T any](w http.ResponseWriter, r *http.Request, body []byte, fwd forwardFunc, call func() (T, error)) (res T, answered bool, err error) {
-	res, err = call()
-	var oe *lease.CellOwnedElsewhereError
-	if !errors.As(err, &oe) || fwd == nil || oe.Addr == "" || r.Header.Get(peer.HeaderForwarded) != "" {
-		return res, false, err
-	}
-	if body != nil {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
-	ferr := fwd(r.Context(), oe.Addr, w, r)
-	if ferr == nil {
-		return res, true, nil
-	}
-	var lost *lease.ShardOwnerLostError
-	if errors.As(ferr, &lost) {
-		lost.Class, lost.ID = oe.Class, oe.ID
-		return res, false, lost
-	}
-	if !errors.Is(ferr, shard.ErrHolderGone) {
-		return res, false, fmt.Errorf("%w (forwarding to %s failed: %v)", err, oe.Addr, ferr)
-	}
-	deadline := time.Now().Add(takeoverWait)
+	var deadline time.Time
 	for {
+		res, err = call()
+		var oe *lease.CellOwnedElsewhereError
+		if !errors.As(err, &oe) {
+			return res, false, err
+		}
+		if r.Header.Get(peer.HeaderForwarded) != "" {
+			// Forwarded here on a view that is stale already: the call
+			// did not run, and the sender may look again.
+			w.Header().Set(peer.HeaderNotApplied, "owned elsewhere")
+			return res, false, err
+		}
+		if fwd == nil || oe.Addr == "" {
+			return res, false, err
+		}
+		if body == nil {
+			if body, err = peer.ReadBody(r, peer.MaxBody); err != nil {
+				return res, false, err
+			}
+			if body == nil {
+				body = []byte{}
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		ferr := fwd(r.Context(), oe, w, r)
+		if ferr == nil {
+			return res, true, nil
+		}
+		var lost *lease.ShardOwnerLostError
+		if errors.As(ferr, &lost) {
+			lost.Class, lost.ID = oe.Class, oe.ID
+			return res, false, lost
+		}
+		ferr = &ForwardError{Owned: oe, Err: ferr}
+		if !notApplied(ferr) {
+			return res, false, ferr
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(takeoverWait)
+		} else if time.Now().After(deadline) {
+			return res, false, ferr
+		}
 		select {
 		case <-r.Context().Done():
 			return res, false, r.Context().Err()
 		case <-time.After(20 * time.Millisecond):
-		}
-		res, err = call()
-		if !errors.As(err, &oe) || time.Now().After(deadline) {
-			return res, false, err
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/peer"
 	"github.com/cellb/cellb/core/shard"
@@ -186,6 +188,43 @@ type server struct {
 	app       *counterApp
 	rooms     *roomApp
 	peerKey   []byte
+	// peer serves the peer listener (nil without --peer-listen); it is
+	// shut down after the node's records are released.
+	peer *http.Server
+	// draining is set when shutdown starts: from then on every peer answer
+	// closes its connection, so no connection sits idle when the peer port
+	// finally closes (a request written to an idle connection as it is
+	// closed could not be told apart from one lost mid-call).
+	draining atomic.Bool
+	// lastPeerCall is when the peer port last received a call (Unix ns).
+	lastPeerCall atomic.Int64
+}
+
+// Once its records are released and its node lease deleted, a node keeps
+// its peer port open until no call has arrived for peerQuiet (at most
+// peerLinger): a sender that read the records just before the release
+// still gets an answer ("closing", not applied) instead of a connection
+// reset it could not tell from a call lost mid-way.
+const (
+	peerQuiet  = 100 * time.Millisecond
+	peerLinger = 2 * time.Second
+)
+
+// awaitPeerQuiet returns once the peer port has had no call for peerQuiet,
+// after peerLinger, or when ctx ends.
+func (s *server) awaitPeerQuiet(ctx context.Context) {
+	deadline := time.Now().Add(peerLinger)
+	for {
+		quietFor := time.Since(time.Unix(0, s.lastPeerCall.Load()))
+		if quietFor >= peerQuiet || !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(peerQuiet - quietFor):
+		}
+	}
 }
 
 // newServer wires a node. peerAddr is the advertised peer address ("" when
@@ -291,15 +330,21 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 	s.rooms = &roomApp{ns: rooms, node: nodeName}
 	if s.shards != nil && s.localLn != nil {
 		router := &shard.Router{Self: fmt.Sprintf("local-%d", os.Getpid())}
-		s.app.forward = router.Forward
-		s.rooms.forward = router.Forward
+		fwd := func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
+			return router.Forward(ctx, to.Addr, w, r)
+		}
+		s.app.forward = fwd
+		s.rooms.forward = fwd
 		s.local = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
 		go s.local.Serve(s.localLn)
 	}
 	if s.peerKey != nil {
 		f := &peer.Forwarder{Key: s.peerKey, Self: nodeName, Client: &http.Client{Timeout: 30 * time.Second}}
-		s.app.forward = f.Forward
-		s.rooms.forward = f.Forward
+		fwd := func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
+			return f.Forward(ctx, peer.Target{Node: to.Owner, Incarnation: to.Incarnation, Addr: to.Addr}, w, r)
+		}
+		s.app.forward = fwd
+		s.rooms.forward = fwd
 	}
 	return s, nil
 }
@@ -312,14 +357,28 @@ func (s *server) handler() http.Handler {
 	return mux
 }
 
-// peerHandler is the same app behind peer authentication.
+// peerHandler is the same app behind peer authentication, for this
+// incarnation of this node only.
 func (s *server) peerHandler() http.Handler {
-	return peer.Require(s.peerKey, time.Now, s.handler())
+	rc := &peer.Receiver{Key: s.peerKey, Node: s.node.ID(), Incarnation: s.node.Generation()}
+	app := rc.Handler(s.handler())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.lastPeerCall.Store(time.Now().UnixNano())
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		app.ServeHTTP(w, r)
+	})
 }
 
 // close shuts the node down in order: the runtime (drains events, waits for
-// durability), then the fleet membership (releases every owned cell, deletes
-// the node lease), then the bucket.
+// durability, releases each cell's record as the cell closes), then the
+// fleet membership (releases every cell still owned, deletes the node
+// lease), then the peer listener, then the bucket. The peer listener stays
+// open until every record is released and it has been quiet for a moment
+// (awaitPeerQuiet): until then another node may still forward a call here,
+// and it is answered "closing" (not applied), so the sender waits for the
+// release and runs the call itself instead of answering 409.
 func (s *server) close(ctx context.Context) error {
 	err := s.rt.Close(ctx)
 	if s.wake != nil {
@@ -398,6 +457,11 @@ func (s *server) shutdownPorts(ctx context.Context) error {
 	if s.node != nil {
 		errs = append(errs, s.node.Close(ctx))
 	}
+	if s.peer != nil {
+		// After the release: see close.
+		s.awaitPeerQuiet(ctx)
+		errs = append(errs, s.peer.Shutdown(ctx))
+	}
 	if s.shards != nil {
 		errs = append(errs, s.shards.Close())
 	}
@@ -446,10 +510,12 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "cellb serve: %v\n", oneLine(err))
 		return 1
 	}
-	servers := []*http.Server{{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}}
+	public := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	servers := []*http.Server{public}
 	listeners := []net.Listener{ln}
 	if peerLn != nil {
-		servers = append(servers, &http.Server{Handler: s.peerHandler(), ReadHeaderTimeout: 10 * time.Second})
+		s.peer = &http.Server{Handler: s.peerHandler(), ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, s.peer)
 		listeners = append(listeners, peerLn)
 	}
 	errc := make(chan error, len(servers))
@@ -481,9 +547,10 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, srv := range servers {
-		_ = srv.Shutdown(shutdownCtx)
-	}
+	// The public port first (no new calls; those in flight finish); the
+	// peer port only once the records are released (s.close).
+	s.draining.Store(true)
+	_ = public.Shutdown(shutdownCtx)
 	if err := s.close(shutdownCtx); err != nil {
 		logger.Error("cellb serve: shutdown", "err", err)
 		if code == 0 {

@@ -91,7 +91,11 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			}
 		case OwnedElsewhere:
 			class, id, _ := strings.Cut(cell, ":")
-			return nil, &lease.CellOwnedElsewhereError{Class: class, ID: id, Owner: act.Owner, Addr: act.Addr}
+			oe := &lease.CellOwnedElsewhereError{Class: class, ID: id, Owner: act.Owner, Addr: act.Addr}
+			if st.OwnerLease != nil {
+				oe.Incarnation = st.OwnerLease.OwnershipIndexGeneration
+			}
+			return nil, oe
 		case OwnerNeedsRecovery:
 			return nil, &OwnerNeedsRecoveryError{Cell: cell, Owner: act.Owner}
 		case RecordLost:

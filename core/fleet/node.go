@@ -220,6 +220,13 @@ func (n *Node) ID() string { return n.opts.Node }
 // Addr is the address the node advertises.
 func (n *Node) Addr() string { return n.opts.Addr }
 
+// Generation is this process's incarnation of the node: a random value
+// drawn at Join and published in the node lease as
+// ownership_index_generation (celld's "process generation"). A node that
+// restarts under the same id publishes a new one, so peer requests signed
+// for the previous incarnation are refused.
+func (n *Node) Generation() string { return n.pubkey }
+
 func (n *Node) record(expiresMs uint64) NodeLease {
 	n.mu.Lock()
 	owned := uint64(len(n.grants))

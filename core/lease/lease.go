@@ -67,6 +67,10 @@ type CellOwnedElsewhereError struct {
 	Class, ID string // the cell key split at the first ':'
 	Owner     string // the owning node, when known
 	Addr      string // the owner's peer address, when known
+	// Incarnation is the owner's process generation as its node lease
+	// publishes it (ownership_index_generation), when known: a call
+	// forwarded to the owner is signed for this incarnation only.
+	Incarnation string
 }
 
 func (e *CellOwnedElsewhereError) Error() string {

@@ -3,10 +3,16 @@ package peer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"time"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cellb/cellb/core/clock"
 )
 
 // Forwarder sends a call to the node that owns its cell.
@@ -14,61 +20,183 @@ type Forwarder struct {
 	Key    []byte
 	Self   string // this node's id, recorded in HeaderForwarded
 	Client *http.Client
-	Now    func() time.Time
+	Clock  clock.Clock
 }
 
 // ErrAlreadyForwarded: the call came from another node already; it is not
 // forwarded again.
 var ErrAlreadyForwarded = fmt.Errorf("the call was already forwarded once")
 
-// Forward replays r (method, path, query, headers, body) against the owner
-// at addr ("host:port") and copies the owner's answer to w. The owner's
-// reply already waited for its output gate, so it is final.
-func (f *Forwarder) Forward(ctx context.Context, addr string, w http.ResponseWriter, r *http.Request) error {
+// ErrNotApplied is matched by every *NotAppliedError.
+var ErrNotApplied = errors.New("the forwarded call did not run")
+
+// NotAppliedError: the owner did not run the call, provably — its request
+// was never completely sent (a node refuses a request whose body is
+// shorter than signed), or the owner refused it before running it
+// (HeaderNotApplied: shutting down, or signed for another incarnation).
+// The caller may look up the owner again and retry.
+type NotAppliedError struct {
+	Addr   string
+	Reason string
+}
+
+func (e *NotAppliedError) Error() string {
+	return fmt.Sprintf("the owner at %s did not run the call: %s", e.Addr, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrNotApplied) true.
+func (e *NotAppliedError) Is(target error) bool { return target == ErrNotApplied }
+
+// RefusedError: the owner refused to authenticate the forwarded call (it
+// answered 401 without HeaderNotApplied). Nothing ran.
+type RefusedError struct {
+	Addr    string
+	Message string // the owner's answer
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the owner at %s refused the forwarded call: %s", e.Addr, e.Message)
+}
+
+// OwnerLostError: the call was sent to the owner in full and no complete
+// answer came back. It may or may not have been applied; it is not retried.
+type OwnerLostError struct {
+	Addr string
+	Err  error
+}
+
+func (e *OwnerLostError) Error() string {
+	return fmt.Sprintf("the owner at %s went away during the forwarded call (%v): the call may or may not have been applied", e.Addr, e.Err)
+}
+
+func (e *OwnerLostError) Unwrap() error { return e.Err }
+
+// errServerClosedIdle is the text of net/http's error for a kept-alive
+// connection the server closed before the request was written to it (the
+// error value is not exported).
+const errServerClosedIdle = "http: server closed idle connection"
+
+// maxAnswer bounds an owner's answer; it is read whole before any of it is
+// written, so an owner lost mid-answer never yields a truncated reply.
+const maxAnswer = 64 << 20
+
+// Forward sends r (method, path, query, headers, body of at most MaxBody
+// bytes) to the owner to, signed for that node and incarnation, and copies
+// the owner's answer to w. The owner's reply already waited for its output
+// gate, so it is final. On error w is untouched: *BodyTooLargeError (before
+// anything is sent), *NotAppliedError, *RefusedError or *OwnerLostError.
+func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get(HeaderForwarded) != "" {
 		return ErrAlreadyForwarded
 	}
-	out, err := Replay(ctx, r, "http://"+addr, f.Self)
+	body, err := ReadBody(r, MaxBody)
 	if err != nil {
 		return err
 	}
-	now := time.Now
-	if f.Now != nil {
-		now = f.Now
-	}
-	if err := Sign(out, f.Key, now()); err != nil {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	out, err := Replay(ctx, r, "http://"+to.Addr, f.Self)
+	if err != nil {
 		return err
 	}
+	if err := Sign(out, body, f.Key, to, clock.Or(f.Clock).Now()); err != nil {
+		return err
+	}
+	// Whether the whole request went out: the owner runs nothing before it
+	// has read the whole signed body.
+	var sent atomic.Bool
+	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				sent.Store(true)
+			}
+		},
+	}))
 	client := f.Client
 	if client == nil {
 		client = http.DefaultClient
 	}
 	resp, err := client.Do(out)
 	if err != nil {
-		return fmt.Errorf("forward to the owner at %s: %w", addr, err)
+		if !sent.Load() || dialFailed(err) {
+			// Never written in full, or the last attempt could not even
+			// connect (net/http tries a request again only when it wrote
+			// none of it).
+			return &NotAppliedError{Addr: to.Addr, Reason: fmt.Sprintf("the request was not sent: %v", err)}
+		}
+		if strings.Contains(err.Error(), errServerClosedIdle) {
+			// net/http saw the owner close the kept-alive connection
+			// before this request was handed to it (a node shutting
+			// down closes its idle connections): the owner never read it.
+			return &NotAppliedError{Addr: to.Addr, Reason: fmt.Sprintf("the owner closed the connection before reading the request: %v", err)}
+		}
+		return &OwnerLostError{Addr: to.Addr, Err: err}
 	}
 	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err == nil && len(answer) > maxAnswer {
+		err = fmt.Errorf("answer larger than %d bytes", maxAnswer)
+	}
+	if err != nil {
+		return &OwnerLostError{Addr: to.Addr, Err: err}
+	}
+	if why := resp.Header.Get(HeaderNotApplied); why != "" {
+		return &NotAppliedError{Addr: to.Addr, Reason: fmt.Sprintf("it answered %s (%s): %s", resp.Status, why, firstLine(answer))}
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return &RefusedError{Addr: to.Addr, Message: firstLine(answer)}
+	}
 	for k, vs := range resp.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
-	_, err = io.Copy(w, resp.Body)
-	return err
+	_, _ = w.Write(answer)
+	return nil
 }
 
-// Replay copies r (method, path, query, headers, body) into a request to
-// base (scheme and host) marked as forwarded by self: the one hop a
-// forwarded call is allowed.
+// dialFailed reports whether err is a failure to connect.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	if len(s) > 512 {
+		s = s[:512]
+	}
+	return strings.TrimSpace(s)
+}
+
+// ReadBody reads r's body, at most limit bytes: a longer one (by its
+// Content-Length, or once limit+1 bytes were read) is a
+// *BodyTooLargeError, and no more of it is read.
+func ReadBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > limit {
+		return nil, &BodyTooLargeError{Limit: limit}
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &BodyTooLargeError{Limit: limit}
+	}
+	return b, nil
+}
+
+// Replay copies r (method, path, query, headers, body of at most MaxBody
+// bytes) into a request to base (scheme and host) marked as forwarded by
+// self: the one hop a forwarded call is allowed. A larger body is a
+// *BodyTooLargeError, read no further than the limit.
 func Replay(ctx context.Context, r *http.Request, base, self string) (*http.Request, error) {
-	var body []byte
-	if r.Body != nil {
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			return nil, err
-		}
-		body = b
+	body, err := ReadBody(r, MaxBody)
+	if err != nil {
+		return nil, err
 	}
 	out, err := http.NewRequestWithContext(ctx, r.Method, base+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {

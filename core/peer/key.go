@@ -4,9 +4,13 @@
 // The key lives in fleet/peer-auth.json as {"version":1,"key":"<64 lowercase
 // hex>"}, the record celld uses for its own peer RPC: the first node creates
 // it create-only, every later node reads it. A forwarded request carries an
-// HMAC-SHA256 over its method, path and query, a timestamp, a nonce and the
-// body's hash; the owner refuses a request whose signature does not verify
-// or whose timestamp is too far from its own clock.
+// HMAC-SHA256 over its method, path and query, a timestamp, a nonce, the
+// destination node and its incarnation (the ownership_index_generation its
+// node lease publishes, new at every start), the forwarding node, and the
+// body's length and hash. The owner checks the signature from the headers
+// before reading any body, and refuses a request signed for another node or
+// incarnation, a repeated nonce, a timestamp too far from its own clock, a
+// body over MaxBody (413) or one that does not match its hash.
 package peer
 
 import (
