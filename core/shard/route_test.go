@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cellb/cellb/core/lease"
@@ -213,9 +214,9 @@ func TestRouterReportsAHolderLostAfterAcceptingTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := 0
+	var calls atomic.Int32
 	srv := &http.Server{Handler: Accepting(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls++
+		calls.Add(1)
 		conn, _, _ := w.(http.Hijacker).Hijack()
 		conn.Close()
 	}))}
@@ -223,8 +224,8 @@ func TestRouterReportsAHolderLostAfterAcceptingTheCall(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	err = (&Router{Self: "b"}).Forward(context.Background(), "unix:"+path, httptest.NewRecorder(), routedRequest(""))
 	var lost *lease.ShardOwnerLostError
-	if !errors.As(err, &lost) || calls != 1 {
-		t.Fatalf("got %v after %d calls, want a *lease.ShardOwnerLostError after one", err, calls)
+	if !errors.As(err, &lost) || calls.Load() != 1 {
+		t.Fatalf("got %v after %d calls, want a *lease.ShardOwnerLostError after one", err, calls.Load())
 	}
 }
 
