@@ -289,6 +289,16 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 			return nil, err
 		}
 	}
+	if s.shards != nil {
+		// Classes are registered: from now on, taking over a shard that
+		// another process let go (a restart) schedules the alarms its
+		// cells stored, whether or not a call comes for them.
+		if err := s.shards.Watch(0, s.rt.LearnAlarms); err != nil {
+			s.rt.Close(ctx)
+			s.shutdownPorts(ctx)
+			return nil, err
+		}
+	}
 	s.app = &counterApp{ns: ns, node: nodeName}
 	s.rooms = &roomApp{ns: rooms, node: nodeName}
 	if s.shards != nil && s.localLn != nil {

@@ -45,6 +45,14 @@ type Lease struct {
 	log    *slog.Logger
 	closed atomic.Bool
 	shards []shardState
+
+	// Set by Watch: learn runs on every takeover, under watchCtx, which
+	// Close cancels before it waits for the watching to end (watchDone).
+	learn       atomic.Pointer[LearnFunc]
+	watchMu     sync.Mutex
+	watchCtx    context.Context
+	watchCancel context.CancelFunc
+	watchDone   chan struct{}
 }
 
 // shardState is this Lease's view of one shard. mu serialises everything
@@ -54,6 +62,14 @@ type shardState struct {
 	f      *os.File          // the shard file, open and locked while held
 	epoch  uint64            // last epoch written while held
 	grants map[string]*grant // live grants by cell key
+	// known: this Lease knows what the shard's cells stored as of epoch
+	// knownEpoch — it held the shard up to that epoch, having learned it
+	// when it took the shard (learned). No cell's storage changes without
+	// a grant, and every grant raises the epoch, so while the shard file
+	// still says knownEpoch nothing changed since.
+	known      bool
+	knownEpoch uint64
+	learned    bool
 }
 
 var _ lease.Lease = (*Lease)(nil)
@@ -171,6 +187,15 @@ func (l *Lease) lockLocked(i int, s *shardState) (bool, error) {
 		}
 	}
 	l.log.Debug("took shard", "shard", i, "epoch", epoch)
+	s.learned = s.known && s.knownEpoch == epoch
+	if learn := l.learn.Load(); learn != nil && !s.learned {
+		// A takeover: another holder may have changed the shard's
+		// cells. Learn them before any grant, holding the lock (so no
+		// one changes them meanwhile) and named as the holder (so other
+		// processes route their calls here rather than refuse them).
+		(*learn)(l.watchCtx, func(cellKey string) bool { return Of(cellKey, l.n) == i })
+		s.learned = true
+	}
 	return true, nil
 }
 
@@ -186,6 +211,7 @@ func (l *Lease) unlockLocked(i int, s *shardState) error {
 			l.log.Warn("clearing the shard's holder record", "shard", i, "err", err)
 		}
 	}
+	s.known, s.knownEpoch = s.learned, s.epoch
 	err := errors.Join(unlock(s.f), s.f.Close())
 	s.f, s.grants = nil, nil
 	if err != nil {
@@ -217,6 +243,13 @@ func (l *Lease) release(g *grant) error {
 func (l *Lease) Close() error {
 	if l.closed.Swap(true) {
 		return nil
+	}
+	l.watchMu.Lock()
+	cancel, done := l.watchCancel, l.watchDone
+	l.watchMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
 	}
 	var errs []error
 	for i := range l.shards {
