@@ -292,8 +292,9 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 	if s.shards != nil {
 		// Classes are registered: from now on, taking over a shard that
 		// another process let go (a restart) schedules the alarms its
-		// cells stored, whether or not a call comes for them.
-		if err := s.shards.Watch(0, s.rt.LearnAlarms); err != nil {
+		// cells stored, whether or not a call comes for them. Watching
+		// ends with ctx (serveCmd's ends on SIGTERM), before shutdown.
+		if err := s.shards.Watch(ctx, 0, s.rt.LearnAlarms); err != nil {
 			s.rt.Close(ctx)
 			s.shutdownPorts(ctx)
 			return nil, err

@@ -188,13 +188,13 @@ func (l *Lease) lockLocked(i int, s *shardState) (bool, error) {
 	}
 	l.log.Debug("took shard", "shard", i, "epoch", epoch)
 	s.learned = s.known && s.knownEpoch == epoch
-	if learn := l.learn.Load(); learn != nil && !s.learned {
+	if learn := l.learn.Load(); learn != nil && !s.learned && l.watchCtx.Err() == nil {
 		// A takeover: another holder may have changed the shard's
 		// cells. Learn them before any grant, holding the lock (so no
 		// one changes them meanwhile) and named as the holder (so other
 		// processes route their calls here rather than refuse them).
 		(*learn)(l.watchCtx, func(cellKey string) bool { return Of(cellKey, l.n) == i })
-		s.learned = true
+		s.learned = l.watchCtx.Err() == nil // a learn cut short knows nothing
 	}
 	return true, nil
 }

@@ -38,9 +38,10 @@ var ErrWatching = errors.New("shard: the lease already watches")
 // keeps the alarms the old process stored. While it is taken for this,
 // other processes are routed to this one (WithAddr) as for any holder.
 //
-// Watch returns at once; the watching ends with Close. A Lease watches
-// once: a second call fails with ErrWatching.
-func (l *Lease) Watch(interval time.Duration, learn LearnFunc) error {
+// Watch returns at once; the watching ends when ctx ends or with Close
+// (after which takes no longer learn). A Lease watches once: a second
+// call fails with ErrWatching.
+func (l *Lease) Watch(ctx context.Context, interval time.Duration, learn LearnFunc) error {
 	if learn == nil {
 		return errors.New("shard: Watch needs a LearnFunc")
 	}
@@ -58,7 +59,7 @@ func (l *Lease) Watch(interval time.Duration, learn LearnFunc) error {
 	}
 	ok := l.learn.Load() == nil
 	if ok {
-		l.watchCtx, l.watchCancel = context.WithCancel(context.Background())
+		l.watchCtx, l.watchCancel = context.WithCancel(ctx)
 		l.watchDone = make(chan struct{})
 		l.learn.Store(&learn)
 	}
@@ -68,8 +69,7 @@ func (l *Lease) Watch(interval time.Duration, learn LearnFunc) error {
 	if !ok {
 		return ErrWatching
 	}
-	ctx := l.watchCtx
-	go l.watch(ctx, interval)
+	go l.watch(l.watchCtx, interval)
 	return nil
 }
 

@@ -48,10 +48,10 @@ func TestWatchLearnsOnTakeoverBeforeTheGrant(t *testing.T) {
 	other := cellsIn(2, 4, 1)[0]
 	lr := newLearner(cell, other)
 	// An hour: only takes learn here, never the periodic look.
-	if err := b.Watch(time.Hour, lr.learn); err != nil {
+	if err := b.Watch(context.Background(), time.Hour, lr.learn); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Watch(time.Hour, lr.learn); !errors.Is(err, ErrWatching) {
+	if err := b.Watch(context.Background(), time.Hour, lr.learn); !errors.Is(err, ErrWatching) {
 		t.Fatalf("second Watch: %v, want ErrWatching", err)
 	}
 	ga := grantOf(t, a, cell)
@@ -85,7 +85,7 @@ func TestWatchLearnsAShardLetGoWithoutACall(t *testing.T) {
 	cell := cellsIn(3, 4, 1)[0]
 	ga := grantOf(t, a, cell)
 	lr := newLearner(cell)
-	if err := b.Watch(time.Millisecond, lr.learn); err != nil {
+	if err := b.Watch(context.Background(), time.Millisecond, lr.learn); err != nil {
 		t.Fatal(err)
 	}
 	if lr.count(cell) != 0 {
@@ -114,7 +114,25 @@ func TestWatchLearnsAShardLetGoWithoutACall(t *testing.T) {
 	if lr.count(cell) != n {
 		t.Fatal("a closed Lease still learns")
 	}
-	if err := b.Watch(time.Millisecond, lr.learn); !errors.Is(err, ErrClosed) {
+	if err := b.Watch(context.Background(), time.Millisecond, lr.learn); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Watch after Close: %v", err)
+	}
+}
+
+// Watching ends with its context: takes after it no longer learn.
+func TestWatchEndsWithItsContext(t *testing.T) {
+	dir := t.TempDir()
+	a, b := open(t, dir, 4), open(t, dir, 4)
+	cell := cellsIn(0, 4, 1)[0]
+	lr := newLearner(cell)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.Watch(ctx, time.Hour, lr.learn); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	grantOf(t, a, cell).Release(context.Background())
+	grantOf(t, b, cell).Release(context.Background())
+	if n := lr.count(cell); n != 0 {
+		t.Fatalf("learned %d times after the watching ended", n)
 	}
 }
