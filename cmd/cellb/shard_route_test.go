@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -14,13 +15,14 @@ import (
 // TestRestartOnOneHostLosesNoCall: `cellb serve` processes share a data
 // directory and are restarted one after another the documented way —
 // start the new process, send the calls to it, stop the old one (SIGTERM)
-// — ten times in a row, while 32 clients keep incrementing two counters
-// (contention on one cell is what makes the old process busiest when it
-// stops). Calls to the new process for cells whose shard the old one holds
-// are routed to the old one over its local socket; when the old one stops,
-// the new one waits for the shard and takes the cells over. Every call
-// answers 200, no counter value is answered twice, and each counter ends
-// at exactly the number of calls that incremented it.
+// — ten times in a row, while 32 clients keep incrementing 16 counters
+// picked at random. Every other old process is paused first (SIGSTOP),
+// so routed calls pile up on its socket and it is stopped just as it
+// resumes. Calls to the new process for cells whose shard the old one
+// holds are routed to the old one over its local socket; when the old one
+// stops, the new one waits for the shard and takes the cells over. Every
+// call answers 200, no counter value is answered twice, and each counter
+// ends at exactly the number of calls that incremented it.
 func TestRestartOnOneHostLosesNoCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test skipped in -short mode")
@@ -29,7 +31,7 @@ func TestRestartOnOneHostLosesNoCall(t *testing.T) {
 		clients  = 32
 		restarts = 10
 	)
-	counters := make([]string, 2)
+	counters := make([]string, 16)
 	for k := range counters {
 		counters[k] = fmt.Sprintf("restart-%d", k)
 	}
@@ -89,7 +91,7 @@ func TestRestartOnOneHostLosesNoCall(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; !stop.Load(); n++ {
-				k := (i + n) % len(counters)
+				k := rand.IntN(len(counters))
 				tg := pick()
 				v, err := post(tg.p, counters[k])
 				tg.inflight.Done()
@@ -146,7 +148,18 @@ func TestRestartOnOneHostLosesNoCall(t *testing.T) {
 		cur = next
 		mu.Unlock()
 		old.inflight.Wait()
-		old.p.signal(syscall.SIGTERM)
+		if r%2 == 0 {
+			// A holder busy when it is told to stop: routed calls pile up
+			// on its socket while it is paused, and it is stopped just as
+			// it runs them.
+			old.p.signal(syscall.SIGSTOP)
+			time.Sleep(200 * time.Millisecond)
+			old.p.signal(syscall.SIGCONT)
+			time.Sleep(2 * time.Millisecond)
+			old.p.signal(syscall.SIGTERM)
+		} else {
+			old.p.signal(syscall.SIGTERM)
+		}
 		if err := old.p.cmd.Wait(); err != nil {
 			firstErr = fmt.Errorf("%s did not exit cleanly: %v (see %s)", old.p.name, err, old.p.logf.Name())
 		}

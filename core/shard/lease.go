@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cellb/cellb/core/lease"
 )
@@ -35,6 +36,14 @@ func WithLogger(l *slog.Logger) Option {
 func WithAddr(addr string) Option {
 	return func(o *options) { o.addr = addr }
 }
+
+// A holder records itself just after it takes a shard's lock and clears
+// its record just before it lets go; TryAcquire, finding the lock held and
+// no record, looks again this often, this many times (see TryAcquire).
+const (
+	holderSettleStep  = time.Millisecond
+	holderSettleTries = 50
+)
 
 // Lease grants cells to this process by locking their shards. It implements
 // lease.Lease. Close it to let every shard go.
@@ -108,8 +117,11 @@ func (l *Lease) Shards() int { return l.n }
 // Lease already holds the shard it only records the epoch; otherwise it
 // tries the shard's lock without waiting, and fails with
 // *lease.CellOwnedElsewhereError when another process (or another Lease on
-// the same directory) holds it. Taking a cell this Lease already granted
-// ends the earlier grant, as a new activation supersedes an old one.
+// the same directory) holds it. A Lease that routes (WithAddr) and finds
+// the lock held but no holder record looks again for up to 50 ms: the
+// holder is taking the shard or letting it go. Taking a cell this Lease
+// already granted ends the earlier grant, as a new activation supersedes
+// an old one.
 func (l *Lease) TryAcquire(ctx context.Context, cellKey string) (lease.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -129,10 +141,28 @@ func (l *Lease) TryAcquire(ctx context.Context, cellKey string) (lease.Grant, er
 		if err != nil {
 			return nil, err
 		}
+		h, recorded := Holder{}, false
+		if !held {
+			h, recorded = readHolder(l.dir, i)
+		}
+		// No record while another holds the lock: a holder that routes is
+		// between taking the lock and recording itself, or between
+		// clearing its record and letting go. Look again for a moment,
+		// so a restart is not answered "owned by another node" (a process
+		// that routes calls itself expects its neighbours to).
+		for try := 0; !held && !recorded && l.addr != "" && try < holderSettleTries; try++ {
+			time.Sleep(holderSettleStep)
+			if held, err = l.lockLocked(i, s); err != nil {
+				return nil, err
+			}
+			if !held {
+				h, recorded = readHolder(l.dir, i)
+			}
+		}
 		if !held {
 			class, id, _ := strings.Cut(cellKey, ":")
 			oe := &lease.CellOwnedElsewhereError{Class: class, ID: id}
-			if h, ok := readHolder(l.dir, i); ok && h.PID != os.Getpid() {
+			if recorded && h.PID != os.Getpid() {
 				oe.Owner, oe.Addr = h.String(), h.Addr
 			}
 			return nil, oe
