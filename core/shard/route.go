@@ -115,10 +115,12 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 	// The timeout (or the caller going away) ends any read or write.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	// A failed write is not the end: the holder may have answered (a
-	// refusal, most often) before reading the whole request, and whether
-	// it accepted the call is only known from what it sent back.
-	werr := out.Write(conn)
+	// Written while the answer is read, as net/http's client does: a
+	// holder may answer (a refusal, most often) before it reads the whole
+	// request, and whether it accepted the call is only known from what
+	// it sent back, so a failed write is not the end.
+	werrc := make(chan error, 1)
+	go func() { werrc <- out.Write(conn) }()
 	br := bufio.NewReader(conn)
 	accepted := false
 	var resp *http.Response
@@ -136,7 +138,8 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 		}
 	}
 	if err != nil {
-		if werr != nil {
+		conn.Close() // ends the write, if it still runs
+		if werr := <-werrc; werr != nil && !errors.Is(werr, net.ErrClosed) {
 			err = fmt.Errorf("%w (writing the request: %v)", err, werr)
 		}
 		if !accepted && ctx.Err() == nil && promisesAccepted(path) {

@@ -29,16 +29,18 @@ var ErrWatching = errors.New("shard: the lease already watches")
 // cells meanwhile; a take that finds the epoch where this Lease left it
 // skips learn, since no cell changes without a grant.
 //
-// And every interval (DefaultWatchInterval if zero) Watch looks at the
-// shards this Lease does not hold: one whose epoch moved since this Lease
-// last knew it, and that no process holds any more (its holder let it go,
-// or died), is taken just long enough to run learn and let go again
-// (unless a grant of this Lease came meanwhile). So a process learns of a
+// And right away, then every interval (DefaultWatchInterval if zero),
+// Watch looks at the shards this Lease does not hold: one whose epoch
+// moved since this Lease last knew it (or that it never knew), and that no
+// process holds any more (its holder let it go, or died), is taken just
+// long enough to run learn and let go again (unless a grant of this Lease
+// came meanwhile). So a process learns of a
 // shard another one gave up without any call for its cells — a restart
 // keeps the alarms the old process stored. While it is taken for this,
 // other processes are routed to this one (WithAddr) as for any holder.
 //
-// Watch returns at once; the watching ends when ctx ends or with Close
+// Watch returns once it has looked at every shard (the free ones are
+// learned before it returns); the watching ends when ctx ends or with Close
 // (after which takes no longer learn). A Lease watches once: a second
 // call fails with ErrWatching.
 func (l *Lease) Watch(ctx context.Context, interval time.Duration, learn LearnFunc) error {
@@ -49,8 +51,8 @@ func (l *Lease) Watch(ctx context.Context, interval time.Duration, learn LearnFu
 		interval = DefaultWatchInterval
 	}
 	l.watchMu.Lock()
-	defer l.watchMu.Unlock()
 	if l.closed.Load() {
+		l.watchMu.Unlock()
 		return ErrClosed
 	}
 	// Every shard mutex, so no take runs half with and half without it.
@@ -66,8 +68,14 @@ func (l *Lease) Watch(ctx context.Context, interval time.Duration, learn LearnFu
 	for i := range l.shards {
 		l.shards[i].mu.Unlock()
 	}
+	l.watchMu.Unlock()
 	if !ok {
 		return ErrWatching
+	}
+	// The shards free now are learned before Watch returns, so a process
+	// knows them before it serves; the rest as they come free.
+	for i := range l.shards {
+		l.look(i)
 	}
 	go l.watch(l.watchCtx, interval)
 	return nil

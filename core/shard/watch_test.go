@@ -40,26 +40,30 @@ func (lr *learner) count(c string) int {
 
 // A take of a shard that another holder used since this Lease last knew
 // it runs learn, for that shard's cells, before TryAcquire returns; a take
-// that finds the shard as this Lease left it does not.
+// that finds the shard as this Lease left it does not. Watch learns the
+// shards free when it starts before it returns.
 func TestWatchLearnsOnTakeoverBeforeTheGrant(t *testing.T) {
 	dir := t.TempDir()
 	a, b := open(t, dir, 4), open(t, dir, 4)
 	cell := cellsIn(1, 4, 1)[0]
 	other := cellsIn(2, 4, 1)[0]
 	lr := newLearner(cell, other)
-	// An hour: only takes learn here, never the periodic look.
+	ga := grantOf(t, a, cell) // a holds the cell's shard while b starts watching
+	// An hour: after the first look, only takes learn here.
 	if err := b.Watch(context.Background(), time.Hour, lr.learn); err != nil {
 		t.Fatal(err)
+	}
+	if lr.count(cell) != 0 || lr.count(other) != 1 {
+		t.Fatalf("Watch learned %v, want the free shard of %s once and not the one a holds", lr.seen, other)
 	}
 	if err := b.Watch(context.Background(), time.Hour, lr.learn); !errors.Is(err, ErrWatching) {
 		t.Fatalf("second Watch: %v, want ErrWatching", err)
 	}
-	ga := grantOf(t, a, cell)
 	ga.Release(context.Background())
 
 	g := grantOf(t, b, cell)
-	if lr.count(cell) != 1 || lr.count(other) != 0 {
-		t.Fatalf("after taking the shard a let go: learned %v, want the cell's shard once", lr.seen)
+	if lr.count(cell) != 1 || lr.count(other) != 1 {
+		t.Fatalf("after taking the shard a let go: learned %v, want the cell's shard once more", lr.seen)
 	}
 	g.Release(context.Background())
 	g = grantOf(t, b, cell) // nobody took the shard since b let it go
@@ -129,10 +133,11 @@ func TestWatchEndsWithItsContext(t *testing.T) {
 	if err := b.Watch(ctx, time.Hour, lr.learn); err != nil {
 		t.Fatal(err)
 	}
+	n := lr.count(cell) // the free shard, learned when watching began
 	cancel()
 	grantOf(t, a, cell).Release(context.Background())
 	grantOf(t, b, cell).Release(context.Background())
-	if n := lr.count(cell); n != 0 {
-		t.Fatalf("learned %d times after the watching ended", n)
+	if lr.count(cell) != n {
+		t.Fatalf("learned %d times after the watching ended", lr.count(cell)-n)
 	}
 }
