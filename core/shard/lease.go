@@ -152,6 +152,9 @@ func (l *Lease) TryAcquire(ctx context.Context, cellKey string) (lease.Grant, er
 		// that routes calls itself expects its neighbours to).
 		for try := 0; !held && !recorded && l.addr != "" && try < holderSettleTries; try++ {
 			time.Sleep(holderSettleStep)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if held, err = l.lockLocked(i, s); err != nil {
 				return nil, err
 			}
