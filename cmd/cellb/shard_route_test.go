@@ -16,9 +16,9 @@ import (
 // directory and are restarted one after another the documented way —
 // start the new process, send the calls to it, stop the old one (SIGTERM)
 // — ten times in a row, while 32 clients keep incrementing 16 counters
-// picked at random. Every other old process is paused first (SIGSTOP),
-// so routed calls pile up on its socket and it is stopped just as it
-// resumes. Calls to the new process for cells whose shard the old one
+// picked at random. Two restarts in three pause the old process (SIGSTOP)
+// for a moment, before it is told to stop or during its shutdown, so
+// routed calls pile up on its socket. Calls to the new process for cells whose shard the old one
 // holds are routed to the old one over its local socket; when the old one
 // stops, the new one waits for the shard and takes the cells over. Every
 // call answers 200, no counter value is answered twice, and each counter
@@ -148,7 +148,8 @@ func TestRestartOnOneHostLosesNoCall(t *testing.T) {
 		cur = next
 		mu.Unlock()
 		old.inflight.Wait()
-		if r%2 == 0 {
+		switch r % 3 {
+		case 0:
 			// A holder busy when it is told to stop: routed calls pile up
 			// on its socket while it is paused, and it is stopped just as
 			// it runs them.
@@ -157,8 +158,16 @@ func TestRestartOnOneHostLosesNoCall(t *testing.T) {
 			old.p.signal(syscall.SIGCONT)
 			time.Sleep(2 * time.Millisecond)
 			old.p.signal(syscall.SIGTERM)
-		} else {
+		case 1:
 			old.p.signal(syscall.SIGTERM)
+		case 2:
+			// A holder slow to shut down: paused somewhere in its
+			// shutdown while routed calls pile up on its socket.
+			old.p.signal(syscall.SIGTERM)
+			time.Sleep(time.Millisecond)
+			old.p.signal(syscall.SIGSTOP)
+			time.Sleep(200 * time.Millisecond)
+			old.p.signal(syscall.SIGCONT)
 		}
 		if err := old.p.cmd.Wait(); err != nil {
 			firstErr = fmt.Errorf("%s did not exit cleanly: %v (see %s)", old.p.name, err, old.p.logf.Name())
