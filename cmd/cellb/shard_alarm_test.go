@@ -17,13 +17,20 @@ import (
 
 // TestRestartOnOneHostKeepsAlarms: process b starts on a data directory
 // that process a serves; a then arms a counter's alarm and is stopped
-// (SIGTERM) before the alarm is due. b never gets a call for the counter,
-// yet it learns the alarm when it takes over the shard a let go, and runs
-// it: the alarm's row leaves the database and the counter gains 1000.
+// before the alarm is due — with SIGTERM, as a restart does, or SIGKILL,
+// as a crash does. b never gets a call for the counter, yet it learns the
+// alarm when it takes over the shard a let go, and runs it: the alarm's
+// row leaves the database and the counter gains 1000.
 func TestRestartOnOneHostKeepsAlarms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test skipped in -short mode")
 	}
+	for _, stop := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(stop.String(), func(t *testing.T) { keepsAlarms(t, stop) })
+	}
+}
+
+func keepsAlarms(t *testing.T, stop syscall.Signal) {
 	bin := cellbBinary(t)
 	data := t.TempDir()
 	a := startServe(t, bin, "a", "--data", data)
@@ -46,8 +53,8 @@ func TestRestartOnOneHostKeepsAlarms(t *testing.T) {
 	const due = 4 * time.Second
 	post(a, fmt.Sprintf("/counter/woken/alarm?in=%d", due.Milliseconds()))
 	armed := time.Now()
-	a.signal(syscall.SIGTERM)
-	if err := a.cmd.Wait(); err != nil {
+	a.signal(stop)
+	if err := a.cmd.Wait(); err != nil && stop == syscall.SIGTERM {
 		t.Fatalf("a did not exit cleanly: %v (see %s)", err, a.logf.Name())
 	}
 	a.dead = true
