@@ -22,9 +22,11 @@ import (
 const HeaderNotApplied = "X-Cellb-Not-Applied"
 
 // ErrHolderGone: the process a shard's record names could not take the
-// call, and none of it ran — its socket refused the connection, or it
-// answered HeaderNotApplied. The shard is being let go (a restart, most
-// often): the caller may wait for the lock and run the call itself.
+// call, and none of it ran — its socket refused the connection, it
+// answered HeaderNotApplied, or (a SocketPrefix holder) the connection
+// ended before it answered 102 Processing. The shard is being let go (a
+// restart, most often): the caller may wait for the lock and run the call
+// itself.
 var ErrHolderGone = errors.New("shard: the holding process is gone or shutting down; the call did not run there")
 
 // DefaultRouteTimeout bounds a routed call, so a holder that hangs gives
