@@ -336,7 +336,8 @@ func (s *alarmScheduler) stopAll() {
 
 // scanClass schedules the alarms stored in the local databases of a class
 // (those of the cells keep accepts; all when keep is nil), so alarms
-// survive restarts. Unreadable files are logged and skipped.
+// survive restarts. Unreadable files are logged and skipped; it stops when
+// ctx ends.
 func (s *alarmScheduler) scanClass(ctx context.Context, cls *class, keep func(cellKey string) bool) {
 	rt := s.rt
 	dir := filepath.Join(rt.opts.DataDir, cls.name)
@@ -348,6 +349,9 @@ func (s *alarmScheduler) scanClass(ctx context.Context, cls *class, keep func(ce
 		return
 	}
 	for _, de := range ents {
+		if ctx.Err() != nil {
+			return
+		}
 		name := de.Name()
 		if de.IsDir() || !strings.HasSuffix(name, dbSuffix) {
 			continue
