@@ -326,6 +326,17 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 			return nil, err
 		}
 	}
+	if s.shards != nil {
+		// Classes are registered: from now on, taking over a shard that
+		// another process let go (a restart) schedules the alarms its
+		// cells stored, whether or not a call comes for them. Watching
+		// ends with ctx (serveCmd's ends on SIGTERM), before shutdown.
+		if err := s.shards.Watch(ctx, 0, s.rt.LearnAlarms); err != nil {
+			s.rt.Close(ctx)
+			s.shutdownPorts(ctx)
+			return nil, err
+		}
+	}
 	s.app = &counterApp{ns: ns, node: nodeName}
 	s.rooms = &roomApp{ns: rooms, node: nodeName}
 	if s.shards != nil && s.localLn != nil {
@@ -335,7 +346,9 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		}
 		s.app.forward = fwd
 		s.rooms.forward = fwd
-		s.local = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+		// Accepting: a router that sees no 102 before the connection ends
+		// knows the call never started here, and runs it elsewhere.
+		s.local = &http.Server{Handler: shard.Accepting(s.handler()), ReadHeaderTimeout: 10 * time.Second}
 		go s.local.Serve(s.localLn)
 	}
 	if s.peerKey != nil {
@@ -406,7 +419,7 @@ func (s *server) listenLocal(dir string) error {
 	}
 	// Absolute: other processes, with other working directories, read it
 	// from the holder record.
-	path, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("serve-%d-%x.sock", os.Getpid(), tag)))
+	path, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s%d-%x.sock", shard.SocketPrefix, os.Getpid(), tag)))
 	if err != nil {
 		return err
 	}
@@ -429,8 +442,9 @@ func (s *server) listenLocal(dir string) error {
 // removeDeadSockets deletes the sockets of processes that died without
 // removing theirs: nothing accepts on them any more.
 func removeDeadSockets(dir string) {
-	paths, _ := filepath.Glob(filepath.Join(dir, "serve-*.sock"))
-	for _, p := range paths {
+	old, _ := filepath.Glob(filepath.Join(dir, "serve-*.sock")) // before SocketPrefix
+	paths, _ := filepath.Glob(filepath.Join(dir, shard.SocketPrefix+"*.sock"))
+	for _, p := range append(old, paths...) {
 		c, err := net.DialTimeout("unix", p, time.Second)
 		if err == nil {
 			c.Close()
@@ -447,8 +461,11 @@ func (s *server) shutdownPorts(ctx context.Context) error {
 	if s.local != nil {
 		// After the runtime: until then, routed calls are answered (with
 		// "closing" once it shuts down, which tells the router to wait for
-		// the shard and run them itself).
-		errs = append(errs, s.local.Close())
+		// the shard and run them itself), and the runtime has let every
+		// shard go. Shutdown, not Close: a call the runtime ran still gets
+		// its answer. Connections still queued on the socket are reset
+		// unread; their routers saw no 102 and run the calls themselves.
+		errs = append(errs, s.local.Shutdown(ctx))
 	}
 	if s.localLn != nil {
 		s.localLn.Close()

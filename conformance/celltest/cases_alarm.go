@@ -17,6 +17,7 @@ func alarmCases() []caseDef {
 		{"alarm/timeline", caseAlarmTimeline},
 		{"alarm/rearm-wins", caseAlarmRearm},
 		{"alarm/survives-restart", caseAlarmRestart},
+		{"alarm/learn-after-takeover", caseAlarmLearn},
 		{"alarm/internal-failure-uncounted", caseAlarmInternalFailure},
 		{"alarm/one-at-a-time", caseAlarmOneAtATime},
 	}

@@ -334,9 +334,11 @@ func (s *alarmScheduler) stopAll() {
 	}
 }
 
-// scanClass schedules the alarms stored in the local databases of a class,
-// so alarms survive restarts. Unreadable files are logged and skipped.
-func (s *alarmScheduler) scanClass(ctx context.Context, cls *class) {
+// scanClass schedules the alarms stored in the local databases of a class
+// (those of the cells keep accepts; all when keep is nil), so alarms
+// survive restarts. Unreadable files are logged and skipped; it stops when
+// ctx ends.
+func (s *alarmScheduler) scanClass(ctx context.Context, cls *class, keep func(cellKey string) bool) {
 	rt := s.rt
 	dir := filepath.Join(rt.opts.DataDir, cls.name)
 	ents, err := os.ReadDir(dir)
@@ -347,6 +349,9 @@ func (s *alarmScheduler) scanClass(ctx context.Context, cls *class) {
 		return
 	}
 	for _, de := range ents {
+		if ctx.Err() != nil {
+			return
+		}
 		name := de.Name()
 		if de.IsDir() || !strings.HasSuffix(name, dbSuffix) {
 			continue
@@ -354,6 +359,9 @@ func (s *alarmScheduler) scanClass(ctx context.Context, cls *class) {
 		id, err := IDFromString(rt.opts.ScriptName, cls.name, strings.TrimSuffix(name, dbSuffix))
 		if err != nil {
 			rt.logger.Warn("cell alarm scan: skipping a database whose name is not an id of this class", "file", name, "err", err)
+			continue
+		}
+		if keep != nil && !keep(CellKey(cls.name, id)) {
 			continue
 		}
 		row, err := readStoredAlarm(ctx, rt.opts.Driver, filepath.Join(dir, name), CellKey(cls.name, id))

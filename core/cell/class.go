@@ -53,7 +53,7 @@ func Register[O any](rt *Runtime, className string, newObject func(ctx context.C
 	}
 	rt.classes[className] = cls
 	rt.mu.Unlock()
-	rt.alarms.scanClass(rt.bg, cls)
+	rt.alarms.scanClass(rt.bg, cls, nil)
 	return &Namespace[O]{rt: rt, cls: cls}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cellb/cellb/core/lease"
 )
@@ -36,6 +37,14 @@ func WithAddr(addr string) Option {
 	return func(o *options) { o.addr = addr }
 }
 
+// A holder records itself just after it takes a shard's lock and clears
+// its record just before it lets go; TryAcquire, finding the lock held and
+// no record, looks again this often, this many times (see TryAcquire).
+const (
+	holderSettleStep  = time.Millisecond
+	holderSettleTries = 50
+)
+
 // Lease grants cells to this process by locking their shards. It implements
 // lease.Lease. Close it to let every shard go.
 type Lease struct {
@@ -45,6 +54,14 @@ type Lease struct {
 	log    *slog.Logger
 	closed atomic.Bool
 	shards []shardState
+
+	// Set by Watch: learn runs on every takeover, under watchCtx, which
+	// Close cancels before it waits for the watching to end (watchDone).
+	learn       atomic.Pointer[LearnFunc]
+	watchMu     sync.Mutex
+	watchCtx    context.Context
+	watchCancel context.CancelFunc
+	watchDone   chan struct{}
 }
 
 // shardState is this Lease's view of one shard. mu serialises everything
@@ -54,6 +71,14 @@ type shardState struct {
 	f      *os.File          // the shard file, open and locked while held
 	epoch  uint64            // last epoch written while held
 	grants map[string]*grant // live grants by cell key
+	// known: this Lease knows what the shard's cells stored as of epoch
+	// knownEpoch — it held the shard up to that epoch, having learned it
+	// when it took the shard (learned). No cell's storage changes without
+	// a grant, and every grant raises the epoch, so while the shard file
+	// still says knownEpoch nothing changed since.
+	known      bool
+	knownEpoch uint64
+	learned    bool
 }
 
 var _ lease.Lease = (*Lease)(nil)
@@ -92,8 +117,11 @@ func (l *Lease) Shards() int { return l.n }
 // Lease already holds the shard it only records the epoch; otherwise it
 // tries the shard's lock without waiting, and fails with
 // *lease.CellOwnedElsewhereError when another process (or another Lease on
-// the same directory) holds it. Taking a cell this Lease already granted
-// ends the earlier grant, as a new activation supersedes an old one.
+// the same directory) holds it. A Lease that routes (WithAddr) and finds
+// the lock held but no holder record looks again for up to 50 ms: the
+// holder is taking the shard or letting it go. Taking a cell this Lease
+// already granted ends the earlier grant, as a new activation supersedes
+// an old one.
 func (l *Lease) TryAcquire(ctx context.Context, cellKey string) (lease.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -113,10 +141,31 @@ func (l *Lease) TryAcquire(ctx context.Context, cellKey string) (lease.Grant, er
 		if err != nil {
 			return nil, err
 		}
+		h, recorded := Holder{}, false
+		if !held {
+			h, recorded = readHolder(l.dir, i)
+		}
+		// No record while another holds the lock: a holder that routes is
+		// between taking the lock and recording itself, or between
+		// clearing its record and letting go. Look again for a moment,
+		// so a restart is not answered "owned by another node" (a process
+		// that routes calls itself expects its neighbours to).
+		for try := 0; !held && !recorded && l.addr != "" && try < holderSettleTries; try++ {
+			time.Sleep(holderSettleStep)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if held, err = l.lockLocked(i, s); err != nil {
+				return nil, err
+			}
+			if !held {
+				h, recorded = readHolder(l.dir, i)
+			}
+		}
 		if !held {
 			class, id, _ := strings.Cut(cellKey, ":")
 			oe := &lease.CellOwnedElsewhereError{Class: class, ID: id}
-			if h, ok := readHolder(l.dir, i); ok && h.PID != os.Getpid() {
+			if recorded && h.PID != os.Getpid() {
 				oe.Owner, oe.Addr = h.String(), h.Addr
 			}
 			return nil, oe
@@ -171,6 +220,15 @@ func (l *Lease) lockLocked(i int, s *shardState) (bool, error) {
 		}
 	}
 	l.log.Debug("took shard", "shard", i, "epoch", epoch)
+	s.learned = s.known && s.knownEpoch == epoch
+	if learn := l.learn.Load(); learn != nil && !s.learned && l.watchCtx.Err() == nil {
+		// A takeover: another holder may have changed the shard's
+		// cells. Learn them before any grant, holding the lock (so no
+		// one changes them meanwhile) and named as the holder (so other
+		// processes route their calls here rather than refuse them).
+		(*learn)(l.watchCtx, func(cellKey string) bool { return Of(cellKey, l.n) == i })
+		s.learned = l.watchCtx.Err() == nil // a learn cut short knows nothing
+	}
 	return true, nil
 }
 
@@ -186,6 +244,7 @@ func (l *Lease) unlockLocked(i int, s *shardState) error {
 			l.log.Warn("clearing the shard's holder record", "shard", i, "err", err)
 		}
 	}
+	s.known, s.knownEpoch = s.learned, s.epoch
 	err := errors.Join(unlock(s.f), s.f.Close())
 	s.f, s.grants = nil, nil
 	if err != nil {
@@ -217,6 +276,13 @@ func (l *Lease) release(g *grant) error {
 func (l *Lease) Close() error {
 	if l.closed.Swap(true) {
 		return nil
+	}
+	l.watchMu.Lock()
+	cancel, done := l.watchCancel, l.watchDone
+	l.watchMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
 	}
 	var errs []error
 	for i := range l.shards {

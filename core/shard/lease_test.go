@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cellb/cellb/core/lease"
 )
@@ -379,4 +380,29 @@ func TestConcurrentGrants(t *testing.T) {
 	if len(seen) == 0 {
 		t.Fatal("no grant at all")
 	}
+}
+
+// A Lease that routes, finding the lock held and no holder record, looks
+// again for a moment: a holder letting the shard go clears its record
+// just before it unlocks, and the call then takes the shard here instead
+// of being refused without a route.
+func TestTryAcquireWaitsOutAHolderLettingGo(t *testing.T) {
+	dir := t.TempDir()
+	a := open(t, dir, 4) // records no holder: the window, made long
+	b, err := Open(dir, 4, WithAddr("unix:/run/b.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cell := cellsIn(2, 4, 1)[0]
+	ga := grantOf(t, a, cell)
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		ga.Release(context.Background())
+	}()
+	g, err := b.TryAcquire(context.Background(), cell)
+	if err != nil {
+		t.Fatalf("the holder let go within the settling time, yet: %v", err)
+	}
+	g.Release(context.Background())
 }

@@ -1,14 +1,15 @@
 package shard
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/cellb/cellb/core/lease"
@@ -21,9 +22,11 @@ import (
 const HeaderNotApplied = "X-Cellb-Not-Applied"
 
 // ErrHolderGone: the process a shard's record names could not take the
-// call, and none of it ran — its socket refused the connection, or it
-// answered HeaderNotApplied. The shard is being let go (a restart, most
-// often): the caller may wait for the lock and run the call itself.
+// call, and none of it ran — its socket refused the connection, it
+// answered HeaderNotApplied, or (a SocketPrefix holder) the connection
+// ended before it answered 102 Processing. The shard is being let go (a
+// restart, most often): the caller may wait for the lock and run the call
+// itself.
 var ErrHolderGone = errors.New("shard: the holding process is gone or shutting down; the call did not run there")
 
 // DefaultRouteTimeout bounds a routed call, so a holder that hangs gives
@@ -47,11 +50,46 @@ type Router struct {
 	Timeout time.Duration
 }
 
+// SocketPrefix begins the file name of the socket of a holder whose
+// server runs calls through Accepting, and so answers 102 Processing
+// before it runs any of a call. Only for such a holder does Forward take
+// a connection that ends before that answer as proof that the call did
+// not run; a holder on another socket (an older `cellb serve`) keeps the
+// old rule, where only a refused connection proves it.
+const SocketPrefix = "route-"
+
+// promisesAccepted reports whether the holder at socket path answers 102
+// Processing before running a call (see SocketPrefix).
+func promisesAccepted(path string) bool {
+	return strings.HasPrefix(filepath.Base(path), SocketPrefix)
+}
+
+// Accepting wraps a holder's handler for routed calls: it answers 102
+// Processing, flushed to the connection, before h runs any of the call.
+// A router that saw the connection end without that answer knows the call
+// never started here (the holder closed the connection unread, or it
+// never accepted it: a connection still queued on a listener that closes
+// is reset), so the call may run elsewhere. Clients that do not look for
+// it skip a 1xx answer, as HTTP requires.
+func Accepting(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusProcessing)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// max1xx bounds the informational answers Forward skips before the final
+// one, as net/http's client does.
+const max1xx = 5
+
 // Forward replays r (method, path, query, headers, body) against the
-// holder at addr and copies its answer to w. It returns ErrHolderGone when
-// the call did not run there, and a *lease.ShardOwnerLostError when the
-// holder went away after the call was sent. Forward writes to w only on
-// success.
+// holder at addr, over a connection of its own, and copies its answer to
+// w. It returns ErrHolderGone when the call provably did not run there —
+// the connection was refused, the holder answered HeaderNotApplied, or a
+// holder on a SocketPrefix socket closed the connection before answering
+// 102 Processing — and a *lease.ShardOwnerLostError when the holder may
+// have run the call but did not answer in full (it went away, or the
+// route's timeout passed). Forward writes to w only on success.
 func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get(peer.HeaderForwarded) != "" {
 		return peer.ErrAlreadyForwarded
@@ -70,19 +108,44 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 	if err != nil {
 		return err
 	}
-	var dialed atomic.Bool
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
-			dialed.Store(err == nil)
-			return c, err
-		},
-		DisableKeepAlives: true,
-	}}
-	resp, err := client.Do(out)
+	out.Close = true // one call per connection: none is sent on one the holder may be closing
+	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
 	if err != nil {
-		if !dialed.Load() {
-			return fmt.Errorf("%w: %v", ErrHolderGone, err)
+		return fmt.Errorf("%w: %v", ErrHolderGone, err)
+	}
+	defer conn.Close()
+	// The timeout (or the caller going away) ends any read or write.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	// Written while the answer is read, as net/http's client does: a
+	// holder may answer (a refusal, most often) before it reads the whole
+	// request, and whether it accepted the call is only known from what
+	// it sent back, so a failed write is not the end.
+	werrc := make(chan error, 1)
+	go func() { werrc <- out.Write(conn) }()
+	br := bufio.NewReader(conn)
+	accepted := false
+	var resp *http.Response
+	for n := 0; ; n++ {
+		resp, err = http.ReadResponse(br, out)
+		if err != nil || resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		if resp.StatusCode == http.StatusProcessing {
+			accepted = true
+		}
+		if n == max1xx {
+			err = fmt.Errorf("more than %d informational answers", max1xx)
+			break
+		}
+	}
+	if err != nil {
+		conn.Close() // ends the write, if it still runs
+		if werr := <-werrc; werr != nil && !errors.Is(werr, net.ErrClosed) {
+			err = fmt.Errorf("%w (writing the request: %v)", err, werr)
+		}
+		if !accepted && ctx.Err() == nil && promisesAccepted(path) {
+			return fmt.Errorf("%w: the connection ended before it accepted the call: %v", ErrHolderGone, err)
 		}
 		return rt.lost(addr, err)
 	}

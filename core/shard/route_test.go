@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cellb/cellb/core/lease"
@@ -154,4 +155,112 @@ func TestHolderRecordNamesTheRouteToTheHolder(t *testing.T) {
 	}
 	holder.Close()
 	other.Close()
+}
+
+// closingListener accepts connections on a unix socket named name and
+// closes each one without reading any of it, as a holder does with the
+// connections still queued when its listener closes; it counts them.
+func closingListener(t *testing.T, name string) (addr string, accepted func() int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	n := make(chan int, 1)
+	n <- 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n <- <-n + 1
+			c.Close()
+		}
+	}()
+	return "unix:" + path, func() int { v := <-n; n <- v; return v }
+}
+
+// A holder on a SocketPrefix socket answers 102 before it runs anything
+// of a call, so a connection that ends before that answer proves the call
+// did not run: the caller may run it itself. A holder on another socket
+// promises nothing, and the same ending may follow a call that ran.
+func TestRouterTakesAConnectionEndedBeforeAcceptanceAsNotApplied(t *testing.T) {
+	rt := &Router{Self: "b"}
+	promising, accepted := closingListener(t, SocketPrefix+"1-ab.sock")
+	rec := httptest.NewRecorder()
+	err := rt.Forward(context.Background(), promising, rec, routedRequest("payload"))
+	if !errors.Is(err, ErrHolderGone) || accepted() != 1 {
+		t.Fatalf("connection closed unread by a holder that answers 102: %v (accepted %d), want ErrHolderGone", err, accepted())
+	}
+	if rec.Code != 200 || rec.Body.Len() != 0 {
+		t.Fatal("Forward wrote an answer it did not pass on")
+	}
+	silent, _ := closingListener(t, "serve-1-ab.sock")
+	err = rt.Forward(context.Background(), silent, httptest.NewRecorder(), routedRequest("payload"))
+	var lost *lease.ShardOwnerLostError
+	if !errors.As(err, &lost) {
+		t.Fatalf("connection closed by a holder that promises nothing: %v, want a *lease.ShardOwnerLostError", err)
+	}
+}
+
+// Once the holder answered 102 the call may have run: losing the holder
+// after that is reported as such, and the call is not retried.
+func TestRouterReportsAHolderLostAfterAcceptingTheCall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), SocketPrefix+"2-cd.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	srv := &http.Server{Handler: Accepting(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}))}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	err = (&Router{Self: "b"}).Forward(context.Background(), "unix:"+path, httptest.NewRecorder(), routedRequest(""))
+	var lost *lease.ShardOwnerLostError
+	if !errors.As(err, &lost) || calls.Load() != 1 {
+		t.Fatalf("got %v after %d calls, want a *lease.ShardOwnerLostError after one", err, calls.Load())
+	}
+}
+
+// A holder that answers through Accepting is understood by any HTTP
+// client: the 102 is skipped and the final answer passed on whole.
+func TestAcceptingAnswers102ThenTheCall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), SocketPrefix+"3-ef.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: Accepting(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Answer", "yes")
+		w.WriteHeader(201)
+		io.WriteString(w, "done")
+	}))}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	rec := httptest.NewRecorder()
+	if err := (&Router{Self: "b"}).Forward(context.Background(), "unix:"+path, rec, routedRequest("x")); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != 201 || rec.Body.String() != "done" || rec.Header().Get("X-Answer") != "yes" {
+		t.Fatalf("answer %d %q %v", rec.Code, rec.Body.String(), rec.Header())
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+	resp, err := client.Post("http://holder/x", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || string(body) != "done" {
+		t.Fatalf("plain client: %d %q", resp.StatusCode, body)
+	}
 }
