@@ -18,8 +18,9 @@ import (
 
 // HeaderNotApplied marks an answer that refused a call before running any
 // of it (the process is shutting down): a router may run the call
-// elsewhere without risking it twice.
-const HeaderNotApplied = "X-Cellb-Not-Applied"
+// elsewhere without risking it twice. It is the peer protocol's header, so
+// one spelling serves both routers.
+const HeaderNotApplied = peer.HeaderNotApplied
 
 // ErrHolderGone: the process a shard's record names could not take the
 // call, and none of it ran — its socket refused the connection, it
