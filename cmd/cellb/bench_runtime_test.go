@@ -51,7 +51,7 @@ func benchRead(ctx context.Context, c *benchCell) (int64, error) {
 
 func benchRuntime(b *testing.B, d driver.Driver, log durability.Log, s store.Store) (*cell.Runtime, *cell.Namespace[*benchCell]) {
 	b.Helper()
-	rt, err := cell.New(cell.Options{ScriptName: "bench", Driver: d, DataDir: b.TempDir(), Log: log, Store: s, Logger: quietLogger(), IdleTimeout: -1})
+	rt, err := cell.New(cell.Options{ScriptName: "bench", Driver: d, DataDir: b.TempDir(), Log: log, Logger: quietLogger(), IdleTimeout: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func BenchmarkAckedWrites(b *testing.B) {
 				defer store.Close(s)
 				lg, _ := ltxlog.New(ltxlog.Options{Store: s, Logger: quietLogger()})
 				drv, _ := pickDriver("wasm", fleetMode)
-				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Log: lg, Store: s, Logger: quietLogger(), IdleTimeout: -1}
+				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Log: lg, Logger: quietLogger(), IdleTimeout: -1}
 				if fleetMode {
 					node, err := fleet.Join(ctx, fleet.Options{Store: s, Logger: quietLogger()})
 					if err != nil {

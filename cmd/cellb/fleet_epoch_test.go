@@ -30,7 +30,7 @@ func startEpochNode(t *testing.T, s store.Store, name string) *epochNode {
 		t.Fatal(err)
 	}
 	lg, _ := ltxlog.New(ltxlog.Options{Store: s, Logger: quietLogger()})
-	rt, err := cell.New(cell.Options{ScriptName: "epochs", Driver: wasm.New(), DataDir: t.TempDir(), Log: lg, Store: s, Lease: node, Logger: quietLogger(), IdleTimeout: -1})
+	rt, err := cell.New(cell.Options{ScriptName: "epochs", Driver: wasm.New(), DataDir: t.TempDir(), Log: lg, Lease: node, Logger: quietLogger(), IdleTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,7 +247,7 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		return nil, err
 	}
 	opts := cell.Options{
-		ScriptName: cfg.ScriptName, Driver: drv, Store: s.bucket, Logger: logger, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells,
+		ScriptName: cfg.ScriptName, Driver: drv, Logger: logger, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells,
 		DataDir: filepath.Join(cfg.Data, "cells"),
 	}
 	if cfg.Bucket != "" {

@@ -126,7 +126,7 @@ func BenchmarkEmbeddedActivation(b *testing.B) {
 				b.Fatal(err)
 			}
 			drv, _ := pickDriver("wasm", false)
-			opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: filepath.Join(dir, "cells"), Log: lg, Store: bucket, Logger: quietLogger(), IdleTimeout: -1}
+			opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: filepath.Join(dir, "cells"), Log: lg, Logger: quietLogger(), IdleTimeout: -1}
 			if name == "shard" {
 				l, err := shard.Open(filepath.Join(dir, "shards"), 16)
 				if err != nil {

@@ -113,7 +113,6 @@ func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
 		ScriptName:  "celltest",
 		Driver:      c.h.Driver,
 		DataDir:     cfg.dir,
-		Store:       c.h.Store,
 		Lease:       cfg.lease,
 		Log:         cfg.log,
 		Clock:       cfg.clock,

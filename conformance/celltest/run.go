@@ -12,15 +12,12 @@ import (
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
-	"github.com/cellb/cellb/core/store"
 )
 
 // Harness describes what the suite runs on.
 type Harness struct {
 	// Driver is the SQLite driver under test.
 	Driver driver.Driver
-	// Store, if set, is handed to every runtime the suite builds.
-	Store store.Store
 	// Dir holds the cases' data directories (a fresh subdirectory per
 	// case). Empty means a temporary directory removed afterwards.
 	Dir string

@@ -15,7 +15,6 @@ import (
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
-	"github.com/cellb/cellb/core/store"
 )
 
 // DefaultIdleTimeout is how long an object stays in memory with no event
@@ -32,10 +31,6 @@ type Options struct {
 	Driver driver.Driver
 	// DataDir holds one SQLite file per cell (see DatabasePath). Required.
 	DataDir string
-	// Store is the bucket, for the wiring around the runtime (logs, leases
-	// and tools built on it); the runtime itself only hands it out through
-	// Runtime.Store. Optional.
-	Store store.Store
 	// Lease grants write ownership per cell. Default: lease.None{}.
 	Lease lease.Lease
 	// Log makes commits durable. Default: durability.Local{} (the local
@@ -146,9 +141,6 @@ func New(opts Options) (*Runtime, error) {
 	rt.alarms = newAlarmScheduler(rt)
 	return rt, nil
 }
-
-// Store is Options.Store (nil when none was given).
-func (rt *Runtime) Store() store.Store { return rt.opts.Store }
 
 // DataDir is Options.DataDir.
 func (rt *Runtime) DataDir() string { return rt.opts.DataDir }
