@@ -14,6 +14,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/kvvalue"
 )
 
 func kvCases() []caseDef {
@@ -212,7 +213,7 @@ func caseKVV8(c *checkT) {
 				c.errorf("Get(v8-%d): found %v, %v", i, found, err)
 				continue
 			}
-			if val.Format() != cell.FormatV8 {
+			if val.Format() != kvvalue.FormatV8 {
 				c.errorf("v8-%d reads as format %v, want v8", i, val.Format())
 			}
 			got, err := val.Any()
@@ -225,7 +226,7 @@ func caseKVV8(c *checkT) {
 			return 0, err
 		}
 		_, err = val.Any()
-		var ut *cell.UnsupportedV8TagError
+		var ut *kvvalue.UnsupportedV8TagError
 		if !errors.As(err, &ut) || !strings.Contains(err.Error(), "Map") {
 			c.errorf("decoding a Map returned %v, want an *UnsupportedV8TagError naming Map", err)
 		}
@@ -235,7 +236,7 @@ func caseKVV8(c *checkT) {
 			return 0, err
 		}
 		cp, _, _ := kv.Get(ctx, "copy")
-		if cp.Format() != cell.FormatV8 || string(cp.Raw()) != string(v0.Raw()) {
+		if cp.Format() != kvvalue.FormatV8 || string(cp.Raw()) != string(v0.Raw()) {
 			c.errorf("a copied V8 value changed: %x vs %x", cp.Raw(), v0.Raw())
 		}
 		return 0, nil

@@ -2,10 +2,11 @@ package cell
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/cellb/cellb/core/kvvalue"
 )
 
 // MaxKVKeyBytes is the longest key KV accepts (as Cloudflare's storage
@@ -15,7 +16,8 @@ const MaxKVKeyBytes = 2048
 // KV is a cell's key-value storage, kept in celld's _cf_KV table under the
 // cell's key as scope, so celld reads what CellB writes and the other way
 // round. Values are written as JSON text; values celld wrote in V8's
-// serialization format are read too (see Value and docs/kv-values.md).
+// serialization format are read too (see kvvalue.Value and
+// docs/kv-values.md).
 // Every call joins the turn's implicit transaction.
 type KV struct {
 	inst *instance
@@ -43,32 +45,33 @@ func checkKVKey(k string) error {
 }
 
 // Get reads one key; found is false when it is absent.
-func (kv *KV) Get(ctx context.Context, key string) (v Value, found bool, err error) {
+func (kv *KV) Get(ctx context.Context, key string) (v kvvalue.Value, found bool, err error) {
 	if err := checkKVKey(key); err != nil {
-		return Value{}, false, err
+		return kvvalue.Value{}, false, err
 	}
 	inst := kv.inst
 	unlock, err := inst.lockTurn(ctx)
 	if err != nil {
-		return Value{}, false, err
+		return kvvalue.Value{}, false, err
 	}
 	defer unlock()
 	rows, err := inst.conn.Query(ctx, sqlKVGet, inst.key, key)
 	if err != nil {
-		return Value{}, false, err
+		return kvvalue.Value{}, false, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
-		return Value{}, false, rows.Err()
+		return kvvalue.Value{}, false, rows.Err()
 	}
-	v, err = valueFromColumn(rows.Values()[0])
+	v, err = kvvalue.FromColumn(rows.Values()[0])
 	if err != nil {
-		return Value{}, false, fmt.Errorf("cell: KV key %q: %w", key, err)
+		return kvvalue.Value{}, false, fmt.Errorf("cell: KV key %q: %w", key, err)
 	}
 	return v, true, rows.Err()
 }
 
-// GetInto reads one key and decodes it into dest (as Value.Decode does).
+// GetInto reads one key and decodes it into dest (as kvvalue.Value.Decode
+// does).
 func (kv *KV) GetInto(ctx context.Context, key string, dest any) (found bool, err error) {
 	v, found, err := kv.Get(ctx, key)
 	if err != nil || !found {
@@ -78,8 +81,8 @@ func (kv *KV) GetInto(ctx context.Context, key string, dest any) (found bool, er
 }
 
 // GetMany reads several keys; absent keys are missing from the map.
-func (kv *KV) GetMany(ctx context.Context, keys []string) (map[string]Value, error) {
-	out := make(map[string]Value, len(keys))
+func (kv *KV) GetMany(ctx context.Context, keys []string) (map[string]kvvalue.Value, error) {
+	out := make(map[string]kvvalue.Value, len(keys))
 	for _, k := range keys {
 		v, found, err := kv.Get(ctx, k)
 		if err != nil {
@@ -92,14 +95,14 @@ func (kv *KV) GetMany(ctx context.Context, keys []string) (map[string]Value, err
 	return out, nil
 }
 
-// Put stores value under key. value is encoded as JSON, except a Value,
-// which is stored exactly as read (so copying a V8-encoded value keeps its
+// Put stores value under key. value is encoded as JSON, except a
+// kvvalue.Value, which is stored exactly as read (so copying a V8-encoded value keeps its
 // bytes).
 func (kv *KV) Put(ctx context.Context, key string, value any) error {
 	if err := checkKVKey(key); err != nil {
 		return err
 	}
-	col, err := columnFromValue(value)
+	col, err := kvvalue.ToColumn(value)
 	if err != nil {
 		return fmt.Errorf("cell: KV key %q: %w", key, err)
 	}
@@ -193,7 +196,7 @@ type ListOptions struct {
 // Entry is one listed key and its value.
 type Entry struct {
 	Key   string
-	Value Value
+	Value kvvalue.Value
 }
 
 // List returns the entries selected by opts, in key order (descending if
@@ -228,7 +231,7 @@ func (kv *KV) List(ctx context.Context, opts ListOptions) ([]Entry, error) {
 		if opts.Prefix != "" && !strings.HasPrefix(k, opts.Prefix) {
 			continue
 		}
-		v, err := valueFromColumn(vals[1])
+		v, err := kvvalue.FromColumn(vals[1])
 		if err != nil {
 			return nil, fmt.Errorf("cell: KV key %q: %w", k, err)
 		}
@@ -284,13 +287,4 @@ func prefixUpperBound(prefix string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// jsonText encodes a Go value as the JSON text KV stores.
-func jsonText(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("encode value as JSON: %w", err)
-	}
-	return string(b), nil
 }

@@ -1,4 +1,4 @@
-package cell
+package kvvalue
 
 import (
 	"encoding/hex"
@@ -183,4 +183,14 @@ func FuzzDecodeV8(f *testing.F) {
 		}
 		walk(v, 0)
 	})
+}
+
+// TestUnsupportedV8TagMessage pins the message docs/kv-values.md quotes.
+func TestUnsupportedV8TagMessage(t *testing.T) {
+	b, _ := hex.DecodeString("ff0f3b220161490222016249043a04") // new Map([["a",1],["b",2]])
+	_, err := DecodeV8(b)
+	const want = "kvvalue: V8 value: unsupported tag ';' (Map) at offset 2"
+	if err == nil || err.Error() != want {
+		t.Errorf("decoding a Map: %v; want %q", err, want)
+	}
 }

@@ -1,4 +1,4 @@
-package cell
+package kvvalue
 
 import (
 	"bytes"
@@ -7,19 +7,19 @@ import (
 	"fmt"
 )
 
-// ValueFormat is how a KV value is stored in _cf_KV.v.
-type ValueFormat int
+// Format is how a KV value is stored in _cf_KV.v.
+type Format int
 
 const (
 	// FormatJSON is JSON text (what CellB writes; celld reads it as its
 	// legacy format).
-	FormatJSON ValueFormat = iota
+	FormatJSON Format = iota
 	// FormatV8 is a blob in V8's serialization format (header FF 0F), as
 	// celld writes through workerd's storage API.
 	FormatV8
 )
 
-func (f ValueFormat) String() string {
+func (f Format) String() string {
 	if f == FormatV8 {
 		return "v8"
 	}
@@ -28,12 +28,12 @@ func (f ValueFormat) String() string {
 
 // Value is one stored KV value, decoded lazily.
 type Value struct {
-	format ValueFormat
+	format Format
 	raw    []byte
 }
 
 // Format is how the value is stored.
-func (v Value) Format() ValueFormat { return v.format }
+func (v Value) Format() Format { return v.format }
 
 // Raw is the stored bytes (JSON text or V8 serialization).
 func (v Value) Raw() []byte { return v.raw }
@@ -81,10 +81,11 @@ func (v Value) Decode(dest any) error {
 // text nor a V8 serialization.
 var ErrBadStoredValue = errors.New("stored value is neither JSON text nor V8-serialized")
 
-// valueFromColumn classifies the v column as read from SQLite: TEXT is
-// JSON; a BLOB starting with V8's version tag is V8; any other BLOB is
-// taken as JSON bytes if it parses.
-func valueFromColumn(col any) (Value, error) {
+// FromColumn classifies the v column as read from SQLite: TEXT is JSON; a
+// BLOB starting with V8's version tag is V8; any other BLOB is taken as
+// JSON bytes if it parses; NULL reads as JSON null. Anything else fails
+// with ErrBadStoredValue. The bytes are copied.
+func FromColumn(col any) (Value, error) {
 	switch c := col.(type) {
 	case string:
 		return Value{format: FormatJSON, raw: []byte(c)}, nil
@@ -102,8 +103,11 @@ func valueFromColumn(col any) (Value, error) {
 	return Value{}, ErrBadStoredValue
 }
 
-// columnFromValue is what Put writes: JSON text, or a Value's own bytes.
-func columnFromValue(v any) (any, error) {
+// ToColumn is what a KV Put writes to the v column: v encoded as JSON
+// text, except a Value (or *Value), whose own bytes are written unchanged
+// (a V8 value as a BLOB, a JSON value as TEXT). A value encoding/json
+// cannot encode fails.
+func ToColumn(v any) (any, error) {
 	switch x := v.(type) {
 	case Value:
 		if x.format == FormatV8 {
@@ -114,7 +118,11 @@ func columnFromValue(v any) (any, error) {
 		if x == nil {
 			return "null", nil
 		}
-		return columnFromValue(*x)
+		return ToColumn(*x)
 	}
-	return jsonText(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode value as JSON: %w", err)
+	}
+	return string(b), nil
 }

@@ -1,4 +1,4 @@
-package cell
+package kvvalue
 
 import (
 	"encoding/binary"
@@ -78,7 +78,7 @@ func (e *UnsupportedV8TagError) Error() string {
 	if name == "" {
 		name = "unknown"
 	}
-	return fmt.Sprintf("cell: V8 value: unsupported tag %s (%s) at offset %d", quoteByte(e.Tag), name, e.Offset)
+	return fmt.Sprintf("kvvalue: V8 value: unsupported tag %s (%s) at offset %d", quoteByte(e.Tag), name, e.Offset)
 }
 
 var v8TagNames = map[byte]string{
@@ -105,7 +105,7 @@ func DecodeV8(data []byte) (any, error) {
 		return nil, err
 	}
 	if ver < 13 || ver > v8MaxVersion {
-		return nil, fmt.Errorf("cell: V8 value: unsupported format version %d", ver)
+		return nil, fmt.Errorf("kvvalue: V8 value: unsupported format version %d", ver)
 	}
 	v, err := d.value(0)
 	if err != nil {
@@ -130,7 +130,7 @@ type v8Decoder struct {
 }
 
 func (d *v8Decoder) malformed(what string) error {
-	return fmt.Errorf("cell: V8 value: %w: %s at offset %d", ErrMalformedV8, what, d.pos)
+	return fmt.Errorf("kvvalue: V8 value: %w: %s at offset %d", ErrMalformedV8, what, d.pos)
 }
 
 func (d *v8Decoder) byte() (byte, error) {
@@ -492,7 +492,7 @@ func (d *v8Decoder) sparseArray(depth int) (any, error) {
 		return nil, err
 	}
 	if n > v8MaxSparseArray {
-		return nil, fmt.Errorf("cell: V8 value: sparse array of length %d is over the %d limit", n, v8MaxSparseArray)
+		return nil, fmt.Errorf("kvvalue: V8 value: sparse array of length %d is over the %d limit", n, v8MaxSparseArray)
 	}
 	arr := make([]any, n)
 	props, err := d.properties(depth, v8EndSparse, func(k string, v any) {
@@ -560,4 +560,14 @@ func jsNumberString(f float64) string {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// quoteByte renders a tag byte for an error message: 'c' when printable,
+// 0xNN otherwise.
+func quoteByte(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return "'" + string(c) + "'"
+	}
+	const digits = "0123456789abcdef"
+	return "0x" + string(digits[c>>4]) + string(digits[c&15])
 }
