@@ -17,6 +17,7 @@ import (
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // The wake cases check celld's alarm installation identity (_cf_WAKE and
@@ -78,7 +79,7 @@ type recordingPublisher struct {
 }
 
 type publishCall struct {
-	p         cell.WakePublication
+	p         wakeport.Publication
 	committed durability.Durable
 }
 
@@ -88,7 +89,7 @@ type heldPublication struct {
 	fail      error
 }
 
-func (r *recordingPublisher) Publish(p cell.WakePublication, committed durability.Durable) durability.Durable {
+func (r *recordingPublisher) Publish(p wakeport.Publication, committed durability.Durable) durability.Durable {
 	if p.AtMs != nil {
 		at := *p.AtMs
 		p.AtMs = &at
@@ -155,8 +156,8 @@ func (r *recordingPublisher) recorded() []publishCall {
 
 // pubOf is the publication wanted for cell key at (epoch, seq), due at at
 // (nil: the alarm was deleted).
-func pubOf(key string, epoch, seq uint64, at *time.Time) cell.WakePublication {
-	p := cell.WakePublication{Cell: key, Epoch: epoch, Seq: seq}
+func pubOf(key string, epoch, seq uint64, at *time.Time) wakeport.Publication {
+	p := wakeport.Publication{Cell: key, Epoch: epoch, Seq: seq}
 	if at != nil {
 		ms := at.UnixMilli()
 		p.AtMs = &ms
@@ -169,7 +170,7 @@ func timeAt(d time.Duration) *time.Time {
 	return &t
 }
 
-func showPub(p cell.WakePublication) string {
+func showPub(p wakeport.Publication) string {
 	at := "nil"
 	if p.AtMs != nil {
 		at = fmt.Sprintf("%+v", time.UnixMilli(*p.AtMs).Sub(epoch))
@@ -177,7 +178,7 @@ func showPub(p cell.WakePublication) string {
 	return fmt.Sprintf("{%s %d-%d at %s}", p.Cell, p.Epoch, p.Seq, at)
 }
 
-func samePub(a, b cell.WakePublication) bool {
+func samePub(a, b wakeport.Publication) bool {
 	if a.Cell != b.Cell || a.Epoch != b.Epoch || a.Seq != b.Seq || (a.AtMs == nil) != (b.AtMs == nil) {
 		return false
 	}
@@ -186,7 +187,7 @@ func samePub(a, b cell.WakePublication) bool {
 
 // expectPubs checks that exactly want were published so far, in order,
 // leaving out the announcements an open makes (wake/announce checks those).
-func (c *checkT) expectPubs(r *recordingPublisher, what string, want ...cell.WakePublication) {
+func (c *checkT) expectPubs(r *recordingPublisher, what string, want ...wakeport.Publication) {
 	got := r.changes()
 	ok := len(got) == len(want)
 	for i := 0; ok && i < len(got); i++ {
@@ -339,7 +340,7 @@ func caseWakeSequence(c *checkT) {
 	set := func(d time.Duration) {
 		alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) { return 0, o.st.SetAlarm(ctx, epoch.Add(d)) })
 	}
-	var want []cell.WakePublication
+	var want []wakeport.Publication
 	step := func(what string, seq uint64, at *time.Time) {
 		// A call queues behind the alarm event, whose settle publishes
 		// before it lets the gate go; other steps published in their reply.
@@ -495,7 +496,7 @@ func caseWakePublishPerCommit(c *checkT) {
 		}
 		return p.st.SetAlarm(ctx, epoch.Add(20*time.Second))
 	})
-	want := []cell.WakePublication{pubOf(key, 3, 2, timeAt(20*time.Second))}
+	want := []wakeport.Publication{pubOf(key, 3, 2, timeAt(20*time.Second))}
 	c.expectPubs(pub, "after one commit that set the alarm twice", want...)
 
 	_, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int, error) {
@@ -592,9 +593,9 @@ func caseWakePublicationFailure(c *checkT) {
 	_, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int, error) {
 		return 0, p.st.SetAlarm(ctx, epoch.Add(time.Hour))
 	})
-	var perr *cell.WakePublishError
+	var perr *wakeport.PublishError
 	if !isBroken(err) || !errors.As(err, &perr) {
-		c.errorf("a reply whose publication failed returned %v, want a BrokenObjectError carrying a *cell.WakePublishError", err)
+		c.errorf("a reply whose publication failed returned %v, want a BrokenObjectError carrying a *wakeport.PublishError", err)
 	} else if !samePub(perr.Publication, pubOf(s.Key(), 1, 1, timeAt(time.Hour))) {
 		c.errorf("the failure names %s, want the failed publication", showPub(perr.Publication))
 	}
@@ -727,8 +728,8 @@ func caseWakeAnnounce(c *checkT) {
 		rt := c.wakeRuntime(wakeConfig{dir: dir, clock: clk, lease: l, pub: pub})
 		return rt, c.probeClass(rt, "WakeAnnounce", nil).stub("a")
 	}
-	announced := func(pub *recordingPublisher) []cell.WakePublication {
-		var out []cell.WakePublication
+	announced := func(pub *recordingPublisher) []wakeport.Publication {
+		var out []wakeport.Publication
 		for _, call := range pub.recorded() {
 			if call.p.Announce {
 				out = append(out, call.p)

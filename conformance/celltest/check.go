@@ -14,6 +14,7 @@ import (
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // checkT is what a case sees: the harness, a private directory, and
@@ -85,7 +86,7 @@ type rtConfig struct {
 	idle  time.Duration // default: never evict
 	// pub publishes alarm changes (wrapped by the harness's WrapWake, as
 	// the twins need); nil: no wake index.
-	pub cell.WakePublisher
+	pub wakeport.Publisher
 }
 
 // runtime builds a runtime on the harness's driver, closed at the end of

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // Harness describes what the suite runs on.
@@ -30,7 +30,7 @@ type Harness struct {
 	// WrapWake, if set, wraps the wake publisher of every runtime the wake
 	// cases build with one (the negative twins use it to break the
 	// publication's hold on replies).
-	WrapWake func(cell.WakePublisher) cell.WakePublisher
+	WrapWake func(wakeport.Publisher) wakeport.Publisher
 	// Timeout bounds each wait in a case (default 10 s): a wait that runs
 	// out is a failure, never a pass.
 	Timeout time.Duration

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // Negative twins: variants of the system under test that break one
@@ -54,10 +54,10 @@ func bucketCaseNames(what string) []string {
 	return names
 }
 
-func wrapWake(w func(cell.WakePublisher) cell.WakePublisher) func(Harness) Harness {
+func wrapWake(w func(wakeport.Publisher) wakeport.Publisher) func(Harness) Harness {
 	return func(h Harness) Harness {
 		prev := h.WrapWake
-		h.WrapWake = func(p cell.WakePublisher) cell.WakePublisher {
+		h.WrapWake = func(p wakeport.Publisher) wakeport.Publisher {
 			if prev != nil {
 				p = prev(p)
 			}
@@ -227,12 +227,12 @@ func NoWakeTriggers(d driver.Driver) driver.Driver {
 
 // AckPublicationEarly reports every wake publication done as soon as it
 // is started, whatever the publisher does.
-func AckPublicationEarly(p cell.WakePublisher) cell.WakePublisher {
+func AckPublicationEarly(p wakeport.Publisher) wakeport.Publisher {
 	return twinPublisher{p, func(d durability.Durable) durability.Durable { return durability.Resolved(nil) }}
 }
 
 // SwallowPublicationErrors reports failed wake publications as done.
-func SwallowPublicationErrors(p cell.WakePublisher) cell.WakePublisher {
+func SwallowPublicationErrors(p wakeport.Publisher) wakeport.Publisher {
 	return twinPublisher{p, func(d durability.Durable) durability.Durable {
 		f := durability.NewFuture()
 		go func() {
@@ -246,26 +246,26 @@ func SwallowPublicationErrors(p cell.WakePublisher) cell.WakePublisher {
 // DropAnnouncements never publishes the installation a cell announces
 // after opening under a new epoch: a runtime that publishes only alarm
 // changes, so a dead owner's entries and migration seeds are never retired.
-func DropAnnouncements(p cell.WakePublisher) cell.WakePublisher {
+func DropAnnouncements(p wakeport.Publisher) wakeport.Publisher {
 	return dropAnnouncements{p}
 }
 
-type dropAnnouncements struct{ cell.WakePublisher }
+type dropAnnouncements struct{ wakeport.Publisher }
 
-func (d dropAnnouncements) Publish(p cell.WakePublication, committed durability.Durable) durability.Durable {
+func (d dropAnnouncements) Publish(p wakeport.Publication, committed durability.Durable) durability.Durable {
 	if p.Announce {
 		return durability.Resolved(nil)
 	}
-	return d.WakePublisher.Publish(p, committed)
+	return d.Publisher.Publish(p, committed)
 }
 
 type twinPublisher struct {
-	cell.WakePublisher
+	wakeport.Publisher
 	edit func(durability.Durable) durability.Durable
 }
 
-func (t twinPublisher) Publish(p cell.WakePublication, committed durability.Durable) durability.Durable {
-	return t.edit(t.WakePublisher.Publish(p, committed))
+func (t twinPublisher) Publish(p wakeport.Publication, committed durability.Durable) durability.Durable {
+	return t.edit(t.Publisher.Publish(p, committed))
 }
 
 // AckBeforeDurable reports every commit durable as soon as it is appended,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // endTurn commits the turn's implicit transaction, hands the commit to the
@@ -147,7 +148,7 @@ func (inst *instance) trackLocked(d durability.Durable) {
 
 // failureReason words the reset a failed Durable causes.
 func failureReason(err error) string {
-	var perr *WakePublishError
+	var perr *wakeport.PublishError
 	if errors.As(err, &perr) {
 		return err.Error()
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // DefaultIdleTimeout is how long an object stays in memory with no event
@@ -56,10 +57,10 @@ type Options struct {
 	// negative means idle objects are evicted whatever their alarm.
 	AlarmResidency time.Duration
 	// Wake publishes every committed alarm change to a fleet's wake index
-	// (see WakePublisher); replies wait for the publication as they wait
-	// for durability. Nil (a single host) publishes nothing and costs
-	// nothing.
-	Wake WakePublisher
+	// (the contract is core/wakeport's); replies wait for the publication
+	// as they wait for durability. Nil (a single host) publishes nothing
+	// and costs nothing.
+	Wake wakeport.Publisher
 }
 
 // DefaultAlarmResidency is celld's default CELLD_ALARM_RESIDENT_MS.

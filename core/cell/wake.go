@@ -4,7 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/cellb/cellb/core/wakeport"
 )
+
+// The runtime is the wake port's Waker: core/wake activates due cells
+// through it.
+var _ wakeport.Waker = (*Runtime)(nil)
 
 // Wake activates the cell named by cellKey ("<Class>:<id>", as in a wake
 // index entry) exactly as a request would, so that its stored alarm is

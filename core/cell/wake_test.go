@@ -8,6 +8,7 @@ import (
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 func TestWakeEpochText(t *testing.T) {
@@ -61,12 +62,12 @@ func TestScanWakeRowRejectsNegativeSequence(t *testing.T) {
 
 func TestPublishedDurableNamesThePublication(t *testing.T) {
 	at := int64(5)
-	p := WakePublication{Cell: "C:x", Epoch: 3, Seq: 9, AtMs: &at}
+	p := wakeport.Publication{Cell: "C:x", Epoch: 3, Seq: 9, AtMs: &at}
 	cause := errors.New("put refused")
 	err := publishedDurable{durability.Resolved(cause), p}.Err()
-	var perr *WakePublishError
+	var perr *wakeport.PublishError
 	if !errors.As(err, &perr) || perr.Publication != p || !errors.Is(err, cause) {
-		t.Fatalf("Err() = %v; want a *WakePublishError for %+v wrapping the cause", err, p)
+		t.Fatalf("Err() = %v; want a *wakeport.PublishError for %+v wrapping the cause", err, p)
 	}
 	if !strings.Contains(err.Error(), "0000000000000003-0000000000000009") {
 		t.Errorf("the error %q does not name the identity", err)

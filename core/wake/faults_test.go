@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // TestPublicationsUnderFaults publishes a cell's alarm changes through a
@@ -80,7 +80,7 @@ func publicationsUnderFaults(t *testing.T, seed uint64) {
 			t.Fatal(err)
 		}
 		for seq := uint64(1); seq <= uint64(1+r.IntN(6)); seq++ {
-			p := cell.WakePublication{Cell: cellA, Epoch: epoch, Seq: seq}
+			p := wakeport.Publication{Cell: cellA, Epoch: epoch, Seq: seq}
 			if r.IntN(4) != 0 {
 				now = now.Add(time.Duration(r.IntN(180)) * time.Second)
 				p.AtMs = atMs(now)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // Page size and concurrency of scans, as celld uses them (§7.4).
@@ -24,7 +25,7 @@ const (
 // waker role and, while elected, wakes due cells nobody live owns and
 // deletes obsolete entries. It returns the format error that forbids
 // starting, if any, before polling begins; polling errors are logged.
-func (s *Service) Run(ctx context.Context, w Waker) error {
+func (s *Service) Run(ctx context.Context, w wakeport.Waker) error {
 	cctx, cancel := context.WithTimeout(ctx, scanCallLimit)
 	err := CheckReady(cctx, s.opts.Store)
 	cancel()
@@ -58,7 +59,7 @@ func (s *Service) Close(ctx context.Context) error {
 	}
 }
 
-func (s *Service) loop(ctx context.Context, w Waker) {
+func (s *Service) loop(ctx context.Context, w wakeport.Waker) {
 	defer close(s.done)
 	poll := s.clk.NewTimer(0)
 	tick := s.clk.NewTimer(0)
@@ -82,7 +83,7 @@ func (s *Service) loop(ctx context.Context, w Waker) {
 
 // tickOnce is one waker-role period: contend for the role, and while
 // holding it scan for every due cell and clean obsolete entries.
-func (s *Service) tickOnce(ctx context.Context, w Waker) {
+func (s *Service) tickOnce(ctx context.Context, w wakeport.Waker) {
 	elected, err := s.elect(ctx)
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("wake: waker election failed", "err", err)
@@ -161,7 +162,7 @@ func (s *Service) setElected(v bool) {
 
 // pollOnce wakes the cells whose entries are due and not obsolete: those
 // this node owns, and, when asWaker, those nobody live owns.
-func (s *Service) pollOnce(ctx context.Context, w Waker, asWaker bool) error {
+func (s *Service) pollOnce(ctx context.Context, w wakeport.Waker, asWaker bool) error {
 	now := s.clk.Now().UnixMilli()
 	minutes, err := s.listPrefixes(ctx, EntriesPrefix)
 	if err != nil {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // publishTimeout bounds one bucket call of a publication.
@@ -18,7 +18,7 @@ const publishTimeout = 30 * time.Second
 // retires the entries it replaces. The returned Durable resolves once the
 // entry is written and the commit is durable — what celld makes an
 // alarm-setting reply wait for; retirement follows in the background.
-func (s *Service) Publish(p cell.WakePublication, durable durability.Durable) durability.Durable {
+func (s *Service) Publish(p wakeport.Publication, durable durability.Durable) durability.Durable {
 	f := durability.NewFuture()
 	s.inflight.Add(1)
 	go func() {
@@ -28,7 +28,7 @@ func (s *Service) Publish(p cell.WakePublication, durable durability.Durable) du
 	return f
 }
 
-func (s *Service) publish(p cell.WakePublication, durable durability.Durable, f *durability.Future) {
+func (s *Service) publish(p wakeport.Publication, durable durability.Durable, f *durability.Future) {
 	id := Identity{Epoch: p.Epoch, Seq: p.Seq}
 	if p.AtMs != nil {
 		key := EntryKey(p.Cell, *p.AtMs, id)

@@ -7,20 +7,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 // DefaultPollInterval is how often a node scans the due entries of the
 // wake index for cells it should wake (go-design §8: WakePollInterval).
 const DefaultPollInterval = 30 * time.Second
-
-// Waker activates a cell so that its stored alarm runs if it is due;
-// *cell.Runtime implements it.
-type Waker interface {
-	Wake(ctx context.Context, cellKey string) error
-}
 
 // Options configure a Service.
 type Options struct {
@@ -49,7 +43,7 @@ type Options struct {
 }
 
 // Service keeps a fleet node's part of the wake index: it publishes the
-// alarms of the cells this node owns (cell.WakePublisher), retires the
+// alarms of the cells this node owns (wakeport.Publisher), retires the
 // entries they replace, and wakes cells whose alarms are due — its own
 // always, and, while it holds the waker role, cells nobody live owns.
 //
@@ -71,7 +65,7 @@ type Service struct {
 	done     chan struct{}
 }
 
-var _ cell.WakePublisher = (*Service)(nil)
+var _ wakeport.Publisher = (*Service)(nil)
 
 // New makes a Service that can publish; Run starts its polling.
 func New(opts Options) (*Service, error) {

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
+	"github.com/cellb/cellb/core/wakeport"
 )
 
 const (
@@ -117,7 +117,7 @@ func TestPublishWritesTheEntryThenRetiresOlderOnes(t *testing.T) {
 	f.own(cellA, "n1", 3)
 	svc := f.service("n1")
 	due1 := t0.Add(90 * time.Second)
-	p1 := cell.WakePublication{Cell: cellA, Epoch: 3, Seq: 1, AtMs: atMs(due1)}
+	p1 := wakeport.Publication{Cell: cellA, Epoch: 3, Seq: 1, AtMs: atMs(due1)}
 	if err := wait(t, svc.Publish(p1, durability.Resolved(nil))); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestPublishWritesTheEntryThenRetiresOlderOnes(t *testing.T) {
 	// A re-arm replaces it: the new entry is written and the old deleted.
 	svc = f.service("n1")
 	due2 := t0.Add(10 * time.Minute)
-	if err := wait(t, svc.Publish(cell.WakePublication{Cell: cellA, Epoch: 3, Seq: 2, AtMs: atMs(due2)}, durability.Resolved(nil))); err != nil {
+	if err := wait(t, svc.Publish(wakeport.Publication{Cell: cellA, Epoch: 3, Seq: 2, AtMs: atMs(due2)}, durability.Resolved(nil))); err != nil {
 		t.Fatal(err)
 	}
 	// The old entry was written by an earlier Service: only the cleanup
@@ -156,7 +156,7 @@ func TestPublishWritesTheEntryThenRetiresOlderOnes(t *testing.T) {
 
 	// Deleting the alarm retires with a null time, and the last entry goes.
 	svc = f.service("n1")
-	if err := wait(t, svc.Publish(cell.WakePublication{Cell: cellA, Epoch: 3, Seq: 3}, durability.Resolved(nil))); err != nil {
+	if err := wait(t, svc.Publish(wakeport.Publication{Cell: cellA, Epoch: 3, Seq: 3}, durability.Resolved(nil))); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, svc)
@@ -176,7 +176,7 @@ func TestPublishDeletesItsOwnReplacedEntries(t *testing.T) {
 	f.own(cellA, "n1", 1)
 	svc := f.service("n1")
 	for seq := uint64(1); seq <= 4; seq++ {
-		p := cell.WakePublication{Cell: cellA, Epoch: 1, Seq: seq, AtMs: atMs(t0.Add(time.Duration(seq) * time.Minute))}
+		p := wakeport.Publication{Cell: cellA, Epoch: 1, Seq: seq, AtMs: atMs(t0.Add(time.Duration(seq) * time.Minute))}
 		if err := wait(t, svc.Publish(p, durability.Resolved(nil))); err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestPublishWaitsForTheCommit(t *testing.T) {
 	f.own(cellA, "n1", 1)
 	svc := f.service("n1")
 	commit := durability.NewFuture()
-	d := svc.Publish(cell.WakePublication{Cell: cellA, Epoch: 1, Seq: 1, AtMs: atMs(t0)}, commit)
+	d := svc.Publish(wakeport.Publication{Cell: cellA, Epoch: 1, Seq: 1, AtMs: atMs(t0)}, commit)
 	select {
 	case <-d.Done():
 		t.Fatal("the publication resolved before its commit was durable")
@@ -230,7 +230,7 @@ func TestPublishFailsWhenTheEntryCannotBeWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wait(t, svc.Publish(cell.WakePublication{Cell: cellA, Epoch: 1, Seq: 1, AtMs: atMs(t0)}, durability.Resolved(nil))); err == nil {
+	if err := wait(t, svc.Publish(wakeport.Publication{Cell: cellA, Epoch: 1, Seq: 1, AtMs: atMs(t0)}, durability.Resolved(nil))); err == nil {
 		t.Fatal("a publication whose entry was never written succeeded")
 	}
 }
@@ -245,7 +245,7 @@ func TestRetirementNeedsCurrentOwnership(t *testing.T) {
 			f := newFixture(t)
 			f.own(cellA, own.Node, own.Epoch)
 			svc := f.service("n1")
-			if err := wait(t, svc.Publish(cell.WakePublication{Cell: cellA, Epoch: 1, Seq: 5, AtMs: atMs(t0)}, durability.Resolved(nil))); err != nil {
+			if err := wait(t, svc.Publish(wakeport.Publication{Cell: cellA, Epoch: 1, Seq: 5, AtMs: atMs(t0)}, durability.Resolved(nil))); err != nil {
 				t.Fatal(err)
 			}
 			settle(t, svc)
@@ -265,7 +265,7 @@ func TestStaleRetirementLeavesTheNewerOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := f.service("n1")
-	if err := wait(t, svc.Publish(cell.WakePublication{Cell: cellA, Epoch: 4, Seq: 3, AtMs: atMs(t0)}, durability.Resolved(nil))); err != nil {
+	if err := wait(t, svc.Publish(wakeport.Publication{Cell: cellA, Epoch: 4, Seq: 3, AtMs: atMs(t0)}, durability.Resolved(nil))); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, svc)
