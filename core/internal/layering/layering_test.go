@@ -1,7 +1,8 @@
 // Package layering holds the test that keeps CellB's dependencies pointing
 // one way: core imports no adapter, driver or cloud SDK; adapters and
 // drivers import only core's packages; conformance imports only core; only
-// cmd/cellb (and tests) may import everything.
+// cmd/cellb (and tests) may import everything. Inside core, layers_test.go
+// keeps the formats, the ports, the runtime and the fleet apart.
 package layering
 
 import (

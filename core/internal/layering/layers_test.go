@@ -1,0 +1,146 @@
+package layering
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A layerRule forbids packages of core to depend on others. Inside core
+// the dependencies point from the runtime and the fleet to the ports, and
+// from the ports to the formats, never back:
+//
+//   - formats (ltx, wal, kvvalue): encodings of bytes, no I/O;
+//   - ports (driver, durability, lease, store, wakeport): the contracts the
+//     runtime and the fleet meet through;
+//   - the runtime (cell) and the fleet (fleet, wake, peer, shard), which
+//     never import each other; cmd/cellb wires them together.
+type layerRule struct {
+	// pkgs are the packages the rule is about (paths under core/). Each
+	// must exist, so that a rename cannot make a rule pass vacuously.
+	pkgs []string
+	// direct limits the rule to direct imports; otherwise every package
+	// the code links (go list's Deps) counts.
+	direct bool
+	// forbidden are the packages they must not depend on; the entry "*"
+	// stands for every CellB package not listed in allowed.
+	forbidden []string
+	allowed   []string
+	why       string
+}
+
+var (
+	fleet       = []string{"fleet", "wake", "peer", "shard"}
+	runtimePkgs = []string{"cell"}
+)
+
+var layerRules = []layerRule{
+	{pkgs: fleet, forbidden: runtimePkgs,
+		why: "the fleet plugs into the runtime only through ports (core/wakeport, core/lease)"},
+	{pkgs: []string{"wake"}, forbidden: []string{"cell"},
+		why: "core/wake implements core/wakeport's Publisher and calls its Waker; it must not import the runtime"},
+	{pkgs: runtimePkgs, forbidden: fleet,
+		why: "the runtime reaches the fleet only through ports"},
+	{pkgs: runtimePkgs, direct: true, forbidden: []string{"store"},
+		why: "the runtime needs no bucket: logs and leases are handed to it as ports"},
+	{pkgs: []string{"kvvalue"}, forbidden: []string{"*"},
+		why: "the KV value codec is a format: it imports no port and nothing of the runtime"},
+	// ltx and wal carry pages as driver.Page (and wal recycles them through
+	// driver.PagePool), so core/driver is the one port they may link.
+	{pkgs: []string{"ltx", "wal"}, forbidden: []string{"*"}, allowed: []string{"driver"},
+		why: "formats import no port (but for core/driver's page types) and nothing of the runtime or the fleet"},
+	{pkgs: []string{"wakeport"}, forbidden: append(append([]string{}, runtimePkgs...), fleet...),
+		why: "a port imports neither of the sides it connects"},
+}
+
+// layerViolations checks rules against a package graph and returns one
+// line per broken rule.
+func layerViolations(pkgs []pkg, rules []layerRule) []string {
+	byPath := map[string]pkg{}
+	for _, p := range pkgs {
+		byPath[p.ImportPath] = p
+	}
+	core := func(name string) string { return prefix + "core/" + name }
+	var out []string
+	for _, r := range rules {
+		for _, name := range r.pkgs {
+			p, ok := byPath[core(name)]
+			if !ok {
+				out = append(out, fmt.Sprintf("core/%s: no such package (a layering rule names it: %s)", name, r.why))
+				continue
+			}
+			deps := p.Deps
+			if r.direct {
+				deps = p.Imports
+			}
+			for _, d := range deps {
+				if !strings.HasPrefix(d, prefix) || d == p.ImportPath {
+					continue
+				}
+				rel := strings.TrimPrefix(d, prefix+"core/")
+				bad := false
+				for _, f := range r.forbidden {
+					if f == "*" && !slices.Contains(r.allowed, rel) || rel == f || strings.HasPrefix(rel, f+"/") {
+						bad = true
+					}
+				}
+				if bad {
+					how := "links"
+					if r.direct {
+						how = "imports"
+					}
+					out = append(out, fmt.Sprintf("core/%s %s %s: %s", name, how, strings.TrimPrefix(d, prefix), r.why))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestLayersInsideCore(t *testing.T) {
+	for _, v := range layerViolations(listPackages(t, workspaceRoot(t)), layerRules) {
+		t.Error(v)
+	}
+}
+
+// TestLayerRulesCatchTheOldGraph feeds the rules the dependencies core had
+// before the wake port and the KV value codec left core/cell: each broken
+// layer must be reported.
+func TestLayerRulesCatchTheOldGraph(t *testing.T) {
+	c := func(names ...string) []string {
+		var out []string
+		for _, n := range names {
+			out = append(out, prefix+"core/"+n)
+		}
+		return out
+	}
+	p := func(name string, imports, deps []string) pkg {
+		return pkg{ImportPath: prefix + "core/" + name, Imports: imports, Deps: deps}
+	}
+	old := []pkg{
+		p("cell", c("clock", "driver", "durability", "lease", "store"), c("clock", "driver", "durability", "lease", "store")),
+		p("wake", c("cell", "clock", "durability", "fleet", "store"), c("cell", "clock", "driver", "durability", "fleet", "lease", "store")),
+		p("fleet", c("lease", "store"), c("lease", "store")),
+		p("peer", nil, nil),
+		p("shard", nil, nil),
+		p("ltx", c("driver"), c("driver")),
+		p("wal", c("driver", "store"), c("driver", "store")),
+	}
+	got := strings.Join(layerViolations(old, layerRules), "\n")
+	for _, want := range []string{
+		"core/wake links core/cell: the fleet plugs into the runtime only through ports",
+		"core/wake links core/cell: core/wake implements core/wakeport's Publisher",
+		"core/cell imports core/store: the runtime needs no bucket",
+		"core/kvvalue: no such package",
+		"core/wakeport: no such package",
+		"core/wal links core/store: formats import no port",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the rules do not report %q; they report:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "core/ltx") {
+		t.Errorf("ltx's use of core/driver is reported:\n%s", got)
+	}
+}
