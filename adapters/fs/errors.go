@@ -3,6 +3,7 @@ package fs
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 
 	"github.com/cellb/cellb/core/store"
 )
@@ -26,7 +27,18 @@ var (
 
 	// ErrClosed: the Store was used after Close.
 	ErrClosed = errors.New("store is closed")
+
+	// ErrNoRoot: Open was given a directory that does not exist (and no
+	// WithCreateRoot). It also matches io/fs.ErrNotExist.
+	ErrNoRoot error = noRoot{}
 )
+
+// noRoot is ErrNoRoot's type, so that it matches io/fs.ErrNotExist too.
+type noRoot struct{}
+
+func (noRoot) Error() string { return "the bucket directory does not exist" }
+
+func (noRoot) Is(target error) bool { return target == iofs.ErrNotExist }
 
 // errOutsideRoot rejects names that are not clean relative paths. The store
 // never builds such a name; the check guards the file-system seam itself.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"os"
 	"sync"
@@ -71,6 +72,9 @@ func Open(root string, opts ...Option) (*Store, error) {
 	}
 	if s.fsys == nil {
 		fi, err := os.Stat(root)
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, fmt.Errorf("fs: open %s: %w", root, ErrNoRoot)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fs: open: %w", err)
 		}

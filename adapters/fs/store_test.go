@@ -500,7 +500,9 @@ func TestClose(t *testing.T) {
 
 func TestOpen(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Open(filepath.Join(dir, "missing")); !errors.Is(err, iofs.ErrNotExist) {
+	missing := filepath.Join(dir, "missing")
+	if _, err := Open(missing); !errors.Is(err, iofs.ErrNotExist) || !errors.Is(err, ErrNoRoot) ||
+		err.Error() != "fs: open "+missing+": the bucket directory does not exist" {
 		t.Errorf("open of a missing root: %v", err)
 	}
 	file := filepath.Join(dir, "file")
