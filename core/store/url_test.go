@@ -18,7 +18,9 @@ func testMux(t testing.TB) (*store.URLMux, *memstore.URLOpener) {
 	m := store.NewURLMux()
 	mem := memstore.Register(m)
 	m.Register(store.Scheme{Name: "file", Dir: true, Form: "file:///path/to/dir (or a plain path)", Opener: store.URLOpenerFunc(
-		func(_ context.Context, u *store.BucketURL) (store.Store, error) { return mem.Bucket("dir:" + u.Dir), nil })})
+		func(_ context.Context, u *store.BucketURL) (store.Store, error) {
+			return mem.Bucket("dir:" + u.Dir), nil
+		})})
 	m.Register(store.Scheme{Name: "q", Form: "q://bucket[/prefix][?a=A&b=B]", Params: []string{"a", "b"}, Opener: store.URLOpenerFunc(
 		func(_ context.Context, u *store.BucketURL) (store.Store, error) { return mem.Bucket(u.Bucket), nil })})
 	return m, mem
