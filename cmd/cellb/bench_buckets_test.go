@@ -157,16 +157,13 @@ func openS3Bench(b *testing.B) store.Store {
 
 func openGCSBench(b *testing.B) store.Store {
 	endpoint := benchEnv(b, "CELLB_TEST_GCS_ENDPOINT", "fake-gcs.sh")
-	loc := bucketLocation{Bucket: os.Getenv("CELLB_TEST_GCS_BUCKET"), URL: &url.URL{RawQuery: "endpoint=" + url.QueryEscape(endpoint)}}
-	opts, err := gcsOptions(loc, func(string) string { return "" })
+	// Opened by URL, as the CLI opens it (anonymous: the endpoint is local).
+	mux := store.NewURLMux(gcs.URLOpener{Getenv: func(string) string { return "" }}.Register)
+	st, err := mux.Open(context.Background(), "gs://"+os.Getenv("CELLB_TEST_GCS_BUCKET")+"?endpoint="+url.QueryEscape(endpoint))
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := gcs.New(context.Background(), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	b.Cleanup(func() { store.Close(st) })
 	return st
 }
 

@@ -30,7 +30,7 @@ func diagnoseCommand() command {
 		name:    "diagnose",
 		summary: "check that a bucket keeps the promises CellB relies on",
 		run: func(ctx context.Context, e *env, args []string) int {
-			return diagnose(ctx, e, args, bucketSchemes())
+			return diagnose(ctx, e, args, bucketMux())
 		},
 	}
 }
@@ -49,9 +49,9 @@ could not be used; 2 bad usage; 3 every case that ran passed but some were
 skipped (--quick).
 `
 
-// diagnose is the command with an injectable scheme table, so tests can
+// diagnose is the command with an injectable URL mux, so tests can
 // point it at in-memory and deliberately broken buckets.
-func diagnose(ctx context.Context, e *env, args []string, schemes map[string]bucketScheme) int {
+func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
 	fs := flag.NewFlagSet("diagnose", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "")
 	asJSON := fs.Bool("json", false, "")
@@ -82,7 +82,7 @@ func diagnose(ctx context.Context, e *env, args []string, schemes map[string]buc
 		}
 		return diagnoseFailed
 	}
-	first, err := openBucket(ctx, rawURL, schemes)
+	first, err := openBucket(ctx, mux, rawURL)
 	if err != nil {
 		return fail(err)
 	}
@@ -106,7 +106,7 @@ func diagnose(ctx context.Context, e *env, args []string, schemes map[string]buc
 		opts = append(opts, storetest.Quick())
 	}
 	h := &diagnoseHarness{first: first, open: func(ctx context.Context) (store.Store, error) {
-		return openBucket(ctx, rawURL, schemes)
+		return openBucket(ctx, mux, rawURL)
 	}}
 	rep := storetest.RunReport(ctx, h, opts...)
 	if rep.SetupError != "" {

@@ -28,17 +28,17 @@ func (unwritable) Put(_ context.Context, key string, _ []byte, _ store.PutOption
 	return "", &store.OpError{Op: "put", Key: key, Err: errors.New("403 AccessDenied\nrequest id 1234")}
 }
 
-func testSchemes(buckets map[string]*memstore.Store) map[string]bucketScheme {
-	schemes := memSchemes(buckets)
-	wrapped := func(wrap func(store.Store) store.Store) bucketScheme {
+func testSchemes(buckets map[string]*memstore.Store) *store.URLMux {
+	m := memMux(buckets)
+	wrapped := func(name string, wrap func(store.Store) store.Store) {
 		inner := memstore.New()
-		return bucketScheme{hasPrefix: true, form: "test", open: func(context.Context, bucketLocation) (store.Store, error) {
+		m.Register(store.Scheme{Name: name, Opener: store.URLOpenerFunc(func(context.Context, *store.BucketURL) (store.Store, error) {
 			return wrap(inner), nil
-		}}
+		})})
 	}
-	schemes["broken"] = wrapped(brokenstore.IgnoreIfNoneMatch)
-	schemes["readonly"] = wrapped(func(s store.Store) store.Store { return unwritable{s} })
-	return schemes
+	wrapped("broken", brokenstore.IgnoreIfNoneMatch)
+	wrapped("readonly", func(s store.Store) store.Store { return unwritable{s} })
+	return m
 }
 
 func TestDiagnosePassingBucket(t *testing.T) {
@@ -203,7 +203,7 @@ func TestDiagnoseUnusableDirectories(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{"file://" + file + "/sub", "not a directory"},
 		{file, "not a directory"},
-		{"file://" + filepath.Join(t.TempDir(), "missing"), "no such file or directory"},
+		{"file://" + filepath.Join(t.TempDir(), "missing"), "the bucket directory does not exist"},
 		// Root may write anywhere, but not into /proc.
 		{"file:///proc", "cannot write to file:///proc: bucket probe failed at step 1 (create-only)"},
 	} {

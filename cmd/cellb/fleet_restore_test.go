@@ -27,7 +27,7 @@ func cellIDFromName(script, name string) string {
 
 func restoreWithCellB(t *testing.T, bucketURL, key string) []byte {
 	t.Helper()
-	s, err := openBucket(context.Background(), bucketURL, bucketSchemes())
+	s, err := openBucket(context.Background(), bucketMux(), bucketURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestFleetWakesTheAlarmOfADeadOwner(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	bucket, err := openBucket(ctx, bucketURL, bucketSchemes())
+	bucket, err := openBucket(ctx, bucketMux(), bucketURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func restoreCommand() command {
 		name:    "restore",
 		summary: "rebuild a cell's database from a bucket (read-only)",
 		run: func(ctx context.Context, e *env, args []string) int {
-			return restoreCmd(ctx, e, args, bucketSchemes())
+			return restoreCmd(ctx, e, args, bucketMux())
 		},
 	}
 }
@@ -39,7 +39,7 @@ name one when it holds several): ltx, the LTX log (any TXID or time with
 milliseconds); changeset, the changeset log (its newest state); backup, the
 newest whole-database backup.`
 
-func restoreCmd(ctx context.Context, e *env, args []string, schemes map[string]bucketScheme) int {
+func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	txid := fs.Uint64("txid", 0, "restore exactly this transaction")
 	at := fs.String("time", "", "restore the newest state at or before this time")
@@ -81,7 +81,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, schemes map[string]b
 			return 1
 		}
 	}
-	s, err := openBucket(ctx, bucketURL, schemes)
+	s, err := openBucket(ctx, mux, bucketURL)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
 		return 1

@@ -243,7 +243,7 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		}
 		bucketURL = dir
 	}
-	if s.bucket, err = openBucket(ctx, bucketURL, bucketSchemes()); err != nil {
+	if s.bucket, err = openBucket(ctx, bucketMux(), bucketURL); err != nil {
 		return nil, err
 	}
 	opts := cell.Options{
