@@ -47,7 +47,7 @@ func Register(m *store.URLMux) { URLOpener{}.Register(m) }
 // Register adds the az and azblob schemes to m, opened by o.
 func (o URLOpener) Register(m *store.URLMux) {
 	for _, name := range []string{Scheme, AliasScheme} {
-		m.Register(store.Scheme{Name: name, Form: name + "://container[/prefix][?account=NAME&endpoint=URL]", Params: []string{"account", "endpoint"}, Opener: o})
+		m.Register(store.URLScheme{Name: name, Form: name + "://container[/prefix][?account=NAME&endpoint=URL]", Params: []string{"account", "endpoint"}, Opener: o})
 	}
 }
 

@@ -24,7 +24,7 @@ func Register(m *store.URLMux) { URLOpener{}.Register(m) }
 
 // Register adds the file scheme to m, opened by o.
 func (o URLOpener) Register(m *store.URLMux) {
-	m.Register(store.Scheme{Name: Scheme, Dir: true, Form: "file:///path/to/dir (or a plain path)", Opener: o})
+	m.Register(store.URLScheme{Name: Scheme, Dir: true, Form: "file:///path/to/dir (or a plain path)", Opener: o})
 }
 
 // OpenBucketURL opens the URL's directory.

@@ -43,7 +43,7 @@ func Register(m *store.URLMux) { URLOpener{}.Register(m) }
 
 // Register adds the gs scheme to m, opened by o.
 func (o URLOpener) Register(m *store.URLMux) {
-	m.Register(store.Scheme{Name: Scheme, Form: URLForm, Params: []string{"endpoint", "anonymous"}, Opener: o})
+	m.Register(store.URLScheme{Name: Scheme, Form: URLForm, Params: []string{"endpoint", "anonymous"}, Opener: o})
 }
 
 // OpenBucketURL opens the URL's bucket with New (the mux applies the

@@ -16,7 +16,7 @@ import (
 // see one bucket.
 func memMux(buckets map[string]*memstore.Store) *store.URLMux {
 	m := bucketMux()
-	m.Register(store.Scheme{Name: "mem", Form: "mem://name[/prefix]", Opener: store.URLOpenerFunc(func(_ context.Context, u *store.BucketURL) (store.Store, error) {
+	m.Register(store.URLScheme{Name: "mem", Form: "mem://name[/prefix]", Opener: store.URLOpenerFunc(func(_ context.Context, u *store.BucketURL) (store.Store, error) {
 		b, ok := buckets[u.Bucket]
 		if !ok {
 			return nil, errors.New("no such bucket: " + u.Bucket)

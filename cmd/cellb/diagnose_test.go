@@ -32,7 +32,7 @@ func testSchemes(buckets map[string]*memstore.Store) *store.URLMux {
 	m := memMux(buckets)
 	wrapped := func(name string, wrap func(store.Store) store.Store) {
 		inner := memstore.New()
-		m.Register(store.Scheme{Name: name, Opener: store.URLOpenerFunc(func(context.Context, *store.BucketURL) (store.Store, error) {
+		m.Register(store.URLScheme{Name: name, Opener: store.URLOpenerFunc(func(context.Context, *store.BucketURL) (store.Store, error) {
 			return wrap(inner), nil
 		})})
 	}

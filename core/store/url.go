@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ErrUnknownScheme: a bucket URL names a scheme its URLMux does not know.
@@ -74,8 +75,8 @@ func (f URLOpenerFunc) OpenBucketURL(ctx context.Context, u *BucketURL) (Store, 
 	return f(ctx, u)
 }
 
-// Scheme describes one URL scheme for URLMux.Register.
-type Scheme struct {
+// URLScheme describes one URL scheme for URLMux.Register.
+type URLScheme struct {
 	// Name is the URL scheme: a letter, then letters, digits, '+', '-' or
 	// '.'; matched without regard to case.
 	Name string
@@ -101,16 +102,16 @@ type Scheme struct {
 //	mux := store.NewURLMux(fs.Register, s3.Register)
 //	bucket, err := mux.Open(ctx, "s3://my-bucket/prod?region=eu-west-1")
 //
-// A URLMux is safe for concurrent Open calls once registration is done;
-// register every scheme before the first Open.
+// A URLMux is safe for concurrent use; its zero value is an empty mux.
 type URLMux struct {
-	schemes map[string]Scheme
+	mu      sync.RWMutex
+	schemes map[string]URLScheme
 }
 
 // NewURLMux returns a mux with the schemes that each register function
 // adds (adapters export one: fs.Register, s3.Register, ...).
 func NewURLMux(register ...func(*URLMux)) *URLMux {
-	m := &URLMux{schemes: map[string]Scheme{}}
+	m := &URLMux{}
 	for _, r := range register {
 		r(m)
 	}
@@ -120,7 +121,7 @@ func NewURLMux(register ...func(*URLMux)) *URLMux {
 // Register adds a scheme. Like http.ServeMux.Handle and sql.Register, it
 // panics on a programming error: an invalid or already registered name,
 // or a nil opener.
-func (m *URLMux) Register(s Scheme) {
+func (m *URLMux) Register(s URLScheme) {
 	name := strings.ToLower(s.Name)
 	switch {
 	case !validSchemeName(name):
@@ -128,8 +129,10 @@ func (m *URLMux) Register(s Scheme) {
 	case s.Opener == nil:
 		panic(fmt.Sprintf("store: URLMux.Register: scheme %q has no opener", s.Name))
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.schemes == nil {
-		m.schemes = map[string]Scheme{}
+		m.schemes = map[string]URLScheme{}
 	}
 	if _, dup := m.schemes[name]; dup {
 		panic(fmt.Sprintf("store: URLMux.Register: scheme %q is already registered", name))
@@ -147,6 +150,8 @@ func (m *URLMux) Register(s Scheme) {
 
 // Schemes returns the registered scheme names, sorted.
 func (m *URLMux) Schemes() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	names := make([]string, 0, len(m.schemes))
 	for n := range m.schemes {
 		names = append(names, n)
@@ -156,7 +161,9 @@ func (m *URLMux) Schemes() []string {
 }
 
 // Scheme returns the registration of name (any case).
-func (m *URLMux) Scheme(name string) (Scheme, bool) {
+func (m *URLMux) Scheme(name string) (URLScheme, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	s, ok := m.schemes[strings.ToLower(name)]
 	if ok {
 		s.Params = slices.Clone(s.Params)
@@ -166,6 +173,8 @@ func (m *URLMux) Scheme(name string) (Scheme, bool) {
 
 // ValidScheme reports whether m opens URLs of the scheme name (any case).
 func (m *URLMux) ValidScheme(name string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	_, ok := m.schemes[strings.ToLower(name)]
 	return ok
 }
@@ -202,9 +211,11 @@ func (m *URLMux) Parse(rawURL string) (*BucketURL, error) {
 	return u, err
 }
 
-func (m *URLMux) parse(raw string) (Scheme, *BucketURL, error) {
-	bad := func(format string, args ...any) (Scheme, *BucketURL, error) {
-		return Scheme{}, nil, &URLError{URL: raw, Err: fmt.Errorf(format, args...)}
+func (m *URLMux) parse(raw string) (URLScheme, *BucketURL, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	bad := func(format string, args ...any) (URLScheme, *BucketURL, error) {
+		return URLScheme{}, nil, &URLError{URL: raw, Err: fmt.Errorf(format, args...)}
 	}
 	if strings.TrimSpace(raw) == "" {
 		return bad("empty")
@@ -232,7 +243,7 @@ func (m *URLMux) parse(raw string) (Scheme, *BucketURL, error) {
 	name := strings.ToLower(u.Scheme)
 	s, ok := m.schemes[name]
 	if !ok {
-		return Scheme{}, nil, &URLError{URL: raw, Err: fmt.Errorf("%w %q (known: %s)", ErrUnknownScheme, u.Scheme, m.forms())}
+		return URLScheme{}, nil, &URLError{URL: raw, Err: fmt.Errorf("%w %q (known: %s)", ErrUnknownScheme, u.Scheme, m.forms())}
 	}
 	if u.User != nil {
 		return bad("credentials do not belong in the URL; use the environment")
@@ -275,7 +286,7 @@ func (m *URLMux) parse(raw string) (Scheme, *BucketURL, error) {
 // queryOf returns the URL's query as single values, refusing names the
 // scheme did not declare (a typo must not be silently ignored) and
 // repeated names.
-func queryOf(u *url.URL, s Scheme) (map[string]string, error) {
+func queryOf(u *url.URL, s URLScheme) (map[string]string, error) {
 	vals, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return nil, fmt.Errorf("query: %v", err)

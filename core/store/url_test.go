@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,11 +18,11 @@ func testMux(t testing.TB) (*store.URLMux, *memstore.URLOpener) {
 	t.Helper()
 	m := store.NewURLMux()
 	mem := memstore.Register(m)
-	m.Register(store.Scheme{Name: "file", Dir: true, Form: "file:///path/to/dir (or a plain path)", Opener: store.URLOpenerFunc(
+	m.Register(store.URLScheme{Name: "file", Dir: true, Form: "file:///path/to/dir (or a plain path)", Opener: store.URLOpenerFunc(
 		func(_ context.Context, u *store.BucketURL) (store.Store, error) {
 			return mem.Bucket("dir:" + u.Dir), nil
 		})})
-	m.Register(store.Scheme{Name: "q", Form: "q://bucket[/prefix][?a=A&b=B]", Params: []string{"a", "b"}, Opener: store.URLOpenerFunc(
+	m.Register(store.URLScheme{Name: "q", Form: "q://bucket[/prefix][?a=A&b=B]", Params: []string{"a", "b"}, Opener: store.URLOpenerFunc(
 		func(_ context.Context, u *store.BucketURL) (store.Store, error) { return mem.Bucket(u.Bucket), nil })})
 	return m, mem
 }
@@ -136,15 +137,15 @@ func TestURLMuxRegister(t *testing.T) {
 	opener := store.URLOpenerFunc(func(context.Context, *store.BucketURL) (store.Store, error) { return memstore.New(), nil })
 	for _, tc := range []struct {
 		name string
-		s    store.Scheme
+		s    store.URLScheme
 		want string
 	}{
-		{"duplicate", store.Scheme{Name: "mem", Opener: opener}, `scheme "mem" is already registered`},
-		{"duplicate in another case", store.Scheme{Name: "Mem", Opener: opener}, `scheme "mem" is already registered`},
-		{"no opener", store.Scheme{Name: "x"}, `scheme "x" has no opener`},
-		{"empty name", store.Scheme{Opener: opener}, `invalid scheme name ""`},
-		{"bad name", store.Scheme{Name: "s3://", Opener: opener}, `invalid scheme name "s3://"`},
-		{"digit first", store.Scheme{Name: "3s", Opener: opener}, `invalid scheme name "3s"`},
+		{"duplicate", store.URLScheme{Name: "mem", Opener: opener}, `scheme "mem" is already registered`},
+		{"duplicate in another case", store.URLScheme{Name: "Mem", Opener: opener}, `scheme "mem" is already registered`},
+		{"no opener", store.URLScheme{Name: "x"}, `scheme "x" has no opener`},
+		{"empty name", store.URLScheme{Opener: opener}, `invalid scheme name ""`},
+		{"bad name", store.URLScheme{Name: "s3://", Opener: opener}, `invalid scheme name "s3://"`},
+		{"digit first", store.URLScheme{Name: "3s", Opener: opener}, `invalid scheme name "3s"`},
 	} {
 		func() {
 			defer func() {
@@ -160,7 +161,7 @@ func TestURLMuxRegister(t *testing.T) {
 		t.Fatalf("a refused registration changed the mux: %q", got)
 	}
 	var zero store.URLMux
-	zero.Register(store.Scheme{Name: "z+1.a-b", Opener: opener})
+	zero.Register(store.URLScheme{Name: "z+1.a-b", Opener: opener})
 	if s, ok := zero.Scheme("z+1.a-b"); !ok || s.Form != "z+1.a-b://bucket[/prefix]" {
 		t.Fatalf("the zero URLMux: %+v %v", s, ok)
 	}
@@ -198,10 +199,10 @@ func TestURLMuxOpenAppliesPrefix(t *testing.T) {
 func TestURLMuxPassesOpenerErrors(t *testing.T) {
 	errNoBucket := errors.New("no such bucket")
 	m := store.NewURLMux(func(m *store.URLMux) {
-		m.Register(store.Scheme{Name: "x", Opener: store.URLOpenerFunc(func(context.Context, *store.BucketURL) (store.Store, error) {
+		m.Register(store.URLScheme{Name: "x", Opener: store.URLOpenerFunc(func(context.Context, *store.BucketURL) (store.Store, error) {
 			return nil, errNoBucket
 		})})
-		m.Register(store.Scheme{Name: "y", Params: []string{"n"}, Opener: store.URLOpenerFunc(func(_ context.Context, u *store.BucketURL) (store.Store, error) {
+		m.Register(store.URLScheme{Name: "y", Params: []string{"n"}, Opener: store.URLOpenerFunc(func(_ context.Context, u *store.BucketURL) (store.Store, error) {
 			return nil, u.Errorf("n %q: want a number", u.Query["n"])
 		})})
 	})
@@ -245,4 +246,33 @@ func FuzzURLMuxParse(f *testing.F) {
 			t.Fatalf("%q: neither a bucket nor a directory", raw)
 		}
 	})
+}
+
+// TestURLMuxConcurrent registers schemes while 20 clients open buckets
+// (run with -race to check the locking).
+func TestURLMuxConcurrent(t *testing.T) {
+	m, mem := testMux(t)
+	opener := store.URLOpenerFunc(func(context.Context, *store.BucketURL) (store.Store, error) { return memstore.New(), nil })
+	done := make(chan error)
+	for i := range 20 {
+		go func() {
+			m.Register(store.URLScheme{Name: fmt.Sprintf("s%d", i), Opener: opener})
+			s, err := m.Open(t.Context(), fmt.Sprintf("mem://b/client-%d", i))
+			if err == nil {
+				_, err = s.Put(t.Context(), "k", []byte("x"), store.PutOptions{})
+			}
+			done <- err
+		}()
+	}
+	for range 20 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(m.Schemes()); n != 23 {
+		t.Fatalf("%d schemes, want 23", n)
+	}
+	if n := mem.Bucket("b").Len(); n != 20 {
+		t.Fatalf("%d objects in the shared bucket, want 20", n)
+	}
 }

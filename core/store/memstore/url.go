@@ -33,7 +33,7 @@ func Register(m *store.URLMux) *URLOpener {
 
 // Register adds the mem scheme to m, opened by o.
 func (o *URLOpener) Register(m *store.URLMux) {
-	m.Register(store.Scheme{Name: Scheme, Form: "mem://name[/prefix]", Opener: o})
+	m.Register(store.URLScheme{Name: Scheme, Form: "mem://name[/prefix]", Opener: o})
 }
 
 // Bucket returns the bucket called name, making it if it does not exist.
