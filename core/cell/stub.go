@@ -3,13 +3,10 @@ package cell
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-
-	"github.com/cellb/cellb/core/lease"
 )
 
 // Stub calls one object. A call made with the context of another object's
@@ -71,12 +68,14 @@ func (s *Stub[O]) Fetch(ctx context.Context, req *http.Request) (*http.Response,
 }
 
 // ServeHTTP makes a stub an http.Handler: it forwards r with Fetch and
-// writes the reply. Failures become 503 (object reset, owned elsewhere,
-// runtime closed) or 500 (anything else) with the error as the body.
+// writes the reply. A failure is answered as HTTPStatus maps it (409 for a
+// cell owned elsewhere, 503 for a reset object or a closed runtime, 500 for
+// anything else), with the message as the body.
 func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.Fetch(r.Context(), r)
 	if err != nil {
-		http.Error(w, err.Error(), statusFor(err))
+		status, msg := HTTPStatus(err)
+		http.Error(w, msg, status)
 		return
 	}
 	defer resp.Body.Close()
@@ -85,16 +84,6 @@ func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
-}
-
-func statusFor(err error) int {
-	var broken *BrokenObjectError
-	var owned *lease.CellOwnedElsewhereError
-	switch {
-	case errors.As(err, &broken), errors.As(err, &owned), errors.Is(err, ErrClosed):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 // responseBuffer is the http.ResponseWriter a handler writes to: nothing
