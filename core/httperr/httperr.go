@@ -1,0 +1,77 @@
+// Package httperr is CellB's one mapping from errors to HTTP answers: the
+// status, the message (the body) and the X-Cellb-Not-Applied header. Every
+// handler that answers for cells uses it: the example apps, cellb serve,
+// and (through cell.HTTPStatus, the runtime's half of it) cell.Stub.
+//
+//	*BadInputError                  400 (the request is malformed)
+//	*peer.BodyTooLargeError         413 (a body over peer.MaxBody to forward)
+//	*peer.OwnerLostError            502 (the owner went away mid-call)
+//	*peer.ForwardError              409 (owned elsewhere, forwarding failed; the cause is in the message)
+//	*lease.CellOwnedElsewhereError  409 (owned by another node or process)
+//	*lease.LeaseLapsedError         503
+//	*lease.RecordLostError          503
+//	*lease.ShardOwnerLostError      502
+//	*cell.BrokenObjectError         503 (the object was reset)
+//	cell.ErrClosed                  503 with X-Cellb-Not-Applied: closing
+//	context.Canceled                503
+//	anything else                   500
+//
+// The first row that matches (errors.As, errors.Is) wins.
+package httperr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/peer"
+)
+
+// BadInputError is a request the handler refuses before any cell is
+// called: answered 400 with Msg.
+type BadInputError struct{ Msg string }
+
+func (e *BadInputError) Error() string { return e.Msg }
+
+// BadInput makes a *BadInputError from a format.
+func BadInput(format string, args ...any) error {
+	return &BadInputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Status maps err to an HTTP status and the message to answer with.
+func Status(err error) (status int, msg string) {
+	var (
+		bad  *BadInputError
+		big  *peer.BodyTooLargeError
+		gone *peer.OwnerLostError
+		fwd  *peer.ForwardError
+	)
+	switch {
+	case errors.As(err, &bad):
+		return http.StatusBadRequest, bad.Error()
+	case errors.As(err, &big):
+		return http.StatusRequestEntityTooLarge, big.Error()
+	case errors.As(err, &gone):
+		return http.StatusBadGateway, gone.Error()
+	case errors.As(err, &fwd):
+		// Owned elsewhere and the owner could not be reached: the cause
+		// stays in the message.
+		return http.StatusConflict, fwd.Error()
+	}
+	return cell.HTTPStatus(err)
+}
+
+// Write answers err: its status, text/plain, the message and a newline as
+// the body. A call refused because the runtime is closing also carries
+// X-Cellb-Not-Applied: closing (it never ran, so another process may run
+// it instead).
+func Write(w http.ResponseWriter, err error) {
+	status, msg := Status(err)
+	if errors.Is(err, cell.ErrClosed) {
+		w.Header().Set(peer.HeaderNotApplied, "closing")
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprintln(w, msg)
+}

@@ -1,0 +1,87 @@
+package httperr_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/httperr"
+	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/peer"
+)
+
+// TestWrite is the whole mapping, one row per error kind, each wrapped as
+// a handler receives it.
+func TestWrite(t *testing.T) {
+	owned := &lease.CellOwnedElsewhereError{Class: "Counter", ID: "x", Owner: "n2", Addr: "127.0.0.1:1"}
+	refused := &peer.RefusedError{Addr: "127.0.0.1:1", Message: "peer request not authenticated"}
+	lostPeer := &peer.OwnerLostError{Addr: "127.0.0.1:1", Err: io.ErrUnexpectedEOF}
+	gone := &lease.ShardOwnerLostError{Class: "Counter", ID: "x", Err: io.ErrUnexpectedEOF}
+	lapsed := &lease.LeaseLapsedError{Cell: "Counter:x"}
+	lost := &lease.RecordLostError{Scope: "Counter:x"}
+	broken := &cell.BrokenObjectError{Key: "Counter:x", Reason: "a handler panicked"}
+	activation := func(err error) error { return &cell.ActivationError{Key: "Counter:x", Err: err} }
+	cases := []struct {
+		name       string
+		err        error
+		status     int
+		body       string
+		notApplied string
+	}{
+		{"bad input", httperr.BadInput("counter name must be 1 to %d bytes", 256), 400, "counter name must be 1 to 256 bytes", ""},
+		{"body too large", &peer.BodyTooLargeError{Limit: peer.MaxBody}, 413,
+			fmt.Sprintf("request body too large: a call forwarded to another node or process carries at most %d bytes", peer.MaxBody), ""},
+		{"owner lost mid-call", lostPeer, 502, lostPeer.Error(), ""},
+		{"forwarding failed", &peer.ForwardError{Owned: owned, Err: refused}, 409,
+			"Durable Object Counter/x is owned by another node (forwarding to 127.0.0.1:1 failed: the owner at 127.0.0.1:1 refused the forwarded call: peer request not authenticated)", ""},
+		{"owned elsewhere", activation(owned), 409, "Durable Object Counter/x is owned by another node", ""},
+		{"lease lapsed", fmt.Errorf("commit: %w", lapsed), 503, lapsed.Error(), ""},
+		{"record lost", activation(lost), 503, lost.Error(), ""},
+		{"shard holder lost", gone, 502, gone.Error(), ""},
+		{"object reset", broken, 503, "Durable Object reset because a handler panicked", ""},
+		{"closing", cell.ErrClosed, 503, "cell: runtime is closed", "closing"},
+		{"canceled", context.Canceled, 503, "context canceled", ""},
+		{"other", errors.New("disk on fire"), 500, "disk on fire", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			httperr.Write(w, c.err)
+			if w.Code != c.status || w.Body.String() != c.body+"\n" {
+				t.Errorf("%d %q, want %d %q", w.Code, w.Body.String(), c.status, c.body+"\n")
+			}
+			if got := w.Header().Get(peer.HeaderNotApplied); got != c.notApplied {
+				t.Errorf("%s: %q, want %q", peer.HeaderNotApplied, got, c.notApplied)
+			}
+			if ct := w.Header().Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if status, msg := httperr.Status(c.err); status != c.status || msg != c.body {
+				t.Errorf("Status = %d %q, want %d %q", status, msg, c.status, c.body)
+			}
+		})
+	}
+}
+
+// TestStubAgrees: for every error the runtime returns, a stub's answer and
+// a handler's agree (one mapping, not two).
+func TestStubAgrees(t *testing.T) {
+	for _, err := range []error{
+		&lease.CellOwnedElsewhereError{Class: "Counter", ID: "x"},
+		&lease.LeaseLapsedError{Cell: "Counter:x"},
+		&lease.RecordLostError{Scope: "Counter:x"},
+		&lease.ShardOwnerLostError{Class: "Counter", ID: "x", Err: io.EOF},
+		&cell.BrokenObjectError{Key: "Counter:x", Reason: "a handler panicked"},
+		cell.ErrClosed, context.Canceled, errors.New("other"),
+	} {
+		s1, m1 := cell.HTTPStatus(err)
+		s2, m2 := httperr.Status(err)
+		if s1 != s2 || m1 != m2 {
+			t.Errorf("%v: stub %d %q, handler %d %q", err, s1, m1, s2, m2)
+		}
+	}
+}
