@@ -1,0 +1,190 @@
+// Package counter is CellB's first example app: one counter cell per name,
+// served over HTTP.
+//
+//	POST /counter/<name>             increment; 200 {"value":N} once durable
+//	GET  /counter/<name>             200 {"value":N}
+//	POST /counter/<name>/alarm?in=MS set the alarm; when it fires, +1000
+//
+// Errors are answered as core/httperr maps them (400 for bad input, 409 for
+// a cell owned elsewhere, 503 for a reset object or a refused write, ...),
+// with the error's message as the body. Every answer from a cell carries
+// X-Cellb-Node and X-Cellb-Epoch, naming the writer that produced it.
+//
+// Tools outside this project drive this contract (cellb serve serves it):
+// keep it exactly.
+package counter
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/httperr"
+)
+
+// Class is the class name the counter registers; it keys the cells.
+const Class = "Counter"
+
+// MaxNameLen keeps names (and the URLs that carry them) reasonable.
+const MaxNameLen = 256
+
+// Counter is the counter cell.
+type Counter struct {
+	st *cell.State
+}
+
+const valueKey = "value"
+
+// New is the class's constructor.
+func New(ctx context.Context, st *cell.State) (*Counter, error) {
+	return &Counter{st: st}, nil
+}
+
+// Value is the counter's value.
+func (c *Counter) Value(ctx context.Context) (int64, error) {
+	var v int64
+	_, err := c.st.KV().GetInto(ctx, valueKey, &v)
+	return v, err
+}
+
+// Add adds n and returns the new value.
+func (c *Counter) Add(ctx context.Context, n int64) (int64, error) {
+	v, err := c.Value(ctx)
+	if err != nil {
+		return 0, err
+	}
+	v += n
+	return v, c.st.KV().Put(ctx, valueKey, v)
+}
+
+// SetAlarm sets the cell's alarm.
+func (c *Counter) SetAlarm(ctx context.Context, at time.Time) error {
+	return c.st.SetAlarm(ctx, at)
+}
+
+// Epoch is the epoch of the writer this call runs under.
+func (c *Counter) Epoch() uint64 { return c.st.Epoch() }
+
+// Alarm adds 1000; its write and the alarm row's deletion commit together.
+func (c *Counter) Alarm(ctx context.Context, info cell.AlarmInfo) error {
+	_, err := c.Add(ctx, 1000)
+	return err
+}
+
+// Route runs call here or, when the call's cell is owned elsewhere, has
+// the request answered by the owner and reports answered. body is the
+// request body already read, or nil. A node that routes calls between
+// nodes or processes (cellb serve) supplies it; nil runs every call here.
+type Route func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (answered bool, err error)
+
+// Options configure the app.
+type Options struct {
+	// Node names this node in X-Cellb-Node. Default "local".
+	Node string
+	// Route routes calls to their cell's owner; see Route.
+	Route Route
+}
+
+// App serves the contract over a runtime.
+type App struct {
+	// NS is the registered class.
+	NS    *cell.Namespace[*Counter]
+	node  string
+	route Route
+}
+
+// Register registers the class on rt. Register before the runtime serves
+// calls (and before a wake service runs on it).
+func Register(rt *cell.Runtime, o Options) (*App, error) {
+	ns, err := cell.Register(rt, Class, New)
+	if err != nil {
+		return nil, err
+	}
+	if o.Node == "" {
+		o.Node = "local"
+	}
+	if o.Route == nil {
+		o.Route = func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (bool, error) {
+			return false, call()
+		}
+	}
+	return &App{NS: ns, node: o.Node, route: o.Route}, nil
+}
+
+// reply is what a counter call returns through the output gate.
+type reply struct {
+	Value int64
+	Alarm int64 // Unix ms of the alarm set, for the alarm route
+	Epoch uint64
+}
+
+// Routes adds the app's routes to mux.
+func (a *App) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /counter/{name}", a.handle(false, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+		v, err := c.Add(ctx, 1)
+		return reply{Value: v, Epoch: c.Epoch()}, err
+	}))
+	mux.HandleFunc("GET /counter/{name}", a.handle(false, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+		v, err := c.Value(ctx)
+		return reply{Value: v, Epoch: c.Epoch()}, err
+	}))
+	mux.HandleFunc("POST /counter/{name}/alarm", a.handle(true, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+		in, _ := strconv.ParseInt(r.URL.Query().Get("in"), 10, 64)
+		at := time.Now().Add(time.Duration(in) * time.Millisecond)
+		if err := c.SetAlarm(ctx, at); err != nil {
+			return reply{}, err
+		}
+		v, err := c.Value(ctx)
+		return reply{Value: v, Alarm: at.UnixMilli(), Epoch: c.Epoch()}, err
+	}))
+}
+
+func validate(r *http.Request, alarm bool) error {
+	name := r.PathValue("name")
+	if name == "" || len(name) > MaxNameLen {
+		return httperr.BadInput("counter name must be 1 to %d bytes", MaxNameLen)
+	}
+	if alarm {
+		in := r.URL.Query().Get("in")
+		ms, err := strconv.ParseInt(in, 10, 64)
+		if err != nil || ms < 0 || ms > 366*24*3600*1000 {
+			return httperr.BadInput("in must be a whole number of milliseconds from 0 to one year, not %q", in)
+		}
+	}
+	return nil
+}
+
+func (a *App) handle(alarm bool, fn func(ctx context.Context, c *Counter, r *http.Request) (reply, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := validate(r, alarm); err != nil {
+			httperr.Write(w, err)
+			return
+		}
+		stub := a.NS.Get(a.NS.IDFromName(r.PathValue("name")))
+		var out reply
+		answered, err := a.route(w, r, nil, func() (err error) {
+			out, err = cell.Call(r.Context(), stub, func(ctx context.Context, c *Counter) (reply, error) {
+				return fn(ctx, c, r)
+			})
+			return err
+		})
+		if answered {
+			return
+		}
+		if err != nil {
+			httperr.Write(w, err)
+			return
+		}
+		w.Header().Set("X-Cellb-Node", a.node)
+		w.Header().Set("X-Cellb-Epoch", strconv.FormatUint(out.Epoch, 10))
+		w.Header().Set("Content-Type", "application/json")
+		body := map[string]int64{"value": out.Value}
+		if out.Alarm != 0 {
+			body["alarm"] = out.Alarm
+		}
+		_ = json.NewEncoder(w).Encode(body)
+	}
+}
