@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellb/cellb/core/httperr"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/peer"
 )
@@ -31,11 +32,15 @@ var ownedByA = &lease.CellOwnedElsewhereError{Class: "Counter", ID: "x", Owner: 
 // routedAnswer runs callRouted as a handler does and returns the answer.
 func routedAnswer(r *http.Request, fwd forwardFunc, call func() (int, error)) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
-	v, answered, err := callRouted(w, r, nil, fwd, call)
+	var v int
+	answered, err := callRouted(w, r, nil, fwd, func() (err error) {
+		v, err = call()
+		return err
+	})
 	switch {
 	case answered:
 	case err != nil:
-		writeError(w, err)
+		httperr.Write(w, err)
 	default:
 		fmt.Fprint(w, v)
 	}

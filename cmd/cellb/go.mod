@@ -12,6 +12,7 @@ require (
 	github.com/cellb/cellb/drivers/cgo v0.0.0
 	github.com/cellb/cellb/drivers/modernc v0.0.0
 	github.com/cellb/cellb/drivers/wasm v0.0.0
+	github.com/cellb/cellb/examples v0.0.0
 )
 
 replace (
@@ -24,4 +25,5 @@ replace (
 	github.com/cellb/cellb/drivers/cgo => ../../drivers/cgo
 	github.com/cellb/cellb/drivers/modernc => ../../drivers/modernc
 	github.com/cellb/cellb/drivers/wasm => ../../drivers/wasm
+	github.com/cellb/cellb/examples => ../../examples
 )

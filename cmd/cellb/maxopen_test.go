@@ -9,6 +9,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/drivers/wasm"
+	"github.com/cellb/cellb/examples/counter"
 )
 
 // TestRuntimeCapsOpenCells: with MaxOpenCells set, activating one cell too
@@ -24,15 +25,15 @@ func TestRuntimeCapsOpenCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(ctx)
-	ns, err := cell.Register(rt, "Counter", newCounter)
+	ns, err := cell.Register(rt, counter.Class, counter.New)
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := func(name string) string { return cell.CellKey("Counter", ns.IDFromName(name)) }
 	touch := func(name string) {
 		t.Helper()
-		if _, err := cell.Call(ctx, ns.Get(ns.IDFromName(name)), func(ctx context.Context, c *Counter) (int64, error) {
-			return c.add(ctx, 1)
+		if _, err := cell.Call(ctx, ns.Get(ns.IDFromName(name)), func(ctx context.Context, c *counter.Counter) (int64, error) {
+			return c.Add(ctx, 1)
 		}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -70,7 +71,7 @@ func TestRuntimeCapsOpenCells(t *testing.T) {
 	release := make(chan struct{})
 	busy := make(chan error, 1)
 	go func() {
-		_, err := cell.Call(ctx, ns.Get(ns.IDFromName("3")), func(ctx context.Context, c *Counter) (int64, error) {
+		_, err := cell.Call(ctx, ns.Get(ns.IDFromName("3")), func(ctx context.Context, c *counter.Counter) (int64, error) {
 			<-release
 			return 0, nil
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/drivers/wasm"
+	"github.com/cellb/cellb/examples/counter"
 )
 
 // TestAlarmKeepsACellResident: an idle cell whose alarm is due within
@@ -28,11 +29,11 @@ func TestAlarmKeepsACellResident(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rt.Close(ctx)
-			ns, err := cell.Register(rt, "Counter", newCounter)
+			ns, err := cell.Register(rt, counter.Class, counter.New)
 			if err != nil {
 				t.Fatal(err)
 			}
-			call := func(name string, fn func(ctx context.Context, c *Counter) (int64, error)) int64 {
+			call := func(name string, fn func(ctx context.Context, c *counter.Counter) (int64, error)) int64 {
 				t.Helper()
 				v, err := cell.Call(ctx, ns.Get(ns.IDFromName(name)), fn)
 				if err != nil {
@@ -41,10 +42,10 @@ func TestAlarmKeepsACellResident(t *testing.T) {
 				return v
 			}
 			key := func(name string) string { return cell.CellKey("Counter", ns.IDFromName(name)) }
-			call("armed", func(ctx context.Context, c *Counter) (int64, error) {
-				return 0, c.st.SetAlarm(ctx, clk.Now().Add(5*time.Minute))
+			call("armed", func(ctx context.Context, c *counter.Counter) (int64, error) {
+				return 0, c.SetAlarm(ctx, clk.Now().Add(5*time.Minute))
 			})
-			call("plain", func(ctx context.Context, c *Counter) (int64, error) { return c.add(ctx, 1) })
+			call("plain", func(ctx context.Context, c *counter.Counter) (int64, error) { return c.Add(ctx, 1) })
 			open := func(want ...string) {
 				t.Helper()
 				for i := range want {
@@ -67,7 +68,7 @@ func TestAlarmKeepsACellResident(t *testing.T) {
 			open("armed")                // idle, but its alarm is due within the residency
 			clk.Advance(4 * time.Minute) // the alarm runs (+1000), then idles
 			deadline := time.Now().Add(10 * time.Second)
-			for call("armed", func(ctx context.Context, c *Counter) (int64, error) { return c.value(ctx) }) != 1000 {
+			for call("armed", func(ctx context.Context, c *counter.Counter) (int64, error) { return c.Value(ctx) }) != 1000 {
 				if time.Now().After(deadline) {
 					t.Fatal("the alarm never ran")
 				}

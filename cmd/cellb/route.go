@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -25,20 +24,6 @@ type forwardFunc func(ctx context.Context, to *lease.CellOwnedElsewhereError, w 
 // it is answered with the cause.
 const takeoverWait = 15 * time.Second
 
-// ForwardError: the call's cell is owned elsewhere and forwarding it there
-// failed; Err says why. It is answered 409 with the whole message, so the
-// cause is not lost.
-type ForwardError struct {
-	Owned *lease.CellOwnedElsewhereError
-	Err   error
-}
-
-func (e *ForwardError) Error() string {
-	return fmt.Sprintf("%v (forwarding to %s failed: %v)", e.Owned, e.Owned.Addr, e.Err)
-}
-
-func (e *ForwardError) Unwrap() []error { return []error{e.Owned, e.Err} }
-
 // notApplied reports whether a forwarding error proves that the owner did
 // not run the call: then it may run elsewhere, once the cell comes free.
 func notApplied(err error) bool {
@@ -54,26 +39,26 @@ func notApplied(err error) bool {
 // or has a new owner (and forwards it there): a restart or a graceful
 // shutdown loses no call. An owner lost mid-call is reported as such, never
 // retried.
-func callRouted[T any](w http.ResponseWriter, r *http.Request, body []byte, fwd forwardFunc, call func() (T, error)) (res T, answered bool, err error) {
+func callRouted(w http.ResponseWriter, r *http.Request, body []byte, fwd forwardFunc, call func() error) (answered bool, err error) {
 	var deadline time.Time
 	for {
-		res, err = call()
+		err = call()
 		var oe *lease.CellOwnedElsewhereError
 		if !errors.As(err, &oe) {
-			return res, false, err
+			return false, err
 		}
 		if r.Header.Get(peer.HeaderForwarded) != "" {
 			// Forwarded here on a view that is stale already: the call
 			// did not run, and the sender may look again.
 			w.Header().Set(peer.HeaderNotApplied, "owned elsewhere")
-			return res, false, err
+			return false, err
 		}
 		if fwd == nil || oe.Addr == "" {
-			return res, false, err
+			return false, err
 		}
 		if body == nil {
 			if body, err = peer.ReadBody(r, peer.MaxBody); err != nil {
-				return res, false, err
+				return false, err
 			}
 			if body == nil {
 				body = []byte{}
@@ -82,25 +67,25 @@ func callRouted[T any](w http.ResponseWriter, r *http.Request, body []byte, fwd 
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		ferr := fwd(r.Context(), oe, w, r)
 		if ferr == nil {
-			return res, true, nil
+			return true, nil
 		}
 		var lost *lease.ShardOwnerLostError
 		if errors.As(ferr, &lost) {
 			lost.Class, lost.ID = oe.Class, oe.ID
-			return res, false, lost
+			return false, lost
 		}
-		ferr = &ForwardError{Owned: oe, Err: ferr}
+		ferr = &peer.ForwardError{Owned: oe, Err: ferr}
 		if !notApplied(ferr) {
-			return res, false, ferr
+			return false, ferr
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(takeoverWait)
 		} else if time.Now().After(deadline) {
-			return res, false, ferr
+			return false, ferr
 		}
 		select {
 		case <-r.Context().Done():
-			return res, false, r.Context().Err()
+			return false, r.Context().Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

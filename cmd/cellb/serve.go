@@ -30,6 +30,8 @@ import (
 	"github.com/cellb/cellb/drivers/cgo"
 	"github.com/cellb/cellb/drivers/modernc"
 	"github.com/cellb/cellb/drivers/wasm"
+	"github.com/cellb/cellb/examples/chatroom"
+	"github.com/cellb/cellb/examples/counter"
 )
 
 func serveCommand() command {
@@ -185,9 +187,12 @@ type server struct {
 	localLn   net.Listener
 	localPath string
 	rt        *cell.Runtime
-	app       *counterApp
-	rooms     *roomApp
-	peerKey   []byte
+	app       *counter.App
+	rooms     *chatroom.App
+	// forward sends a call to its cell's owner (a fleet peer, or the
+	// local process holding its shard); nil when calls are not routed.
+	forward forwardFunc
+	peerKey []byte
 	// peer serves the peer listener (nil without --peer-listen); it is
 	// shut down after the node's records are released.
 	peer *http.Server
@@ -302,18 +307,16 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 		s.shutdownPorts(ctx)
 		return nil, err
 	}
-	ns, err := cell.Register(s.rt, "Counter", newCounter)
-	if err != nil {
-		s.rt.Close(ctx)
-		s.shutdownPorts(ctx)
-		return nil, err
-	}
 	nodeName := "local"
 	if s.node != nil {
 		nodeName = s.node.ID()
 	}
-	rooms, err := cell.Register(s.rt, "Room", newRoom)
-	if err != nil {
+	if s.app, err = counter.Register(s.rt, counter.Options{Node: nodeName, Route: s.route}); err != nil {
+		s.rt.Close(ctx)
+		s.shutdownPorts(ctx)
+		return nil, err
+	}
+	if s.rooms, err = chatroom.Register(s.rt, chatroom.Options{Route: s.route}); err != nil {
 		s.rt.Close(ctx)
 		s.shutdownPorts(ctx)
 		return nil, err
@@ -337,15 +340,11 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 			return nil, err
 		}
 	}
-	s.app = &counterApp{ns: ns, node: nodeName}
-	s.rooms = &roomApp{ns: rooms, node: nodeName}
 	if s.shards != nil && s.localLn != nil {
 		router := &shard.Router{Self: fmt.Sprintf("local-%d", os.Getpid())}
-		fwd := func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
+		s.forward = func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
 			return router.Forward(ctx, to.Addr, w, r)
 		}
-		s.app.forward = fwd
-		s.rooms.forward = fwd
 		// Accepting: a router that sees no 102 before the connection ends
 		// knows the call never started here, and runs it elsewhere.
 		s.local = &http.Server{Handler: shard.Accepting(s.handler()), ReadHeaderTimeout: 10 * time.Second}
@@ -353,20 +352,24 @@ func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *sl
 	}
 	if s.peerKey != nil {
 		f := &peer.Forwarder{Key: s.peerKey, Self: nodeName, Client: &http.Client{Timeout: 30 * time.Second}}
-		fwd := func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
+		s.forward = func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
 			return f.Forward(ctx, peer.Target{Node: to.Owner, Incarnation: to.Incarnation, Addr: to.Addr}, w, r)
 		}
-		s.app.forward = fwd
-		s.rooms.forward = fwd
 	}
 	return s, nil
+}
+
+// route is the apps' Route hook: it runs a call here or at its cell's
+// owner (see callRouted).
+func (s *server) route(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (bool, error) {
+	return callRouted(w, r, body, s.forward, call)
 }
 
 // handler is the public app.
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
-	s.app.routes(mux)
-	s.rooms.routes(mux)
+	s.app.Routes(mux)
+	s.rooms.Routes(mux)
 	return mux
 }
 

@@ -46,7 +46,7 @@ func startClosable(t *testing.T, dir string) (*server, *httptest.Server, func())
 func counterIn(s *server, want int, other bool) string {
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("n%d", i)
-		got := shard.Of(s.app.ns.Key(s.app.ns.IDFromName(name)), 16)
+		got := shard.Of(s.app.NS.Key(s.app.NS.IDFromName(name)), 16)
 		if (got == want) != other {
 			return name
 		}
@@ -81,7 +81,7 @@ func TestTwoServersOnOneDataDir(t *testing.T) {
 			t.Fatalf("second server, %s of the first's cell: %+v, want 409", method, a)
 		}
 	}
-	held := shard.Of(s1.app.ns.Key(s1.app.ns.IDFromName("c")), 16)
+	held := shard.Of(s1.app.NS.Key(s1.app.NS.IDFromName("c")), 16)
 	neighbour := counterIn(s1, held, false)
 	if a := call(t, "POST", hs2.URL+"/counter/"+neighbour); !isOwnedElsewhere(a) {
 		t.Fatalf("second server, another cell of the held shard: %+v, want 409", a)

@@ -100,6 +100,31 @@ func TestCounterContract(t *testing.T) {
 	}
 }
 
+// TestServeServesTheChatRoom: serve hosts the chat room example next to
+// the counter, on the same URLs as before it left this package.
+func TestServeServesTheChatRoom(t *testing.T) {
+	_, hs := startServer(t, serveConfig{Data: t.TempDir()})
+	resp, err := http.Post(hs.URL+"/room/lobby?ttl=60000", "text/plain", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted map[string]int64
+	err = json.NewDecoder(resp.Body).Decode(&posted)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err != nil || posted["id"] != 1 || posted["expires"] == 0 {
+		t.Fatalf("POST: %d %v %v", resp.StatusCode, posted, err)
+	}
+	resp, err = http.Get(hs.URL + "/room/lobby")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `{"messages":[{"id":1,"at":`) || !strings.HasSuffix(string(b), `,"text":"hello"}]}`+"\n") {
+		t.Fatalf("GET: %d %q", resp.StatusCode, b)
+	}
+}
+
 // TestConcurrentIncrementsAreGapFree: 64 concurrent callers of one counter
 // get 64 distinct, gap-free values, each acknowledged only once durable in
 // the bucket (the restore below reads the bucket alone).
@@ -133,7 +158,7 @@ func TestConcurrentIncrementsAreGapFree(t *testing.T) {
 		}
 	}
 	// Every acknowledged increment is in the bucket.
-	key := s.app.ns.Key(s.app.ns.IDFromName("busy"))
+	key := s.app.NS.Key(s.app.NS.IDFromName("busy"))
 	out := filepath.Join(t.TempDir(), "busy.db")
 	if code, _, stderr := runCLI(t, "restore", filepath.Join(dir, "bucket"), key, out, "--quiet"); code != 0 {
 		t.Fatalf("restore: %s", stderr)
