@@ -1,8 +1,10 @@
 // Package layering holds the test that keeps CellB's dependencies pointing
 // one way: core imports no adapter, driver or cloud SDK; adapters and
 // drivers import only core's packages; conformance imports only core; only
-// cmd/cellb (and tests) may import everything. Inside core, layers_test.go
-// keeps the formats, the ports, the runtime and the fleet apart.
+// cmd/cellb and the example apps (and tests) may import everything; only
+// cmd/cellb (and tests) may import the example apps. Inside core,
+// layers_test.go keeps the formats, the ports, the runtime and the fleet
+// apart.
 package layering
 
 import (
@@ -20,7 +22,7 @@ const prefix = "github.com/cellb/cellb/"
 // forbiddenInCore are module path prefixes core must never reach, even
 // indirectly: cloud SDKs and SQLite libraries belong to adapters and drivers.
 var forbiddenInCore = []string{
-	prefix + "adapters/", prefix + "drivers/", prefix + "conformance", prefix + "cmd/",
+	prefix + "adapters/", prefix + "drivers/", prefix + "conformance", prefix + "cmd/", prefix + "examples",
 	"github.com/aws/", "cloud.google.com/", "google.golang.org/", "github.com/Azure/",
 	"github.com/ncruces/", "github.com/mattn/", "modernc.org/", "github.com/spf13/afero",
 }
@@ -80,6 +82,20 @@ func area(path string) string {
 	return parts[0]
 }
 
+// examplesRule says why a package of area own may not import imp, or ""
+// when it may: the example apps (examples/) may import anything, and only
+// cmd/cellb, which serves them, and the examples themselves import them.
+// Tests are held to their area's other rules.
+func examplesRule(own, imp string, testCode bool) string {
+	if !strings.HasPrefix(imp, prefix) || area(imp) != "examples" || testCode {
+		return ""
+	}
+	if own == "examples" || own == "cmd" {
+		return ""
+	}
+	return "only cmd/cellb imports the example apps"
+}
+
 func TestDependenciesPointOneWay(t *testing.T) {
 	root := workspaceRoot(t)
 	for _, p := range listPackages(t, root) {
@@ -91,6 +107,9 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			for _, imp := range imports {
 				if isStd(imp) {
 					continue
+				}
+				if why := examplesRule(own, imp, testCode); why != "" {
+					t.Errorf("%s (%s) imports %s: %s", p.ImportPath, kind, imp, why)
 				}
 				switch {
 				case own == "core":
@@ -144,6 +163,32 @@ func TestCoreClosureIsClean(t *testing.T) {
 			if line != "" && strings.HasPrefix(line, bad) {
 				t.Errorf("core links %s", line)
 			}
+		}
+	}
+}
+
+// TestExamplesRule: the rule lets cmd/cellb and the examples import the
+// example apps, and nothing else outside tests.
+func TestExamplesRule(t *testing.T) {
+	counter := prefix + "examples/counter"
+	cases := []struct {
+		own, imp string
+		test     bool
+		allowed  bool
+	}{
+		{"cmd", counter, false, true},
+		{"examples", counter, false, true},
+		{"examples", prefix + "adapters/fs", false, true},
+		{"examples", prefix + "drivers/wasm", false, true},
+		{"core", counter, false, false},
+		{"conformance", counter, false, false},
+		{"adapters/fs", counter, false, false},
+		{"drivers/wasm", counter, false, false},
+		{"adapters/fs", counter, true, true},
+	}
+	for _, c := range cases {
+		if got := examplesRule(c.own, c.imp, c.test) == ""; got != c.allowed {
+			t.Errorf("%s importing %s (test %v): allowed %v, want %v", c.own, c.imp, c.test, got, c.allowed)
 		}
 	}
 }
