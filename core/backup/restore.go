@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cellb/cellb/core/logkeys"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -29,7 +30,7 @@ func (e *CorruptError) Error() string {
 }
 
 // Prefix is where a cell's backups live: "cells/<cell>/backup/".
-func Prefix(cell string) string { return "cells/" + cell + "/backup/" }
+func Prefix(cell string) string { return logkeys.Backup().Prefix(cell) }
 
 // Key names the backup of commit seq of epoch.
 func Key(cell string, epoch, seq uint64) string {

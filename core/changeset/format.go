@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/cellb/cellb/core/logkeys"
 )
 
 // The file format is described in docs/changeset-format.md.
@@ -202,7 +204,7 @@ const (
 )
 
 // CellPrefix is where a cell's changeset log lives.
-func CellPrefix(cell string) string { return "cells/" + cell + "/changeset/" }
+func CellPrefix(cell string) string { return logkeys.Changeset().Prefix(cell) }
 
 // EpochPrefix is one epoch's files.
 func EpochPrefix(cell string, epoch uint64) string {

@@ -4,52 +4,35 @@ import (
 	"context"
 	"strings"
 
-	"github.com/cellb/cellb/core/backup"
-	"github.com/cellb/cellb/core/changeset"
+	"github.com/cellb/cellb/core/logkeys"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 )
-
-// cellLog is where one durability mode keeps a cell's log in the bucket:
-// one directory e<epoch>/ per epoch below Prefix, in every mode.
-type cellLog struct {
-	// What names the log in the lost-record message ("LTX", ...).
-	What   string
-	Prefix string
-}
-
-// cellLogs lists every durability mode's log of cell: the LTX log, the
-// changeset log and backups. A lost ownership record is recognised by
-// whichever of them holds the cell's data.
-func cellLogs(cell string) []cellLog {
-	return []cellLog{
-		{"LTX", ltx.CellPrefix(cell)},
-		{"a changeset log", changeset.CellPrefix(cell)},
-		{"backups", backup.Prefix(cell)},
-	}
-}
 
 // foundLog is the newest epoch any log of a cell holds.
 type foundLog struct {
 	Epoch uint64 // 0: no log holds an epoch written under ownership
 	Key   string // one object of that epoch, for the lost-record message
-	What  string // which log (cellLog.What)
+	What  string // which log (logkeys.Log.What)
 }
 
-// newestLog lists every log of cell and returns its newest epoch and one
-// key in it. Epoch 0 (written without ownership, by lease.None) does not
+// newestLog lists every log of cell (logkeys.All: the LTX log, the
+// changeset log and backups; a lost ownership record is recognised by
+// whichever of them holds the cell's data) and returns its newest epoch
+// and one key in it. Epoch 0 (written without ownership, by lease.None) does not
 // count: such a cell never had a record to lose. On equal epochs the LTX
 // log, then the changeset log, is named.
 func newestLog(ctx context.Context, s store.Store, cell string) (foundLog, error) {
 	var best foundLog
 	var bestPrefix string
-	for _, l := range cellLogs(cell) {
-		page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: l.Prefix, Delimiter: "/"})
+	for _, l := range logkeys.All() {
+		prefix := l.Prefix(cell)
+		page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: prefix, Delimiter: "/"})
 		if err != nil {
 			return foundLog{}, err
 		}
 		for _, p := range page.Prefixes {
-			if e, ok := ltx.ParseEpochDir(strings.TrimPrefix(p, l.Prefix)); ok && e > best.Epoch {
+			if e, ok := ltx.ParseEpochDir(strings.TrimPrefix(p, prefix)); ok && e > best.Epoch {
 				best, bestPrefix = foundLog{Epoch: e, What: l.What}, p
 			}
 		}

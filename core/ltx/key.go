@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cellb/cellb/core/logkeys"
 )
 
 // MaxLevel is the highest compaction level a reader lists (9 is
@@ -17,7 +19,7 @@ const MaxLevel = 9
 const MetadataTimestamp = "litestream-timestamp"
 
 // CellPrefix is where a cell's log lives: "cells/<cell>/ltx/".
-func CellPrefix(cell string) string { return "cells/" + cell + "/ltx/" }
+func CellPrefix(cell string) string { return logkeys.LTX().Prefix(cell) }
 
 // EpochPrefix is one epoch's generation: "cells/<cell>/ltx/e<epoch>/".
 func EpochPrefix(cell string, epoch uint64) string {
