@@ -116,7 +116,7 @@ func TestRestoredImageEqualsLiveImage(t *testing.T) {
 				}
 				s := memstore.New()
 				lg, _ := ltxlog.New(ltxlog.Options{Store: s, CompactAfter: 8, Logger: quietLogger()})
-				cl, err := lg.Open(ctx, "Prop:x", 1, conn, false)
+				cl, err := lg.Open(ctx, openReq("Prop:x", 1, conn, false))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -176,7 +176,7 @@ func TestFaultyBucketKeepsAcknowledgedCommits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cl, err := lg.Open(ctx, "Prop:f", epoch, conn, true)
+				cl, err := lg.Open(ctx, openReq("Prop:f", epoch, conn, true))
 				if err != nil {
 					conn.Close()
 					continue
@@ -223,4 +223,16 @@ func TestFaultyBucketKeepsAcknowledgedCommits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openReq is the request the runtime makes for conn: pages captured when
+// conn was opened with capture, and what it captured so far taken and
+// dropped first (it is in the log's base).
+func openReq(cell string, epoch uint64, conn driver.Conn, restore bool) durability.OpenRequest {
+	capture := false
+	if pc, ok := conn.(driver.PageCapturer); ok {
+		_, err := pc.TakeCommits(context.Background())
+		capture = err == nil
+	}
+	return durability.OpenRequest{Cell: cell, Epoch: epoch, Conn: conn, Restore: restore, PagesCaptured: capture}
 }

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 )
 
@@ -168,8 +167,8 @@ func (l *ControlLog) pump(wake chan struct{}) {
 }
 
 // Open starts one cell's log.
-func (l *ControlLog) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
-	return &controlCellLog{l: l, key: cellKey}, nil
+func (l *ControlLog) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	return &controlCellLog{l: l, key: req.Cell}, nil
 }
 
 type controlCellLog struct {

@@ -291,8 +291,8 @@ type twinLog struct {
 	edit func(durability.Durable) durability.Durable
 }
 
-func (l twinLog) Open(ctx context.Context, key string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
-	cl, err := l.Log.Open(ctx, key, epoch, conn, restore)
+func (l twinLog) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	cl, err := l.Log.Open(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -330,8 +330,9 @@ func IgnoreRestore(l durability.Log) durability.Log { return ignoreRestore{l} }
 
 type ignoreRestore struct{ durability.Log }
 
-func (l ignoreRestore) Open(ctx context.Context, key string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
-	return l.Log.Open(ctx, key, epoch, conn, false)
+func (l ignoreRestore) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	req.Restore = false
+	return l.Log.Open(ctx, req)
 }
 
 // UploadEveryPage hands the log every page of the database with each
@@ -341,12 +342,12 @@ func UploadEveryPage(l durability.Log) durability.Log { return everyPage{l} }
 
 type everyPage struct{ durability.Log }
 
-func (l everyPage) Open(ctx context.Context, key string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
-	cl, err := l.Log.Open(ctx, key, epoch, conn, restore)
+func (l everyPage) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	cl, err := l.Log.Open(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return everyPageCellLog{cl, conn}, nil
+	return everyPageCellLog{cl, req.Conn}, nil
 }
 
 type everyPageCellLog struct {

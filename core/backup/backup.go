@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
-	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/store"
 )
@@ -96,7 +95,8 @@ func New(opts Options) (*Log, error) {
 // another writer used it. Each backup of an epoch is written create-only.
 // The database as opened counts as saved: only a later commit makes the
 // cell due for a backup.
-func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
+func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	cellKey, epoch, conn := req.Cell, req.Epoch, req.Conn
 	if epoch > 0 {
 		infos, err := List(ctx, l.opts.Store, cellKey)
 		if err != nil {
@@ -106,7 +106,7 @@ func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn drive
 			return nil, &durability.EpochInUseError{Cell: cellKey, Epoch: epoch, Key: infos[0].Key, Newest: infos[0].Epoch}
 		}
 	}
-	if restore {
+	if req.Restore {
 		res, err := Restore(ctx, l.opts.Store, cellKey)
 		switch {
 		case errors.Is(err, ErrNothingToRestore):
@@ -119,15 +119,7 @@ func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn drive
 			l.opts.Logger.Info("restored cell from backup", "cell", cellKey, "key", res.Key, "bytes", len(res.Image))
 		}
 	}
-	capture := false
-	if pc, ok := conn.(driver.PageCapturer); ok {
-		// Whatever was captured before now is already in the image below.
-		if _, err := pc.TakeCommits(ctx); err == nil {
-			capture = true
-		} else if !errors.Is(err, driver.ErrUnsupported) {
-			return nil, fmt.Errorf("backup: page capture of %s: %w", cellKey, err)
-		}
-	}
+	capture := req.PagesCaptured
 	var base []byte
 	if capture {
 		// Only a page-capturing connection needs a base to lay pages on.

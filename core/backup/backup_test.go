@@ -47,7 +47,7 @@ func newRig(t *testing.T, s store.Store, capture bool, keep int) *rig {
 	if infos, _ := List(context.Background(), s, cell); len(infos) > 0 {
 		epoch = infos[0].Epoch + 1
 	}
-	r.cl, err = lg.Open(context.Background(), cell, epoch, r.db, false)
+	r.cl, err = lg.Open(context.Background(), openReq(cell, epoch, r.db, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestKeepsNewestAndRestoresNewestEpoch(t *testing.T) {
 	// backup wins although its sequence numbers start again.
 	lg, _ := New(Options{Store: s, Logger: quiet, Keep: 2})
 	db := newMemPages(256, false)
-	cl, err := lg.Open(ctx, cell, 8, db, true)
+	cl, err := lg.Open(ctx, openReq(cell, 8, db, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestRestoreErrors(t *testing.T) {
 	}
 	lg, _ := New(Options{Store: s, Logger: quiet})
 	db := newMemPages(256, false)
-	if _, err := lg.Open(ctx, cell, 1, db, true); err != nil {
+	if _, err := lg.Open(ctx, openReq(cell, 1, db, true)); err != nil {
 		t.Fatalf("Open(restore) on an empty bucket: %v", err)
 	}
 	// A stray object under the prefix is not a backup.
@@ -257,7 +257,7 @@ func TestRestoreErrors(t *testing.T) {
 	if _, err := Restore(ctx, s, cell); !errors.As(err, &ce) || ce.Key != Key(cell, 1, 1) {
 		t.Fatalf("tampered backup: %v", err)
 	}
-	if _, err := lg.Open(ctx, cell, 2, db, true); !errors.As(err, &ce) {
+	if _, err := lg.Open(ctx, openReq(cell, 2, db, true)); !errors.As(err, &ce) {
 		t.Fatalf("Open(restore) of a tampered backup: %v", err)
 	}
 }
@@ -396,7 +396,7 @@ func TestSaveTimeout(t *testing.T) {
 	lg, _ := New(Options{Store: silent{r.store}, Clock: r.clk, Logger: quiet, SaveTimeout: 20 * time.Millisecond})
 	lg.opts.afterTick = func(err error) { r.ticks <- err }
 	var err error
-	if r.cl, err = lg.Open(context.Background(), cell, 1, r.db, false); err != nil {
+	if r.cl, err = lg.Open(context.Background(), openReq(cell, 1, r.db, false)); err != nil {
 		t.Fatal(err)
 	}
 	defer r.cl.Close(context.Background(), false)

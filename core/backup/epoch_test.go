@@ -25,14 +25,14 @@ func TestOpenRefusesAnEpochWithBackups(t *testing.T) {
 	lg, _ := New(Options{Store: s, Logger: quiet})
 	for _, epoch := range []uint64{6, 7} {
 		for _, restore := range []bool{false, true} {
-			_, err := lg.Open(ctx, cell, epoch, newMemPages(256, false), restore)
+			_, err := lg.Open(ctx, openReq(cell, epoch, newMemPages(256, false), restore))
 			var ee *durability.EpochInUseError
 			if !errors.As(err, &ee) || ee.Newest != 7 || ee.Epoch != epoch || ee.Key != Key(cell, 7, 1) {
 				t.Fatalf("open epoch %d (restore %v): %v", epoch, restore, err)
 			}
 		}
 	}
-	cl, err := lg.Open(ctx, cell, 8, newMemPages(256, false), true)
+	cl, err := lg.Open(ctx, openReq(cell, 8, newMemPages(256, false), true))
 	if err != nil {
 		t.Fatalf("open epoch 8: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
 )
 
 // memPages is a database reduced to its pages: the backup log only moves
@@ -123,3 +124,15 @@ var (
 	_ driver.Conn         = (*memPages)(nil)
 	_ driver.PageCapturer = (*memPages)(nil)
 )
+
+// openReq is the request the runtime makes for conn: pages captured when
+// the fake captures them, and what it captured so far taken and dropped
+// first (it is in the log's base).
+func openReq(cell string, epoch uint64, conn driver.Conn, restore bool) durability.OpenRequest {
+	m, ok := conn.(*memPages)
+	capture := ok && m.capture
+	if capture {
+		m.TakeCommits(context.Background())
+	}
+	return durability.OpenRequest{Cell: cell, Epoch: epoch, Conn: conn, Restore: restore, PagesCaptured: capture}
+}

@@ -202,6 +202,9 @@ func (inst *instance) open(ctx context.Context) error {
 			return err
 		}
 	}
+	// Whether pages are captured is decided here, once: the driver must
+	// capture them and the log must want commits (Local does not). The
+	// log is told so in its OpenRequest.
 	inst.localLog = isLocalLog(rt.log)
 	capture := rt.opts.Driver.Capabilities().PageCapture && !inst.localLog
 	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: path, PageCapture: capture, Pages: &rt.pages})
@@ -218,8 +221,20 @@ func (inst *instance) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("database size: %w", err)
 	}
-	restore := grant.BucketWins() || empty
-	cl, err := rt.log.Open(ctx, inst.key, grant.Epoch(), conn, restore)
+	if inst.capturer != nil {
+		// The log's base is the database as Open leaves it, so nothing
+		// captured before then is handed over.
+		if _, err := inst.capturer.TakeCommits(ctx); err != nil {
+			return fmt.Errorf("take captured pages: %w", err)
+		}
+	}
+	cl, err := rt.log.Open(ctx, durability.OpenRequest{
+		Cell:          inst.key,
+		Epoch:         grant.Epoch(),
+		Conn:          conn,
+		Restore:       grant.BucketWins() || empty,
+		PagesCaptured: inst.capturer != nil,
+	})
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}

@@ -116,7 +116,8 @@ func New(opts Options) (*Log, error) {
 // epoch or a newer one (epoch 0, lease.None's, is reopened instead), and
 // with the restore's error (a gap, a corrupt file, an epoch that lost its
 // snapshot: *MissingSnapshotError) rather than start from a guessed state.
-func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
+func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	cellKey, epoch, conn := req.Cell, req.Epoch, req.Conn
 	sc, ok := conn.(driver.Sessioner)
 	if !ok {
 		return nil, &NoSessionsError{Conn: fmt.Sprintf("%T", conn)}
@@ -126,7 +127,7 @@ func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn drive
 			return nil, err
 		}
 	}
-	if restore {
+	if req.Restore {
 		res, err := Restore(ctx, l.opts.Store, cellKey, conn)
 		switch {
 		case errors.Is(err, ErrNothingToRestore):

@@ -18,16 +18,37 @@ import (
 
 // Log opens per-cell logs.
 type Log interface {
-	// Open starts logging the cell cellKey under the given lease epoch.
-	// conn is the cell's open database; the log may read from it only
+	// Open starts logging the cell req.Cell under lease epoch req.Epoch on
+	// the cell's open database req.Conn (see OpenRequest).
+	Open(ctx context.Context, req OpenRequest) (CellLog, error)
+}
+
+// OpenRequest is what the runtime tells a log when it opens a cell's log.
+type OpenRequest struct {
+	// Cell is the cell's key.
+	Cell string
+	// Epoch is the lease epoch the log writes under (0 for lease.None).
+	Epoch uint64
+	// Conn is the cell's open database. The log may read from it only
 	// inside calls the runtime makes (Open, Append, Close), never later
-	// from another goroutine. With restore, Open first replaces the
-	// database with the log's newest state; a log holding nothing for the
-	// cell leaves it as it is. The runtime asks for a restore only of an
-	// empty database: when the lease says the bucket wins it deletes the
-	// local file before opening it, so a bucket holding nothing starts the
-	// cell empty; otherwise it restores only a database that is empty.
-	Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (CellLog, error)
+	// from another goroutine.
+	Conn driver.Conn
+	// Restore asks Open to first replace the database with the log's
+	// newest state; a log holding nothing for the cell leaves it as it is.
+	// The runtime asks for a restore only of an empty database: when the
+	// lease says the bucket wins it deletes the local file before opening
+	// it, so a bucket holding nothing starts the cell empty; otherwise it
+	// restores only a database that is empty.
+	Restore bool
+	// PagesCaptured says Conn captures pages: every commit made after Open
+	// returns comes to Append with its pages (Commit.Pages), laid on the
+	// database as it is when Open returns. Nothing captured before Open is
+	// handed over (the runtime takes and drops it first; a restore starts
+	// capture afresh). Otherwise Append gets no pages, and an image
+	// (Commit.Image) if the log asks for one (CellLog.NeedsImage). The
+	// runtime decides it once, when it opens the database: capture is on
+	// when the driver captures pages and the log is not Local.
+	PagesCaptured bool
 }
 
 // Commit is one local commit handed to the log.
@@ -106,7 +127,7 @@ func (f *Future) Err() error {
 // no log.
 type Local struct{}
 
-func (Local) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (CellLog, error) {
+func (Local) Open(ctx context.Context, req OpenRequest) (CellLog, error) {
 	return localLog{}, nil
 }
 

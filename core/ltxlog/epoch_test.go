@@ -23,7 +23,7 @@ func writeEpoch(t *testing.T, s store.Store, epoch uint64, d *pageDB, r *rand.Ra
 	t.Helper()
 	ctx := context.Background()
 	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: -1, RetryDelay: time.Millisecond})
-	cl, err := lg.Open(ctx, cell, epoch, d, restore)
+	cl, err := lg.Open(ctx, openReq(cell, epoch, d, restore))
 	if err != nil {
 		t.Fatalf("open epoch %d: %v", epoch, err)
 	}
@@ -97,7 +97,7 @@ func TestRestoreRefusesAnEpochWithoutItsSnapshot(t *testing.T) {
 	// of a guessed state under the new epoch.
 	lg, _ := New(Options{Logger: quiet, Store: s})
 	fresh := newPageDB(512, true)
-	_, err = lg.Open(ctx, cell, 3, fresh, true)
+	_, err = lg.Open(ctx, openReq(cell, 3, fresh, true))
 	check("open", err)
 	if keys := listKeys(t, s, ltx.EpochPrefix(cell, 3)); len(keys) != 0 {
 		t.Fatalf("a refused open wrote %v", keys)
@@ -128,7 +128,7 @@ func TestOpenRefusesAnEpochTheLogAlreadyHolds(t *testing.T) {
 	writeEpoch(t, s, 5, newPageDB(512, true), r, 2, false)
 	lg, _ := New(Options{Logger: quiet, Store: s})
 	for _, epoch := range []uint64{4, 5} {
-		_, err := lg.Open(ctx, cell, epoch, newPageDB(512, true), true)
+		_, err := lg.Open(ctx, openReq(cell, epoch, newPageDB(512, true), true))
 		var ee *durability.EpochInUseError
 		if !errors.As(err, &ee) || ee.Epoch != epoch || ee.Newest != 5 || !strings.HasPrefix(ee.Key, ltx.EpochPrefix(cell, 5)) {
 			t.Fatalf("open epoch %d over a log at 5: %v", epoch, err)
@@ -139,7 +139,7 @@ func TestOpenRefusesAnEpochTheLogAlreadyHolds(t *testing.T) {
 			}
 		}
 	}
-	if _, err := lg.Open(ctx, cell, 6, newPageDB(512, true), true); err != nil {
+	if _, err := lg.Open(ctx, openReq(cell, 6, newPageDB(512, true), true)); err != nil {
 		t.Fatalf("open epoch 6: %v", err)
 	}
 }
@@ -161,7 +161,7 @@ func TestFirstObjectOfAnEpochIsCreateOnly(t *testing.T) {
 
 	lg, _ := New(Options{Logger: quiet, Store: fs, RetryDelay: time.Millisecond})
 	d := newPageDB(512, true)
-	cl, err := lg.Open(ctx, cell, 2, d, false)
+	cl, err := lg.Open(ctx, openReq(cell, 2, d, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
 )
 
 // pageDB is a database reduced to its pages: enough of driver.Conn for the
@@ -120,3 +121,15 @@ var (
 	_ driver.Conn         = (*pageDB)(nil)
 	_ driver.PageCapturer = (*pageDB)(nil)
 )
+
+// openReq is the request the runtime makes for conn: pages captured when
+// the fake captures them, and what it captured so far taken and dropped
+// first (it is in the log's base).
+func openReq(cell string, epoch uint64, conn driver.Conn, restore bool) durability.OpenRequest {
+	d, ok := conn.(*pageDB)
+	capture := ok && d.capture
+	if capture {
+		d.TakeCommits(context.Background())
+	}
+	return durability.OpenRequest{Cell: cell, Epoch: epoch, Conn: conn, Restore: restore, PagesCaptured: capture}
+}

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
-	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/store"
 )
@@ -100,8 +99,9 @@ var _ durability.Log = (*Log)(nil)
 // (a gap, a corrupt file, an epoch whose snapshot is missing:
 // *ltx.MissingSnapshotError): a cell is never served, nor re-snapshotted,
 // from a guessed state.
-func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
-	if restore {
+func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	cellKey, epoch, conn := req.Cell, req.Epoch, req.Conn
+	if req.Restore {
 		res, err := restoreFor(ctx, l.opts.Store, cellKey, RestoreOptions{}, epoch)
 		switch {
 		case errors.Is(err, ErrNothingToRestore):
@@ -124,17 +124,6 @@ func (l *Log) Open(ctx context.Context, cellKey string, epoch uint64, conn drive
 	if err != nil {
 		return nil, err
 	}
-	// A connection type may implement PageCapturer yet have been opened
-	// without capture; ask it. Whatever it had captured so far is already
-	// in base, so the answer is discarded.
-	capture := false
-	if pc, ok := conn.(driver.PageCapturer); ok {
-		if _, err := pc.TakeCommits(ctx); err == nil {
-			capture = true
-		} else if !errors.Is(err, driver.ErrUnsupported) {
-			return nil, fmt.Errorf("ltxlog: page capture of %s: %w", cellKey, err)
-		}
-	}
-	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, capture)
+	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, req.PagesCaptured)
 	return c, nil
 }

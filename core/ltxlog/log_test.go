@@ -59,7 +59,7 @@ func TestLogRestoresEveryAcknowledgedCommit(t *testing.T) {
 				if !capture {
 					conn = imageOnly{d}
 				}
-				cl, err := lg.Open(ctx, cell, 3, conn, false)
+				cl, err := lg.Open(ctx, openReq(cell, 3, conn, false))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -115,7 +115,7 @@ func TestCapturedPagesAreReleasedAfterUpload(t *testing.T) {
 	ctx := context.Background()
 	lg, _ := New(Options{Logger: quiet, Store: memstore.New()})
 	d := newPageDB(512, true)
-	cl, err := lg.Open(ctx, cell, 1, d, false)
+	cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestGroupCommit(t *testing.T) {
 	})
 	lg, _ := New(Options{Logger: quiet, Store: fs, CompactAfter: -1})
 	d := newPageDB(1024, true)
-	cl, err := lg.Open(ctx, cell, 1, d, false)
+	cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestFailedUploadBreaksTheChainOfAcknowledgements(t *testing.T) {
 	fs := faultstore.New(memstore.New(), faultstore.Config{})
 	lg, _ := New(Options{Logger: quiet, Store: fs, UploadRetries: 2, RetryDelay: time.Millisecond})
 	d := newPageDB(512, true)
-	cl, _ := lg.Open(ctx, cell, 1, d, false)
+	cl, _ := lg.Open(ctx, openReq(cell, 1, d, false))
 	r := rand.New(rand.NewPCG(2, 2))
 	d.mutate(r)
 	if err := wait(t, appendCommit(t, cl, d, 1)); err != nil {
@@ -238,7 +238,7 @@ func TestFaultyBucketNeverLosesAcknowledgedCommits(t *testing.T) {
 		d := newPageDB(512, true)
 		for epoch := uint64(1); epoch <= 6; epoch++ {
 			fresh := newPageDB(512, true)
-			cl, err := lg.Open(ctx, cell, epoch, fresh, true)
+			cl, err := lg.Open(ctx, openReq(cell, epoch, fresh, true))
 			if err != nil {
 				continue // the restore's reads did not fail; a put-only fault cannot get here
 			}
@@ -286,7 +286,7 @@ func TestHungBucketFailsTheCommit(t *testing.T) {
 	})
 	lg, _ := New(Options{Logger: quiet, Store: fs, UploadTimeout: 20 * time.Millisecond, UploadRetries: 1, RetryDelay: time.Millisecond})
 	d := newPageDB(512, true)
-	cl, _ := lg.Open(ctx, cell, 1, d, false)
+	cl, _ := lg.Open(ctx, openReq(cell, 1, d, false))
 	d.mutate(rand.New(rand.NewPCG(1, 1)))
 	if err := wait(t, appendCommit(t, cl, d, 1)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the upload deadline", err)

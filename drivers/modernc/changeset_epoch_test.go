@@ -19,7 +19,7 @@ func csEpoch(t *testing.T, s store.Store, c *Conn, epoch uint64, restore bool, i
 	t.Helper()
 	ctx := context.Background()
 	lg, _ := changeset.New(changeset.Options{Store: s, Logger: csQuiet})
-	cl, err := lg.Open(ctx, csCell, epoch, c, restore)
+	cl, err := lg.Open(ctx, openReq(csCell, epoch, c, restore))
 	if err != nil {
 		t.Fatalf("open epoch %d: %v", epoch, err)
 	}
@@ -72,7 +72,7 @@ func TestChangesetRestoreRefusesAnEpochWithoutItsSnapshot(t *testing.T) {
 		}
 	}
 	lg, _ := changeset.New(changeset.Options{Store: s, Logger: csQuiet})
-	if _, err := lg.Open(ctx, csCell, 3, openT(t, "", false), true); !errors.As(err, &me) {
+	if _, err := lg.Open(ctx, openReq(csCell, 3, openT(t, "", false), true)); !errors.As(err, &me) {
 		t.Fatalf("open: %v", err)
 	}
 	if keys := csKeys(t, s, changeset.EpochPrefix(csCell, 3)); len(keys) != 0 {
@@ -92,14 +92,14 @@ func TestChangesetOpenRefusesAnEpochTheLogAlreadyHolds(t *testing.T) {
 	lg, _ := changeset.New(changeset.Options{Store: s, Logger: csQuiet})
 	for _, epoch := range []uint64{3, 4} {
 		for _, restore := range []bool{false, true} {
-			_, err := lg.Open(ctx, csCell, epoch, openT(t, "", false), restore)
+			_, err := lg.Open(ctx, openReq(csCell, epoch, openT(t, "", false), restore))
 			var ee *durability.EpochInUseError
 			if !errors.As(err, &ee) || ee.Newest != 4 || ee.Epoch != epoch || !strings.HasPrefix(ee.Key, changeset.EpochPrefix(csCell, 4)) {
 				t.Fatalf("open epoch %d (restore %v) over a log at 4: %v", epoch, restore, err)
 			}
 		}
 	}
-	if _, err := lg.Open(ctx, csCell, 5, openT(t, "", false), true); err != nil {
+	if _, err := lg.Open(ctx, openReq(csCell, 5, openT(t, "", false), true)); err != nil {
 		t.Fatalf("open epoch 5: %v", err)
 	}
 }
@@ -116,11 +116,11 @@ func TestChangesetFirstFileIsCreateOnly(t *testing.T) {
 		mustExec(t, c, "CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT)")
 	}
 	mustExec(t, b, "INSERT INTO items(id, name) VALUES(99, 'b')")
-	la, err := lg.Open(ctx, csCell, 3, a, false)
+	la, err := lg.Open(ctx, openReq(csCell, 3, a, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, err := lg.Open(ctx, csCell, 3, b, false)
+	lb, err := lg.Open(ctx, openReq(csCell, 3, b, false))
 	if err != nil {
 		t.Fatal(err)
 	}

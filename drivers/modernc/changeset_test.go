@@ -169,7 +169,7 @@ func TestChangesetLogRestoresEveryAcknowledgedCommit(t *testing.T) {
 					t.Fatal(err)
 				}
 				src := openT(t, "src.db", false)
-				cl, err := lg.Open(ctx, csCell, 5, src, false)
+				cl, err := lg.Open(ctx, openReq(csCell, 5, src, false))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -218,7 +218,7 @@ func TestChangesetLogRestoresEveryAcknowledgedCommit(t *testing.T) {
 				}
 				// Open(restore) on a fresh connection, as a new owner would.
 				dst := openT(t, "", false)
-				cl2, err := lg.Open(ctx, csCell, 6, dst, true)
+				cl2, err := lg.Open(ctx, openReq(csCell, 6, dst, true))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -241,7 +241,7 @@ func TestChangesetLogReopensSameEpoch(t *testing.T) {
 	w := &csWorkload{t: t, c: src, r: rand.New(rand.NewPCG(9, 9))}
 	w.setup()
 	for round := 0; round < 3; round++ {
-		cl, err := lg.Open(ctx, csCell, 0, src, false)
+		cl, err := lg.Open(ctx, openReq(csCell, 0, src, false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +269,7 @@ func TestChangesetLogCrashKeepsAcknowledged(t *testing.T) {
 	s := memstore.New()
 	lg, _ := changeset.New(changeset.Options{Store: s, Logger: csQuiet})
 	src := openT(t, "src.db", false)
-	cl, err := lg.Open(ctx, csCell, 1, src, false)
+	cl, err := lg.Open(ctx, openReq(csCell, 1, src, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ type noSessions struct{ driver.Conn }
 
 func TestChangesetLogNeedsSessions(t *testing.T) {
 	lg, _ := changeset.New(changeset.Options{Store: memstore.New(), Logger: csQuiet})
-	_, err := lg.Open(context.Background(), csCell, 1, noSessions{openT(t, "", false)}, false)
+	_, err := lg.Open(context.Background(), openReq(csCell, 1, noSessions{openT(t, "", false)}, false))
 	var nse *changeset.NoSessionsError
 	if !errors.Is(err, changeset.ErrNoSessions) || !errors.As(err, &nse) {
 		t.Fatalf("Open without sessions: %v", err)
@@ -333,7 +333,7 @@ func TestChangesetLogUploadFailureBreaksTheChain(t *testing.T) {
 	s := &failingPuts{Store: memstore.New()}
 	lg, _ := changeset.New(changeset.Options{Store: s, Logger: csQuiet, UploadRetries: -1})
 	src := openT(t, "src.db", false)
-	cl, err := lg.Open(ctx, csCell, 1, src, false)
+	cl, err := lg.Open(ctx, openReq(csCell, 1, src, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestChangesetRestoreRefusesGapsAndDamage(t *testing.T) {
 	s := memstore.New()
 	lg, _ := changeset.New(changeset.Options{Store: s, Logger: csQuiet})
 	src := openT(t, "src.db", false)
-	cl, err := lg.Open(ctx, csCell, 2, src, false)
+	cl, err := lg.Open(ctx, openReq(csCell, 2, src, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func BenchmarkCellLogSmallUpdates(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cl, err := lg.Open(ctx, csCell, 1, dc, false)
+			cl, err := lg.Open(ctx, openReq(csCell, 1, dc, false))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -495,7 +495,7 @@ func TestChangesetLogUploadTimeout(t *testing.T) {
 	ctx := context.Background()
 	lg, _ := changeset.New(changeset.Options{Store: hangingPuts{memstore.New()}, Logger: csQuiet, UploadRetries: -1, UploadTimeout: 50 * time.Millisecond})
 	src := openT(t, "", false)
-	cl, err := lg.Open(ctx, csCell, 1, src, false)
+	cl, err := lg.Open(ctx, openReq(csCell, 1, src, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,4 +504,16 @@ func TestChangesetLogUploadTimeout(t *testing.T) {
 	if err := waitDurable(t, cl.Append(durability.Commit{Seq: 1})); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("upload to a silent bucket: %v", err)
 	}
+}
+
+// openReq is the request the runtime makes for conn: pages captured when
+// conn was opened with capture, and what it captured so far taken and
+// dropped first (it is in the log's base).
+func openReq(cell string, epoch uint64, conn driver.Conn, restore bool) durability.OpenRequest {
+	capture := false
+	if pc, ok := conn.(driver.PageCapturer); ok {
+		_, err := pc.TakeCommits(context.Background())
+		capture = err == nil
+	}
+	return durability.OpenRequest{Cell: cell, Epoch: epoch, Conn: conn, Restore: restore, PagesCaptured: capture}
 }
