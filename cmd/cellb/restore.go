@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
-	"github.com/cellb/cellb/core/ltx"
-	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -26,7 +26,13 @@ func restoreCommand() command {
 	}
 }
 
-const restoreUsage = `usage: cellb restore <bucket-url> <Class:id> <out.db> [--from ltx|changeset|backup]
+// restoreUsage is restore's usage text; the choices of --from come from
+// modes.
+func restoreUsage(modes durability.Modes) string {
+	return fmt.Sprintf(restoreUsageText, modeChoices(modes))
+}
+
+const restoreUsageText = `usage: cellb restore <bucket-url> <Class:id> <out.db> [--from %s]
                     [--txid N | --time T] [--force]
 
 Rebuilds the cell's SQLite database from what the bucket keeps of it and
@@ -40,18 +46,19 @@ milliseconds); changeset, the changeset log (its newest state); backup, the
 newest whole-database backup.`
 
 func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
+	modes := durabilityModes()
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	txid := fs.Uint64("txid", 0, "restore exactly this transaction")
 	at := fs.String("time", "", "restore the newest state at or before this time")
 	force := fs.Bool("force", false, "overwrite out.db if it exists")
-	from := fs.String("from", "", "ltx, changeset or backup (default: what the bucket holds)")
+	from := fs.String("from", "", strings.Join(modes.Names(), ", ")+" (default: what the bucket holds)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	pos, err := parseFlags(fs, args)
 	if err != nil || len(pos) != 3 {
 		if err != nil && !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
 		}
-		fmt.Fprintln(e.stderr, restoreUsage)
+		fmt.Fprintln(e.stderr, restoreUsage(modes))
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -62,7 +69,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
 		return 2
 	}
-	opts := ltxlog.RestoreOptions{TXID: ltx.TXID(*txid)}
+	req := durability.RestoreRequest{TXID: *txid}
 	if *at != "" {
 		if *txid != 0 {
 			fmt.Fprintln(e.stderr, "cellb restore: give --txid or --time, not both")
@@ -73,7 +80,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 			fmt.Fprintf(e.stderr, "cellb restore: --time %q: %v\n", *at, err)
 			return 2
 		}
-		opts.Time = t
+		req.Time = t
 	}
 	if !*force {
 		if _, err := os.Stat(out); err == nil {
@@ -87,46 +94,70 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 		return 1
 	}
 	defer store.Close(s)
-	source, err := pickRestoreSource(ctx, s, cellKey, *from)
+	mode, err := pickRestoreMode(ctx, modes, s, cellKey, *from)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, err)
 		return 1
 	}
-	if source != "ltx" {
-		if *txid != 0 || *at != "" {
-			fmt.Fprintf(e.stderr, "cellb restore: --txid and --time need the LTX log; the %s log restores its newest state\n", source)
-			return 2
-		}
-		what, n, err := restoreImage(ctx, s, cellKey, source, out)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, oneLine(err))
-			return 1
-		}
-		fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, what, size(n), out)
-		return 0
+	if !mode.PointInTime && (*txid != 0 || *at != "") {
+		fmt.Fprintf(e.stderr, "cellb restore: --txid and --time need a log that restores to a point in time (%s); the %s log restores its newest state\n",
+			strings.Join(pointInTimeModes(modes), ", "), mode.Name)
+		return 2
 	}
 	if !*quiet {
 		bar := newProgressBar(e.stderr, "restore "+cellKey)
-		opts.Progress = bar.update
+		req.Progress = bar.update
 	}
-	res, n, err := restoreToFile(ctx, s, cellKey, opts, out)
+	scratch, cleanup := scratchDatabase(out)
+	defer cleanup()
+	req.Scratch = scratch
+	res, n, err := restoreToFile(ctx, mode, s, cellKey, req, out)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, oneLine(err))
 		return 1
 	}
-	fmt.Fprintf(e.stdout, "restored %s at TXID %d (epoch %d, %d files, %s) to %s\n",
-		cellKey, res.TXID, res.Epoch, len(res.Files), size(n), out)
+	fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, res.From, size(n), out)
 	return 0
 }
 
-// restoreToFile restores straight into a temporary file next to out —
-// pages land at their offsets as they are decoded, so no image-sized buffer
-// is needed — then makes it out atomically (writeAtomically).
-func restoreToFile(ctx context.Context, s store.Store, cellKey string, opts ltxlog.RestoreOptions, out string) (*ltxlog.Result, int64, error) {
-	var res *ltxlog.Result
+// pickRestoreMode returns the mode named by from, or, when from is empty,
+// the one mode whose log the bucket holds for the cell.
+func pickRestoreMode(ctx context.Context, modes durability.Modes, s store.Store, cellKey, from string) (durability.Mode, error) {
+	if from != "" {
+		m, err := modes.Lookup(from)
+		if err != nil {
+			return m, fmt.Errorf("--from: %w", err)
+		}
+		return m, nil
+	}
+	m, err := modes.Detect(ctx, s, cellKey)
+	var several *durability.SeveralLogsError
+	if errors.As(err, &several) {
+		return m, fmt.Errorf("%w with --from", err)
+	}
+	return m, err
+}
+
+// pointInTimeModes names the modes that restore to a TXID or time.
+func pointInTimeModes(modes durability.Modes) []string {
+	var names []string
+	for _, m := range modes {
+		if m.PointInTime {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// restoreToFile has the mode restore straight into a temporary file next
+// to out (the LTX log lays pages at their offsets as it decodes them, so
+// no image-sized buffer is needed), then makes it out atomically
+// (writeAtomically).
+func restoreToFile(ctx context.Context, mode durability.Mode, s store.Store, cellKey string, req durability.RestoreRequest, out string) (durability.Restored, int64, error) {
+	var res durability.Restored
 	n, err := writeAtomically(out, func(f *os.File) error {
 		var err error
-		res, err = ltxlog.RestoreTo(ctx, s, cellKey, opts, f)
+		res, err = mode.Restore(ctx, s, cellKey, req, f)
 		return err
 	})
 	return res, n, err

@@ -12,7 +12,7 @@ import (
 // `cellb restore` rebuilds a cell from each --durability mode's log: the
 // restored database holds what the node's own database held.
 func TestRestoreFromEveryLog(t *testing.T) {
-	for _, tc := range durabilityModes {
+	for _, tc := range modesToServe() {
 		t.Run(tc.mode, func(t *testing.T) {
 			dir := t.TempDir()
 			serveThenClose(t, serveConfig{Data: dir, Driver: tc.driver, ScriptName: "x", Idle: time.Minute, Durability: tc.mode}, func(url string) {
@@ -56,7 +56,7 @@ func TestRestoreNeedsFromWhenLogsDiffer(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "--from") {
 		t.Fatalf("several logs: exit %d, %q", code, stderr)
 	}
-	if code, _, stderr := runCLI(t, "restore", bucket, cellKey, out, "--from", "backup", "--txid", "1"); code != 2 || !strings.Contains(stderr, "LTX log") {
+	if code, _, stderr := runCLI(t, "restore", bucket, cellKey, out, "--from", "backup", "--txid", "1"); code != 2 || !strings.Contains(stderr, "point in time (ltx)") {
 		t.Fatalf("--txid with a backup: exit %d, %q", code, stderr)
 	}
 	for _, from := range []string{"ltx", "backup"} {

@@ -173,7 +173,7 @@ func TestRestoreErrors(t *testing.T) {
 	}{
 		{"bad url", []string{"restore", "nope://x", cellKey, filepath.Join(dir, "a.db")}, 1, "bucket"},
 		{"bad cell key", []string{"restore", "file://" + bucket, "no/slash", filepath.Join(dir, "b.db")}, 2, ""},
-		{"unknown cell", []string{"restore", "file://" + bucket, "Golden:other", filepath.Join(dir, "c.db")}, 1, "no LTX"},
+		{"unknown cell", []string{"restore", "file://" + bucket, "Golden:other", filepath.Join(dir, "c.db")}, 1, "holds no ltx, changeset or backup files"},
 		{"txid inside nothing", []string{"restore", "file://" + bucket, cellKey, filepath.Join(dir, "d.db"), "--txid", "9"}, 1, "TXID 9"},
 		{"missing args", []string{"restore", "file://" + bucket}, 2, "usage"},
 		{"both targets", []string{"restore", "file://" + bucket, cellKey, filepath.Join(dir, "e.db"), "--txid", "2", "--time", "1"}, 2, "not both"},

@@ -15,14 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cellb/cellb/core/backup"
 	"github.com/cellb/cellb/core/cell"
-	"github.com/cellb/cellb/core/changeset"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/lease"
-	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/peer"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
@@ -44,9 +41,15 @@ func serveCommand() command {
 	}
 }
 
-const serveUsage = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
+// serveUsage is serve's usage text; the choices of --durability come from
+// modes.
+func serveUsage(modes durability.Modes) string {
+	return fmt.Sprintf(serveUsageText, modeChoices(modes))
+}
+
+const serveUsageText = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
                   [--idle D] [--max-cells N]
-                  [--durability ltx|backup|changeset]
+                  [--durability %s]
                   [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D]
                    [--wake-tick D] [--wake-poll D]]
 
@@ -115,14 +118,12 @@ func parseServe(args []string) (serveConfig, error) {
 	if c.Bucket == "" && (c.Node != "" || c.PeerListen != "" || c.Advertise != "") {
 		return c, errors.New("--node, --peer-listen and --advertise need --bucket")
 	}
-	switch c.Durability {
-	case "ltx", "backup":
-	case "changeset":
-		if c.Driver != "modernc" {
-			return c, errors.New("--durability changeset needs --driver modernc (the only driver with SQLite sessions)")
-		}
-	default:
-		return c, fmt.Errorf("unknown --durability %q (want ltx, backup or changeset)", c.Durability)
+	mode, err := durabilityModes().Lookup(c.Durability)
+	if err != nil {
+		return c, fmt.Errorf("--durability: %w", err)
+	}
+	if mode.NeedsSessions && c.Driver != "modernc" {
+		return c, fmt.Errorf("--durability %s needs --driver modernc (the only driver with SQLite sessions)", mode.Name)
 	}
 	if c.Advertise != "" && c.PeerListen == "" {
 		return c, errors.New("--advertise needs --peer-listen")
@@ -159,17 +160,18 @@ func pickDriver(name string, bucketWins bool) (driver.Driver, error) {
 	return nil, fmt.Errorf("unknown driver %q (want wasm, cgo or modernc)", name)
 }
 
-// pickLog opens the durability mode --durability names.
+// pickLog opens the durability mode --durability names; none names the
+// default, the registry's first (the LTX log).
 func pickLog(name string, bucket store.Store, logger *slog.Logger) (durability.Log, error) {
-	switch name {
-	case "", "ltx":
-		return ltxlog.New(ltxlog.Options{Store: bucket, Logger: logger})
-	case "changeset":
-		return changeset.New(changeset.Options{Store: bucket, Logger: logger})
-	case "backup":
-		return backup.New(backup.Options{Store: bucket, Logger: logger})
+	modes := durabilityModes()
+	if name == "" {
+		name = modes[0].Name
 	}
-	return nil, fmt.Errorf("unknown durability mode %q (want ltx, backup or changeset)", name)
+	mode, err := modes.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return mode.Open(durability.OpenOptions{Store: bucket, Logger: logger})
 }
 
 // server is one running node: the runtime, its ports, and the app.
@@ -496,10 +498,10 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	cfg, err := parseServe(args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(e.stderr, serveUsage)
+			fmt.Fprintln(e.stderr, serveUsage(durabilityModes()))
 			return 0
 		}
-		fmt.Fprintf(e.stderr, "cellb serve: %v\n%s\n", err, serveUsage)
+		fmt.Fprintf(e.stderr, "cellb serve: %v\n%s\n", err, serveUsage(durabilityModes()))
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

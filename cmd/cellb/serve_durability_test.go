@@ -9,11 +9,18 @@ import (
 	"time"
 )
 
-// durabilityModes are the --durability modes, each with a driver it runs on.
-var durabilityModes = []struct{ mode, driver string }{
-	{"ltx", "wasm"},
-	{"changeset", "modernc"},
-	{"backup", "wasm"},
+// modesToServe are the --durability modes (every mode of the CLI's
+// registry), each with a driver it runs on.
+func modesToServe() []struct{ mode, driver string } {
+	var out []struct{ mode, driver string }
+	for _, m := range durabilityModes() {
+		drv := "wasm"
+		if m.NeedsSessions {
+			drv = "modernc"
+		}
+		out = append(out, struct{ mode, driver string }{m.Name, drv})
+	}
+	return out
 }
 
 // serveThenClose runs a server on dir in cfg's mode, lets calls use its
@@ -36,7 +43,7 @@ func serveThenClose(t *testing.T, cfg serveConfig, calls func(url string)) {
 // Each --durability mode keeps the counter in the bucket: after the local
 // files are lost, a node in the same mode restores them.
 func TestServeDurabilityModesRestore(t *testing.T) {
-	for _, tc := range durabilityModes {
+	for _, tc := range modesToServe() {
 		t.Run(tc.mode, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := serveConfig{Data: dir, Driver: tc.driver, ScriptName: "x", Idle: time.Minute, Durability: tc.mode}

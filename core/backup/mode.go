@@ -1,0 +1,36 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Mode is backups as a durability mode: "backup", kept under
+// cells/<cell>/backup/, restorable to the newest backup.
+func Mode() durability.Mode {
+	return durability.Mode{
+		Log: logkeys.Backup(),
+		Open: func(o durability.OpenOptions) (durability.Log, error) {
+			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
+		},
+		Restore: restoreMode,
+	}
+}
+
+func restoreMode(ctx context.Context, s store.Store, cell string, req durability.RestoreRequest, out durability.RestoreSink) (durability.Restored, error) {
+	if req.TXID != 0 || !req.Time.IsZero() {
+		return durability.Restored{}, &durability.NoPointInTimeError{Mode: logkeys.Backup().Name}
+	}
+	res, err := Restore(ctx, s, cell)
+	if err != nil {
+		return durability.Restored{}, err
+	}
+	if err := durability.WriteImage(out, res.Image); err != nil {
+		return durability.Restored{}, err
+	}
+	return durability.Restored{From: fmt.Sprintf("backup %s", res.Key)}, nil
+}

@@ -1,0 +1,51 @@
+package changeset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Mode is the changeset log as a durability mode: "changeset", kept under
+// cells/<cell>/changeset/, restorable to its newest state. Its log needs a
+// connection with SQLite sessions, and so does its Restore
+// (RestoreRequest.Scratch).
+func Mode() durability.Mode {
+	return durability.Mode{
+		Log:           logkeys.Changeset(),
+		NeedsSessions: true,
+		Open: func(o durability.OpenOptions) (durability.Log, error) {
+			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
+		},
+		Restore: restoreMode,
+	}
+}
+
+func restoreMode(ctx context.Context, s store.Store, cell string, req durability.RestoreRequest, out durability.RestoreSink) (durability.Restored, error) {
+	if req.TXID != 0 || !req.Time.IsZero() {
+		return durability.Restored{}, &durability.NoPointInTimeError{Mode: logkeys.Changeset().Name}
+	}
+	if req.Scratch == nil {
+		return durability.Restored{}, errors.New("changeset: restoring needs a scratch database with SQLite sessions (RestoreRequest.Scratch)")
+	}
+	conn, err := req.Scratch(ctx)
+	if err != nil {
+		return durability.Restored{}, err
+	}
+	res, rerr := Restore(ctx, s, cell, conn)
+	var img []byte
+	if rerr == nil {
+		img, rerr = conn.Serialize(ctx)
+	}
+	if err := errors.Join(rerr, conn.Close()); err != nil {
+		return durability.Restored{}, err
+	}
+	if err := durability.WriteImage(out, img); err != nil {
+		return durability.Restored{}, err
+	}
+	return durability.Restored{From: fmt.Sprintf("the changeset log (epoch %d, commit %d, %d files)", res.Epoch, res.Seq, len(res.Files))}, nil
+}

@@ -1,0 +1,178 @@
+package durability
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Mode is one durability mode as a value: its name and where it keeps a
+// cell's log in the bucket (logkeys.Log: Name, What, Prefix), how to open
+// its Log on a bucket, and how to rebuild a cell from what it keeps.
+// Each log package returns its own (ltxlog.Mode, changeset.Mode,
+// backup.Mode); a program assembles the ones it offers into Modes.
+type Mode struct {
+	logkeys.Log
+	// PointInTime says Restore takes RestoreRequest.TXID and Time; a mode
+	// without it restores only its newest state.
+	PointInTime bool
+	// NeedsSessions says the mode's log needs a connection with SQLite
+	// sessions (driver.Sessioner) to open.
+	NeedsSessions bool
+	// Open opens the mode's Log on a bucket.
+	Open func(OpenOptions) (Log, error)
+	// Restore rebuilds the cell's database from the bucket, read-only, and
+	// writes its image to out.
+	Restore func(ctx context.Context, s store.Store, cell string, req RestoreRequest, out RestoreSink) (Restored, error)
+}
+
+// OpenOptions are what every mode's log is opened with; zero fields take
+// the log's defaults.
+type OpenOptions struct {
+	Store  store.Store
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// RestoreRequest says what to restore.
+type RestoreRequest struct {
+	// TXID and Time pick a point in time (zero: the newest state); only a
+	// mode with PointInTime takes them, the others refuse them.
+	TXID uint64
+	Time time.Time
+	// Progress, if set, is called with the bytes read so far and the bytes
+	// the restore will read, when the mode knows them.
+	Progress func(done, total int64)
+	// Scratch opens an empty database a mode may rebuild the cell in (the
+	// changeset log applies its changesets through SQLite sessions); the
+	// mode closes it. Modes that need none ignore it.
+	Scratch func(ctx context.Context) (driver.Conn, error)
+}
+
+// RestoreSink receives a restored image: *os.File is one.
+type RestoreSink interface {
+	io.WriterAt
+	Truncate(size int64) error
+}
+
+// Restored says what a restore rebuilt the cell from, in words, such as
+// "the LTX log at TXID 6 (epoch 2, 3 files)" or "backup <key>".
+type Restored struct {
+	From string
+}
+
+// Modes is the set of durability modes a program offers, in the order it
+// lists them. It is a value the program assembles, for example
+// durability.Modes{ltxlog.Mode(), changeset.Mode(), backup.Mode()}.
+type Modes []Mode
+
+// Names lists the modes' names in order.
+func (ms Modes) Names() []string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.Name
+	}
+	return names
+}
+
+// Lookup returns the mode called name, or *UnknownModeError.
+func (ms Modes) Lookup(name string) (Mode, error) {
+	for _, m := range ms {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	return Mode{}, &UnknownModeError{Name: name, Known: ms.Names()}
+}
+
+// Detect returns the one mode whose log the bucket holds for cell. It
+// fails with *NoLogError when none holds anything for it and with
+// *SeveralLogsError when more than one does.
+func (ms Modes) Detect(ctx context.Context, s store.Store, cell string) (Mode, error) {
+	var found Modes
+	for _, m := range ms {
+		page, err := s.List(ctx, store.ListOptions{Prefix: m.Prefix(cell), Limit: 1})
+		if err != nil {
+			return Mode{}, err
+		}
+		if len(page.Objects) > 0 {
+			found = append(found, m)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Mode{}, &NoLogError{Cell: cell, Known: ms.Names()}
+	case 1:
+		return found[0], nil
+	}
+	return Mode{}, &SeveralLogsError{Cell: cell, Found: found.Names()}
+}
+
+// UnknownModeError: no mode of the set has the name.
+type UnknownModeError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownModeError) Error() string {
+	return fmt.Sprintf("unknown durability mode %q (want %s)", e.Name, orList(e.Known))
+}
+
+// NoLogError: the bucket holds no log of any mode for the cell.
+type NoLogError struct {
+	Cell  string
+	Known []string
+}
+
+func (e *NoLogError) Error() string {
+	return fmt.Sprintf("the bucket holds no %s files for this cell (under cells/%s/)", orList(e.Known), e.Cell)
+}
+
+// SeveralLogsError: the bucket holds the logs of several modes for the
+// cell, so which to use must be named.
+type SeveralLogsError struct {
+	Cell  string
+	Found []string
+}
+
+func (e *SeveralLogsError) Error() string {
+	return fmt.Sprintf("the bucket holds several logs for this cell (%s): name one", strings.Join(e.Found, ", "))
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	switch len(names) {
+	case 0:
+		return "(no modes)"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// NoPointInTimeError: a TXID or time was asked of a mode that restores
+// only its newest state.
+type NoPointInTimeError struct {
+	Mode string
+}
+
+func (e *NoPointInTimeError) Error() string {
+	return fmt.Sprintf("the %s log restores only its newest state: a TXID or time needs a log with point-in-time restore", e.Mode)
+}
+
+// WriteImage writes a whole image to out, replacing what it held.
+func WriteImage(out RestoreSink, image []byte) error {
+	if err := out.Truncate(0); err != nil {
+		return err
+	}
+	_, err := out.WriteAt(image, 0)
+	return err
+}

@@ -1,0 +1,34 @@
+package ltxlog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Mode is the LTX log as a durability mode: "ltx", kept under
+// cells/<cell>/ltx/, restorable to any TXID or time.
+func Mode() durability.Mode {
+	return durability.Mode{
+		Log:         logkeys.LTX(),
+		PointInTime: true,
+		Open: func(o durability.OpenOptions) (durability.Log, error) {
+			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
+		},
+		Restore: restoreMode,
+	}
+}
+
+// restoreMode restores straight into out: pages land at their offsets as
+// they are decoded, so no image-sized buffer is needed.
+func restoreMode(ctx context.Context, s store.Store, cell string, req durability.RestoreRequest, out durability.RestoreSink) (durability.Restored, error) {
+	res, err := RestoreTo(ctx, s, cell, RestoreOptions{TXID: ltx.TXID(req.TXID), Time: req.Time, Progress: req.Progress}, out)
+	if err != nil {
+		return durability.Restored{}, err
+	}
+	return durability.Restored{From: fmt.Sprintf("the LTX log at TXID %d (epoch %d, %d files)", res.TXID, res.Epoch, len(res.Files))}, nil
+}
