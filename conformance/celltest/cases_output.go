@@ -19,6 +19,7 @@ func outputCases() []caseDef {
 		{"output/held-until-durable", caseHeldUntilDurable},
 		{"output/counter-64", caseCounter64},
 		{"output/log-commits", caseLogCommits},
+		{"output/log-told-capture", caseLogToldCapture},
 	}
 }
 
@@ -345,6 +346,37 @@ func (g *testGrant) Err() error {
 }
 func (g *testGrant) CheckWrite() error                 { return g.Err() }
 func (g *testGrant) Release(ctx context.Context) error { g.end(lease.ErrReleased); return nil }
+
+// The runtime tells the log, in its OpenRequest, whether pages are
+// captured, and keeps its word: they are exactly when the driver captures
+// pages (the log is not Local), and then every commit the log gets carries
+// its pages; otherwise none does.
+func caseLogToldCapture(c *checkT) {
+	log := c.controlLog()
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Capture", nil)
+	s := pc.stub("a")
+	for i := 1; i <= 3; i++ {
+		must(c, s, "increment", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	}
+	opens := log.Opens(s.Key())
+	if len(opens) != 1 {
+		c.fatalf("the cell's log was opened %d times, want 1", len(opens))
+	}
+	want := c.h.Driver.Capabilities().PageCapture
+	if got := opens[0].PagesCaptured; got != want {
+		c.errorf("the log was opened with PagesCaptured %v; the driver captures pages: %v", got, want)
+	}
+	commits := log.Commits(s.Key())
+	if len(commits) < 3 {
+		c.fatalf("only %d commits reached the log", len(commits))
+	}
+	for _, cm := range commits {
+		if (cm.Pages != nil) != opens[0].PagesCaptured {
+			c.errorf("commit %d carries pages: %v; the log was told PagesCaptured %v", cm.Seq, cm.Pages != nil, opens[0].PagesCaptured)
+		}
+	}
+}
 
 // The log gets every write commit, in order and numbered without gaps, and
 // nothing for read-only turns. Without page capture, each commit carries

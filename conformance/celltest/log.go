@@ -28,6 +28,7 @@ type ControlLog struct {
 	images   int
 	closed   []bool // Close's final flag, per cell log closed
 	commits  map[string][]durability.Commit
+	opens    map[string][]durability.OpenRequest
 	wake     chan struct{}
 	stopped  bool
 }
@@ -168,6 +169,13 @@ func (l *ControlLog) pump(wake chan struct{}) {
 
 // Open starts one cell's log.
 func (l *ControlLog) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	l.mu.Lock()
+	if l.opens == nil {
+		l.opens = map[string][]durability.OpenRequest{}
+	}
+	req.Conn = nil // the request is kept after the connection closes
+	l.opens[req.Cell] = append(l.opens[req.Cell], req)
+	l.mu.Unlock()
 	return &controlCellLog{l: l, key: req.Cell}, nil
 }
 
@@ -181,6 +189,14 @@ func (l *ControlLog) Closes() []bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]bool(nil), l.closed...)
+}
+
+// Opens returns the requests one cell's logs were opened with, in order
+// (without their Conn).
+func (l *ControlLog) Opens(cellKey string) []durability.OpenRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]durability.OpenRequest(nil), l.opens[cellKey]...)
 }
 
 // Commits returns the commits handed to the log for one cell, in order.

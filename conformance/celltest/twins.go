@@ -42,6 +42,7 @@ func Twins() []Twin {
 		{"database-kept-elsewhere", wrapDriver(KeepDatabaseElsewhere), bucketCaseNames("empty-bucket-starts-empty")},
 		{"restore-ignored", wrapLog(IgnoreRestore), bucketCaseNames("bucket-replaces-local")},
 		{"every-page-every-commit", wrapLog(UploadEveryPage), []string{"bucket/ltx/delta-pages"}},
+		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
 	}
 }
 
@@ -332,6 +333,19 @@ type ignoreRestore struct{ durability.Log }
 
 func (l ignoreRestore) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
 	req.Restore = false
+	return l.Log.Open(ctx, req)
+}
+
+// MisreportCapture opens every cell log with PagesCaptured flipped: a
+// runtime whose request says the opposite of what it hands the log (a
+// log trusting it lays pages it was told would not come, or waits for
+// pages that never do).
+func MisreportCapture(l durability.Log) durability.Log { return misreportCapture{l} }
+
+type misreportCapture struct{ durability.Log }
+
+func (l misreportCapture) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	req.PagesCaptured = !req.PagesCaptured
 	return l.Log.Open(ctx, req)
 }
 

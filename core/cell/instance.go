@@ -221,13 +221,6 @@ func (inst *instance) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("database size: %w", err)
 	}
-	if inst.capturer != nil {
-		// The log's base is the database as Open leaves it, so nothing
-		// captured before then is handed over.
-		if _, err := inst.capturer.TakeCommits(ctx); err != nil {
-			return fmt.Errorf("take captured pages: %w", err)
-		}
-	}
 	cl, err := rt.log.Open(ctx, durability.OpenRequest{
 		Cell:          inst.key,
 		Epoch:         grant.Epoch(),

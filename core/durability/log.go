@@ -41,13 +41,14 @@ type OpenRequest struct {
 	// restores only a database that is empty.
 	Restore bool
 	// PagesCaptured says Conn captures pages: every commit made after Open
-	// returns comes to Append with its pages (Commit.Pages), laid on the
-	// database as it is when Open returns. Nothing captured before Open is
-	// handed over (the runtime takes and drops it first; a restore starts
-	// capture afresh). Otherwise Append gets no pages, and an image
-	// (Commit.Image) if the log asks for one (CellLog.NeedsImage). The
-	// runtime decides it once, when it opens the database: capture is on
-	// when the driver captures pages and the log is not Local.
+	// returns comes to Append with its pages (Commit.Pages), to be laid on
+	// the database as Open leaves it. No commit is made on Conn between
+	// its opening and Open (a restore starts capture afresh), so none is
+	// missed or handed over twice. Otherwise Append gets no pages, and an
+	// image (Commit.Image) if the log asks for one (CellLog.NeedsImage).
+	// The runtime decides it once, when it opens the database: capture is
+	// on when the driver captures pages and the log is not Local. A log
+	// never asks the connection (it does not call TakeCommits).
 	PagesCaptured bool
 }
 
