@@ -47,9 +47,13 @@ var layerRules = []layerRule{
 	{pkgs: []string{"kvvalue"}, forbidden: []string{"*"},
 		why: "the KV value codec is a format: it imports no port and nothing of the runtime"},
 	// ltx and wal carry pages as driver.Page (and wal recycles them through
-	// driver.PagePool), so core/driver is the one port they may link.
-	{pkgs: []string{"ltx", "wal"}, forbidden: []string{"*"}, allowed: []string{"driver"},
+	// driver.PagePool), so core/driver is the one port they may link;
+	// logkeys is the bucket's key layout (names only, no I/O), which the
+	// LTX keys are part of.
+	{pkgs: []string{"ltx", "wal"}, forbidden: []string{"*"}, allowed: []string{"driver", "logkeys"},
 		why: "formats import no port (but for core/driver's page types) and nothing of the runtime or the fleet"},
+	{pkgs: []string{"logkeys"}, forbidden: []string{"*"},
+		why: "the key layout is names only: it imports no CellB package"},
 	{pkgs: []string{"wakeport"}, forbidden: append(append([]string{}, runtimePkgs...), fleet...),
 		why: "a port imports neither of the sides it connects"},
 }
