@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,8 @@ func alarmCases() []caseDef {
 		{"alarm/survives-restart", caseAlarmRestart},
 		{"alarm/internal-failure-uncounted", caseAlarmInternalFailure},
 		{"alarm/one-at-a-time", caseAlarmOneAtATime},
+		{"alarm/set-resets-retries", caseAlarmSetResetsRetries},
+		{"alarm/needs-handler", caseAlarmNeedsHandler},
 	}
 }
 
@@ -296,4 +299,121 @@ func caseAlarmOneAtATime(c *checkT) {
 	if m := most.Load(); m != 1 {
 		c.errorf("%d Alarm handlers ran at once, want 1", m)
 	}
+}
+
+// SetAlarm starts a fresh alarm: it resets both retry counters, so the
+// next run sees RetryCount 0 and the alarm gets its full six counted
+// failures again.
+func caseAlarmSetResetsRetries(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	ns, runs := c.alarmClass(rt, "Reset", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error {
+		return errors.New("alarm failed")
+	})
+	set := func(at time.Time) {
+		alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) { return 0, o.st.SetAlarm(ctx, at) })
+	}
+	// Five counted failures: one short of the drop.
+	set(epoch.Add(time.Second))
+	clk.Advance(time.Second)
+	for i := 0; i < 5; i++ {
+		if r := wait(c, runs, "a failing run"); r.info.RetryCount != i {
+			c.fatalf("run %d saw RetryCount %d, want %d", i+1, r.info.RetryCount, i)
+		}
+		alarmCall(c, ns, "sync", func(ctx context.Context, o *alarmObj) (int, error) { return 0, nil })
+		at, ok := clk.NextDeadline()
+		if !ok {
+			c.fatalf("no retry is scheduled after failure %d", i+1)
+		}
+		if i < 4 {
+			clk.Set(at)
+		}
+	}
+	// A new SetAlarm: the counters start again.
+	fresh := clk.Now().Add(time.Minute)
+	set(fresh)
+	c.expectDeadline(clk, fresh, "after a new SetAlarm")
+	clk.Set(fresh)
+	r := wait(c, runs, "the newly set alarm")
+	if r.info.RetryCount != 0 || r.info.IsRetry || !r.info.ScheduledTime.Equal(fresh) {
+		c.errorf("the run after a new SetAlarm saw %+v, want RetryCount 0, not a retry, scheduled at +%v (SetAlarm resets the retry counter)", r.info, fresh.Sub(epoch))
+	}
+	alarmCall(c, ns, "sync", func(ctx context.Context, o *alarmObj) (int, error) { return 0, nil })
+	if _, ok := clk.NextDeadline(); !ok {
+		c.errorf("the alarm was dropped after one failure following a new SetAlarm: its counted failures were not reset")
+	}
+}
+
+// noAlarmObj has no Alarm method.
+type noAlarmObj struct{ st *cell.State }
+
+// alarmAny is an object registered under an interface type that handles
+// alarms.
+type alarmAny struct{ st *cell.State }
+
+func (alarmAny) Alarm(ctx context.Context, info cell.AlarmInfo) error { return nil }
+
+// SetAlarm on an object without an Alarm method is refused with a
+// *cell.NoAlarmHandlerError and changes nothing; the check follows the
+// object when the class is registered under an interface type.
+func caseAlarmNeedsHandler(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	ns, err := cell.Register(rt, "NoAlarm", func(ctx context.Context, st *cell.State) (*noAlarmObj, error) {
+		return &noAlarmObj{st: st}, nil
+	})
+	if err != nil {
+		c.fatalf("Register: %v", err)
+	}
+	id := ns.IDFromName("a")
+	type got struct {
+		set error
+		has bool
+	}
+	g, err := cell.Call(c.ctx, ns.Get(id), func(ctx context.Context, o *noAlarmObj) (got, error) {
+		serr := o.st.SetAlarm(ctx, epoch.Add(time.Minute))
+		_, has, err := o.st.GetAlarm(ctx)
+		return got{serr, has}, err
+	})
+	if err != nil {
+		c.fatalf("call: %v", err)
+	}
+	var ne *cell.NoAlarmHandlerError
+	if !errors.As(g.set, &ne) || !strings.Contains(g.set.Error(), "class NoAlarm has no Alarm method") {
+		c.errorf("SetAlarm on an object without an Alarm method returned %v, want a *cell.NoAlarmHandlerError naming the class", g.set)
+	}
+	if g.has {
+		c.errorf("a refused SetAlarm left an alarm set")
+	}
+	c.expectNoTimer(clk, "after a refused SetAlarm")
+
+	// Registered under an interface type: decided by the object, also in
+	// its constructor.
+	var ctorErr atomic.Value
+	nsAny, err := cell.Register(rt, "AnyNoAlarm", func(ctx context.Context, st *cell.State) (any, error) {
+		if err := st.SetAlarm(ctx, epoch.Add(time.Minute)); err != nil {
+			ctorErr.Store(err)
+		}
+		return &noAlarmObj{st: st}, nil
+	})
+	if err != nil {
+		c.fatalf("Register: %v", err)
+	}
+	_, err = cell.Call(c.ctx, nsAny.Get(nsAny.IDFromName("a")), func(ctx context.Context, o any) (int, error) { return 0, nil })
+	if !errors.As(err, &ne) {
+		c.errorf("a constructor that arms an alarm for an object without an Alarm method: the call returned %v (SetAlarm said %v), want a *cell.NoAlarmHandlerError", err, ctorErr.Load())
+	}
+	c.expectNoTimer(clk, "after a refused SetAlarm in a constructor")
+	nsOK, err := cell.Register(rt, "AnyAlarm", func(ctx context.Context, st *cell.State) (any, error) {
+		return alarmAny{st: st}, st.SetAlarm(ctx, epoch.Add(time.Minute))
+	})
+	if err != nil {
+		c.fatalf("Register: %v", err)
+	}
+	if _, err := cell.Call(c.ctx, nsOK.Get(nsOK.IDFromName("a")), func(ctx context.Context, o any) (int, error) {
+		return 0, o.(alarmAny).st.SetAlarm(ctx, epoch.Add(2*time.Minute))
+	}); err != nil {
+		c.errorf("SetAlarm on an object with an Alarm method registered under an interface type: %v", err)
+	}
+	c.expectDeadline(clk, epoch.Add(2*time.Minute), "after SetAlarm on an object with an Alarm method")
 }

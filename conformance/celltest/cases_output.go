@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/lease"
 )
@@ -26,6 +27,7 @@ func resetCases() []caseDef {
 	return []caseDef{
 		{"reset/durability-failure", caseDurabilityFailure},
 		{"reset/block-concurrency-while", caseBlockConcurrencyWhile},
+		{"reset/block-concurrency-timeout", caseBlockConcurrencyTimeout},
 		{"reset/lease-lost", caseLeaseLost},
 		{"reset/constructor-error", caseConstructorError},
 	}
@@ -233,6 +235,63 @@ func caseBlockConcurrencyWhile(c *checkT) {
 	}
 	if r := wait(c, other, "the event after BlockConcurrencyWhile"); r.err != nil {
 		c.errorf("the event after BlockConcurrencyWhile: %v", r.err)
+	}
+}
+
+// A BlockConcurrencyWhile callback that does not return within the limit
+// (30 s by default, on the runtime's clock) resets the object: the caller
+// queued behind it gets a BrokenObjectError saying so, the next call
+// reaches a fresh instance, and the hung callback can no longer write.
+func caseBlockConcurrencyTimeout(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	var attempt atomic.Int32
+	hung, unblock := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	c.defer_(release)
+	lateWrite := make(chan error, 1)
+	pc := c.probeClass(rt, "BCWLimit", func(ctx context.Context, p *probe) error {
+		if attempt.Add(1) > 1 {
+			return nil
+		}
+		return p.st.BlockConcurrencyWhile(ctx, func(ctx context.Context) error {
+			close(hung)
+			<-unblock
+			_, err := p.incr(ctx, "late")
+			lateWrite <- err
+			return err
+		})
+	})
+	s := pc.stub("a")
+	first := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	wait(c, hung, "the constructor's BlockConcurrencyWhile callback")
+	limit := epoch.Add(cell.DefaultBlockConcurrencyTimeout)
+	if at, ok := clk.NextDeadline(); !ok || !at.Equal(limit) {
+		c.fatalf("while a BlockConcurrencyWhile callback runs the next timer is at %v (set %v), want the %v limit", at.Sub(epoch), ok, cell.DefaultBlockConcurrencyTimeout)
+	}
+	clk.Advance(cell.DefaultBlockConcurrencyTimeout - time.Millisecond)
+	if !quiet(first, settle) {
+		c.errorf("the queued call returned before the BlockConcurrencyWhile limit")
+	}
+	clk.Advance(time.Millisecond)
+	r := wait(c, first, "the call queued behind a BlockConcurrencyWhile past its limit")
+	var te *cell.BlockConcurrencyTimeoutError
+	if !isBroken(r.err) || !errors.As(r.err, &te) || !strings.Contains(r.err.Error(), "blockConcurrencyWhile() did not finish within 30s") {
+		c.errorf("the queued call returned (%d, %v), want a BrokenObjectError: Durable Object reset because blockConcurrencyWhile() did not finish within 30s", r.v, r.err)
+	}
+	if v := must(c, s, "a call after the reset", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") }); v != 1 {
+		c.errorf("the call after the reset read %d, want 1", v)
+	}
+	release()
+	if err := wait(c, lateWrite, "the hung callback to go on"); err == nil {
+		c.errorf("the hung callback could still write after the object was reset")
+	}
+	if v := must(c, s, "read the hung callback's write", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "late") }); v != 0 {
+		c.errorf("the hung callback's write reads %d, want 0 (it was refused)", v)
+	}
+	if n := pc.built.Load(); n != 2 {
+		c.errorf("the object was constructed %d times, want 2", n)
 	}
 }
 

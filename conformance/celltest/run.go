@@ -34,6 +34,10 @@ type Harness struct {
 	// cases build with one (the negative twins use it to break the
 	// publication's hold on replies).
 	WrapWake func(cell.WakePublisher) cell.WakePublisher
+	// Configure, if set, edits the options of every runtime the suite
+	// builds, after the case set its own (the negative twins use it to
+	// build a misconfigured runtime).
+	Configure func(*cell.Options)
 	// Timeout bounds each wait in a case (default 10 s): a wait that runs
 	// out is a failure, never a pass.
 	Timeout time.Duration
