@@ -22,6 +22,9 @@ func alarmCases() []caseDef {
 		{"alarm/one-at-a-time", caseAlarmOneAtATime},
 		{"alarm/set-resets-retries", caseAlarmSetResetsRetries},
 		{"alarm/needs-handler", caseAlarmNeedsHandler},
+		{"alarm/stored-row-decides", caseAlarmStoredRowDecides},
+		{"alarm/internal-backoff", caseAlarmInternalBackoff},
+		{"alarm/residency", caseAlarmResidency},
 	}
 }
 
@@ -416,4 +419,120 @@ func caseAlarmNeedsHandler(c *checkT) {
 		c.errorf("SetAlarm on an object with an Alarm method registered under an interface type: %v", err)
 	}
 	c.expectDeadline(clk, epoch.Add(2*time.Minute), "after SetAlarm on an object with an Alarm method")
+}
+
+// evictCell drops the cell from memory (as a crash would), leaving its
+// alarm timer running.
+func (c *checkT) evictCell(rt *cell.Runtime, key string) {
+	rt.EvictAll()
+	c.eventually("the cell to leave memory after EvictAll", func() bool { return !slices.Contains(rt.ActiveCells(), key) })
+}
+
+// When the timer fires, the stored alarm decides: nothing runs if the row
+// is gone or not yet due, and a row moved later is scheduled anew.
+func caseAlarmStoredRowDecides(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	ns, runs := c.alarmClass(rt, "Stored", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error { return nil })
+	key := ns.Key(ns.IDFromName("a"))
+	set := func(at time.Time) {
+		alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) { return 0, o.st.SetAlarm(ctx, at) })
+	}
+	raw := func(q string, args ...any) {
+		conn := c.openRaw(rt.DataDir(), key)
+		if _, err := conn.Exec(c.ctx, q, args...); err != nil {
+			c.fatalf("%s: %v", q, err)
+		}
+		conn.Close()
+	}
+
+	// The row is gone when the timer fires.
+	set(epoch.Add(10 * time.Second))
+	c.evictCell(rt, key)
+	raw("DELETE FROM _cf_ALARM")
+	clk.Advance(10 * time.Second)
+	alarmCall(c, ns, "sync", func(ctx context.Context, o *alarmObj) (int, error) { return 0, nil })
+	select {
+	case r := <-runs:
+		c.errorf("the handler ran for an alarm whose row was deleted: %+v", r)
+	default:
+	}
+	c.expectNoTimer(clk, "after a fire that found no alarm")
+
+	// The row was moved later: nothing runs now, the timer follows the row.
+	set(clk.Now().Add(10 * time.Second))
+	c.evictCell(rt, key)
+	later := clk.Now().Add(time.Hour)
+	raw("UPDATE _cf_ALARM SET at_ms = ?", later.UnixMilli())
+	clk.Advance(10 * time.Second)
+	c.eventually("the timer to follow the stored alarm", func() bool {
+		at, ok := clk.NextDeadline()
+		return ok && at.Equal(later)
+	})
+	select {
+	case r := <-runs:
+		c.errorf("the handler ran for an alarm whose row is not due: %+v", r)
+	default:
+	}
+	clk.Set(later)
+	if r := wait(c, runs, "the moved alarm"); !r.info.ScheduledTime.Equal(later) {
+		c.errorf("the moved alarm ran as %+v, want scheduled at +%v", r.info, later.Sub(epoch))
+	}
+}
+
+// Runs that fail inside the runtime retry on the backoff (2 s, 4 s, ...)
+// without counting; a run that gets through starts the backoff again.
+func caseAlarmInternalBackoff(c *checkT) {
+	clk := clock.NewFake(epoch)
+	ls := newTestLease()
+	rt := c.runtime(rtConfig{clock: clk, lease: ls})
+	ns, runs := c.alarmClass(rt, "Backoff", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error { return nil })
+	key := ns.Key(ns.IDFromName("a"))
+	expectRetry := func(after time.Duration, what string) {
+		want := clk.Now().Add(after)
+		c.eventually(what, func() bool {
+			at, ok := clk.NextDeadline()
+			return ok && at.Equal(want)
+		})
+		clk.Set(want)
+	}
+	for round := 0; round < 2; round++ {
+		at := clk.Now().Add(10 * time.Second)
+		alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) { return 0, o.st.SetAlarm(ctx, at) })
+		c.evictCell(rt, key)
+		ls.fail(2, errors.New("injected: lease unavailable"))
+		clk.Set(at)
+		expectRetry(2*time.Second, "a retry 2s after the first failed run")
+		expectRetry(4*time.Second, "a retry 4s after the second failed run (the backoff grows)")
+		if r := wait(c, runs, "the alarm after two internal failures"); r.info.RetryCount != 0 {
+			c.errorf("round %d: after internal failures the handler saw %+v, want RetryCount 0", round+1, r.info)
+		}
+		alarmCall(c, ns, "sync", func(ctx context.Context, o *alarmObj) (int, error) { return 0, nil })
+	}
+}
+
+// An idle object whose alarm is due within the residency (an hour by
+// default) stays in memory, its idle countdown started again; one whose
+// alarm is further off is evicted.
+func caseAlarmResidency(c *checkT) {
+	clk := clock.NewFake(epoch)
+	idle := 10 * time.Second
+	rt := c.runtime(rtConfig{clock: clk, idle: idle})
+	ns, _ := c.alarmClass(rt, "Resident", func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error { return nil })
+	key := ns.Key(ns.IDFromName("a"))
+	set := func(at time.Time) {
+		alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) { return 0, o.st.SetAlarm(ctx, at) })
+	}
+	set(epoch.Add(cell.DefaultAlarmResidency - time.Second))
+	clk.Advance(idle)
+	c.eventually("the idle countdown to start again", func() bool {
+		at, ok := clk.NextDeadline()
+		return ok && at.Equal(epoch.Add(2*idle))
+	})
+	if !slices.Contains(rt.ActiveCells(), key) {
+		c.errorf("an idle object whose alarm is due within the residency was evicted")
+	}
+	set(clk.Now().Add(2 * cell.DefaultAlarmResidency))
+	clk.Advance(idle)
+	c.eventually("the idle object with a distant alarm to be evicted", func() bool { return !slices.Contains(rt.ActiveCells(), key) })
 }

@@ -346,6 +346,16 @@ func (l *testLease) fail(n int, err error) {
 
 func newTestLease() *testLease { return &testLease{} }
 
+// latest is the newest grant.
+func (l *testLease) latest() *testGrant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.grants) == 0 {
+		return nil
+	}
+	return l.grants[len(l.grants)-1]
+}
+
 func (l *testLease) TryAcquire(ctx context.Context, key string) (lease.Grant, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -374,11 +384,20 @@ func (l *testLease) revokeAll(err error) {
 }
 
 type testGrant struct {
-	epoch uint64
-	once  sync.Once
-	lost  chan struct{}
-	mu    sync.Mutex
-	err   error
+	epoch  uint64
+	once   sync.Once
+	lost   chan struct{}
+	mu     sync.Mutex
+	err    error
+	fenced error // CheckWrite refuses with it, Lost stays open (a self-fence)
+}
+
+// fence makes the grant refuse writes without reporting it lost, as a
+// grant past its deadline does until its watcher notices.
+func (g *testGrant) fence(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fenced = err
 }
 
 func (g *testGrant) end(err error) {
@@ -398,7 +417,14 @@ func (g *testGrant) Err() error {
 	defer g.mu.Unlock()
 	return g.err
 }
-func (g *testGrant) CheckWrite() error                 { return g.Err() }
+func (g *testGrant) CheckWrite() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fenced != nil {
+		return g.fenced
+	}
+	return g.err
+}
 func (g *testGrant) Release(ctx context.Context) error { g.end(lease.ErrReleased); return nil }
 
 // The log gets every write commit, in order and numbered without gaps, and

@@ -74,6 +74,8 @@ type rtConfig struct {
 	lease lease.Lease
 	clock clock.Clock
 	idle  time.Duration // default: never evict
+	// driver replaces the harness's driver (wrapped variants of it).
+	driver driver.Driver
 	// bcw is Options.BlockConcurrencyTimeout (default: the runtime's).
 	bcw time.Duration
 	// pub publishes alarm changes (wrapped by the harness's WrapWake, as
@@ -99,12 +101,15 @@ func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
 	if cfg.idle == 0 {
 		cfg.idle = -1
 	}
+	if cfg.driver == nil {
+		cfg.driver = c.h.Driver
+	}
 	if cfg.pub != nil && c.h.WrapWake != nil {
 		cfg.pub = c.h.WrapWake(cfg.pub)
 	}
 	opts := cell.Options{
 		ScriptName:              "celltest",
-		Driver:                  c.h.Driver,
+		Driver:                  cfg.driver,
 		DataDir:                 cfg.dir,
 		Store:                   c.h.Store,
 		Lease:                   cfg.lease,
