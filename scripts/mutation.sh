@@ -42,8 +42,8 @@ run_cell() {
 	cat "$work/c1.out" "$work/c2.out" >"$work/cell.cover"
 	"$tool" -mutants "$work/cell.json" -pkg "$root/core/cell" -files gate.go,commit.go,alarm.go \
 		-cover "$work/cell.cover" -equivalent "$root/scripts/mutation/equivalent.txt" \
-		-test "$root/core|-count=1 -failfast -timeout 2m ./cell" \
-		-test "$root/drivers/wasm|-count=1 -failfast -timeout 2m -run TestCellSemantics|TestCellSuiteRejectsTwins ." \
+		-test "$root/core|-count=1 -failfast -timeout 60s ./cell" \
+		-test "$root/drivers/wasm|-count=1 -failfast -timeout 60s -run TestCellSemantics|TestCellSuiteRejectsTwins ." \
 		"$@"
 }
 
@@ -53,7 +53,7 @@ run_fs() {
 	cover "$work/fs.cover" "$root/adapters/fs" github.com/cellb/cellb/adapters/fs .
 	"$tool" -mutants "$work/fs.json" -pkg "$root/adapters/fs" -files lock.go \
 		-cover "$work/fs.cover" -equivalent "$root/scripts/mutation/equivalent.txt" \
-		-test "$root/adapters/fs|-count=1 -failfast -timeout 2m ." \
+		-test "$root/adapters/fs|-count=1 -failfast -timeout 60s ." \
 		"$@"
 }
 
