@@ -25,6 +25,7 @@ func alarmCases() []caseDef {
 		{"alarm/stored-row-decides", caseAlarmStoredRowDecides},
 		{"alarm/internal-backoff", caseAlarmInternalBackoff},
 		{"alarm/residency", caseAlarmResidency},
+		{"alarm/panic", caseAlarmPanic},
 	}
 }
 
@@ -535,4 +536,70 @@ func caseAlarmResidency(c *checkT) {
 	set(clk.Now().Add(2 * cell.DefaultAlarmResidency))
 	clk.Advance(idle)
 	c.eventually("the idle object with a distant alarm to be evicted", func() bool { return !slices.Contains(rt.ActiveCells(), key) })
+}
+
+// An alarm handler that panics is a counted failure: its writes are rolled
+// back, the failure is recorded and retried on the backoff, and the object
+// is reset.
+func caseAlarmPanic(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	var built atomic.Int32
+	var panicking atomic.Bool
+	panicking.Store(true)
+	runs := make(chan alarmRun, 16)
+	ns, err := cell.Register(rt, "Panic", func(ctx context.Context, st *cell.State) (*alarmObj, error) {
+		built.Add(1)
+		_, err := st.SQL().Exec(ctx, "CREATE TABLE IF NOT EXISTS attempts(at INTEGER)")
+		return &alarmObj{st: st, runs: runs, do: func(ctx context.Context, o *alarmObj, info cell.AlarmInfo) error {
+			if panicking.Load() {
+				runs <- alarmRun{info: info}
+				panic("alarm handler panicked")
+			}
+			return nil
+		}}, err
+	})
+	if err != nil {
+		c.fatalf("Register: %v", err)
+	}
+	alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) {
+		return 0, o.st.SetAlarm(ctx, epoch.Add(time.Second))
+	})
+	clk.Advance(time.Second)
+	wait(c, runs, "the panicking alarm")
+	want := clk.Now().Add(2 * time.Second)
+	c.eventually("the panic to be recorded as a failure, retried in 2s", func() bool {
+		at, ok := clk.NextDeadline()
+		return ok && at.Equal(want)
+	})
+	c.eventually("the object to be reset", func() bool { return !slices.Contains(rt.ActiveCells(), ns.Key(ns.IDFromName("a"))) })
+	panicking.Store(false)
+	// The reset itself also retries the run on the internal backoff:
+	// follow the timers until the retry runs.
+	var r alarmRun
+	c.eventually("the retry after the panic", func() bool {
+		select {
+		case r = <-runs:
+			return true
+		default:
+		}
+		if at, ok := clk.NextDeadline(); ok {
+			clk.Set(at)
+		}
+		return false
+	})
+	if r.info.RetryCount != 1 || !r.info.IsRetry {
+		c.errorf("the run after a panic saw %+v, want RetryCount 1 (a panic is a counted failure)", r.info)
+	}
+	n := alarmCall(c, ns, "count attempts", func(ctx context.Context, o *alarmObj) (int64, error) {
+		var n int64
+		err := o.st.SQL().QueryRow(ctx, "SELECT count(*) FROM attempts").Scan(&n)
+		return n, err
+	})
+	if n != 1 {
+		c.errorf("%d attempts recorded, want 1 (the panicking run's write is rolled back)", n)
+	}
+	if b := built.Load(); b != 2 {
+		c.errorf("the object was constructed %d times, want 2 (a panic resets it)", b)
+	}
 }

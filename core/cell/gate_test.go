@@ -341,3 +341,26 @@ func TestGateFailStopsIdleTimer(t *testing.T) {
 		t.Fatal("waitQuiet retired an already retired gate")
 	}
 }
+
+// A waiter whose ctx ends just as the gate is handed to it passes the gate
+// on, so the gate is never left held by nobody.
+func TestGateCancelledWaiterPassesOnAHandover(t *testing.T) {
+	for i := 0; i < 64; i++ {
+		g := newTestGate()
+		g.acquire(context.Background())
+		ctx, cancel := context.WithCancel(context.Background())
+		w := acquireAsync(ctx, g)
+		waitQueued(t, g, 1)
+		g.release() // hands the gate to the waiter...
+		cancel()    // ...whose ctx ends too: either may win
+		if err := <-w; err == nil {
+			g.release()
+		}
+		g.mu.Lock()
+		held := g.held
+		g.mu.Unlock()
+		if held {
+			t.Fatalf("round %d: the gate is held by nobody after a cancelled waiter", i)
+		}
+	}
+}
