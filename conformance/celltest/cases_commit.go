@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
 )
 
 func commitCases() []caseDef {
 	return []caseDef{
 		{"commit/lease-checked-before-ack", caseLeaseCheckedBeforeAck},
 		{"commit/no-capture", caseNoCaptureCommits},
+		{"commit/synchronous-log", caseSynchronousLog},
 	}
 }
 
@@ -125,5 +128,63 @@ func caseNoCaptureCommits(c *checkT) {
 	rows := c.rawRows(conn, "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_schema WHERE name = 't_v'), (SELECT v FROM t WHERE k = 'a')")
 	if len(rows) != 1 || rows[0][0] != int64(7) || rows[0][1] != int64(1) || rows[0][2] != int64(2) {
 		c.errorf("the last image holds user_version, index, v = %v, want [7 1 2]", rows)
+	}
+}
+
+// syncLog makes each commit durable (or fails it) inside Append, as a log
+// that writes synchronously does: the runtime gets futures already
+// resolved.
+type syncLog struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (l *syncLog) failWith(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.err = err
+}
+
+func (l *syncLog) Open(ctx context.Context, key string, epoch uint64, conn driver.Conn, restore bool) (durability.CellLog, error) {
+	return syncCellLog{l}, nil
+}
+
+type syncCellLog struct{ l *syncLog }
+
+func (syncCellLog) NeedsImage() bool                            { return false }
+func (syncCellLog) Close(ctx context.Context, final bool) error { return nil }
+func (c syncCellLog) Append(cm durability.Commit) durability.Durable {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return durability.Resolved(c.l.err)
+}
+
+// A log whose commits are already durable (or already failed) when
+// Append returns: successes are acknowledged without a reset, a failure
+// resets the object like one reported later.
+func caseSynchronousLog(c *checkT) {
+	log := &syncLog{}
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Sync", nil)
+	s := pc.stub("a")
+	incr := func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") }
+	for i := int64(1); i <= 3; i++ {
+		if v := must(c, s, "increment", incr); v != i {
+			c.errorf("increment %d returned %d", i, v)
+		}
+	}
+	if n := pc.built.Load(); n != 1 {
+		c.errorf("commits that were durable at once reset the object (%d constructions, want 1)", n)
+	}
+	injected := errors.New("injected: synchronous write failed")
+	log.failWith(injected)
+	_, err := cell.Call(c.ctx, s, incr)
+	if !isBroken(err) || !errors.Is(err, injected) || !strings.Contains(err.Error(), "a commit failed to become durable") {
+		c.errorf("a write whose commit failed at once returned %v, want a BrokenObjectError: a commit failed to become durable", err)
+	}
+	log.failWith(nil)
+	must(c, s, "a call after the reset", func(ctx context.Context, p *probe) (int, error) { return 0, nil })
+	if n := pc.built.Load(); n != 2 {
+		c.errorf("the object was constructed %d times, want 2 (the failed commit resets it)", n)
 	}
 }

@@ -114,6 +114,11 @@ func main() {
 		m.Status = "LIVED"
 		for _, c := range cmds {
 			res := run(c, ov, *timeout)
+			if res == notViable {
+				m.Status = "NOT VIABLE"
+				m.Note = "does not compile"
+				break
+			}
 			if res != "" {
 				m.Status, m.Note = "KILLED", res
 				break
@@ -171,6 +176,9 @@ func summary(muts []mutant) {
 	fmt.Println("score = killed / (killed + lived + not covered); equivalent and not-viable mutants are left out")
 }
 
+// notViable is what run reports for a mutant that does not compile.
+const notViable = "\x00not viable"
+
 // run runs one test command with the overlay; it returns "" when the
 // tests pass, else why they did not.
 func run(c testCmd, overlay string, limit time.Duration) string {
@@ -186,6 +194,9 @@ func run(c testCmd, overlay string, limit time.Duration) string {
 	}
 	if ctx.Err() != nil {
 		return "timed out in " + c.dir
+	}
+	if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
+		return notViable
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "--- FAIL") {
