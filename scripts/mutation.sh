@@ -3,7 +3,7 @@
 # docs/testing.md). Slow: every mutant is compiled and tested on its own.
 # Not part of CI's default path.
 #
-#   scripts/mutation.sh [cell|fs|all] [-only "<file>:<line>:<col> <TYPE>"]
+#   scripts/mutation.sh [cell|fs|all] [-only "<file>:<line>:<col> <TYPE>[,...]"]
 #
 # gremlins (v0.5.0, fetched through the Go module proxy by `go run`) only
 # lists the mutants (a dry run); scripts/mutation applies each through

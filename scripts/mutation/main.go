@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func main() {
 		files      = flag.String("files", "", "comma-separated base names of the files to mutate")
 		cover      = flag.String("cover", "", "coverage profile of the test commands (optional)")
 		equivalent = flag.String("equivalent", "", "file listing equivalent mutants: \"<file>:<line>:<col> <TYPE>  reason\"")
-		only       = flag.String("only", "", "run just this mutant (\"<file>:<line>:<col> <TYPE>\")")
+		only       = flag.String("only", "", "run just these mutants (\"<file>:<line>:<col> <TYPE>\", comma-separated)")
 		timeout    = flag.Duration("timeout", 3*time.Minute, "limit per test command per mutant")
 		tests      listFlag
 	)
@@ -86,7 +87,7 @@ func main() {
 	defer os.RemoveAll(tmp)
 	for i := range muts {
 		m := &muts[i]
-		if *only != "" && m.id() != *only {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), m.id()) {
 			continue
 		}
 		if why, ok := equiv[m.id()]; ok {
