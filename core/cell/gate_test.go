@@ -345,14 +345,22 @@ func TestGateFailStopsIdleTimer(t *testing.T) {
 // A waiter whose ctx ends just as the gate is handed to it passes the gate
 // on, so the gate is never left held by nobody.
 func TestGateCancelledWaiterPassesOnAHandover(t *testing.T) {
-	for i := 0; i < 64; i++ {
+	for i := 0; i < 16; i++ {
 		g := newTestGate()
 		g.acquire(context.Background())
 		ctx, cancel := context.WithCancel(context.Background())
 		w := acquireAsync(ctx, g)
 		waitQueued(t, g, 1)
-		g.release() // hands the gate to the waiter...
-		cancel()    // ...whose ctx ends too: either may win
+		// The waiter's ctx ends, and before it can leave the queue (it
+		// waits for g.mu, which this test holds) the holder hands it the
+		// gate, as release does.
+		g.mu.Lock()
+		cancel()
+		time.Sleep(time.Millisecond) // lets the waiter reach g.mu; either order is valid
+		next := g.waiters[0]
+		g.waiters = g.waiters[1:]
+		next.ch <- nil
+		g.mu.Unlock()
 		if err := <-w; err == nil {
 			g.release()
 		}
