@@ -439,12 +439,21 @@ func caseAlarmStoredRowDecides(c *checkT) {
 	set := func(at time.Time) {
 		alarmCall(c, ns, "SetAlarm", func(ctx context.Context, o *alarmObj) (int, error) { return 0, o.st.SetAlarm(ctx, at) })
 	}
+	path, err := cell.DatabasePath(rt.DataDir(), key)
+	if err != nil {
+		c.fatalf("DatabasePath: %v", err)
+	}
+	// raw writes the evicted cell's database directly, once the evicted
+	// instance has let go of it (it leaves ActiveCells first).
 	raw := func(q string, args ...any) {
-		conn := c.openRaw(rt.DataDir(), key)
-		if _, err := conn.Exec(c.ctx, q, args...); err != nil {
-			c.fatalf("%s: %v", q, err)
-		}
-		conn.Close()
+		c.eventually("a direct write to the evicted cell's database: "+q, func() bool {
+			conn, err := c.h.Driver.Open(c.ctx, driverConfig(path))
+			if err == nil {
+				_, err = conn.Exec(c.ctx, q, args...)
+				conn.Close()
+			}
+			return err == nil
+		})
 	}
 
 	// The row is gone when the timer fires.
