@@ -293,6 +293,35 @@ func caseBlockConcurrencyTimeout(c *checkT) {
 	if n := pc.built.Load(); n != 2 {
 		c.errorf("the object was constructed %d times, want 2", n)
 	}
+
+	// A configured limit, in a handler's BlockConcurrencyWhile.
+	clk2 := clock.NewFake(epoch)
+	rt2 := c.runtime(rtConfig{clock: clk2, bcw: 5 * time.Second})
+	s2 := c.probeClass(rt2, "BCWLimit5", nil).stub("a")
+	inBCW, hold := make(chan struct{}), make(chan struct{})
+	c.defer_(func() { close(hold) })
+	blocker := callAsync(c.ctx, s2, func(ctx context.Context, p *probe) (int, error) {
+		return 0, p.st.BlockConcurrencyWhile(ctx, func(ctx context.Context) error {
+			close(inBCW)
+			<-hold
+			return nil
+		})
+	})
+	wait(c, inBCW, "a handler's BlockConcurrencyWhile callback")
+	queued := callAsync(c.ctx, s2, func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
+	c.eventually("a call to queue behind BlockConcurrencyWhile", func() bool { return rt2.Queued(s2.Key()) == 1 })
+	if at, ok := clk2.NextDeadline(); !ok || !at.Equal(epoch.Add(5*time.Second)) {
+		c.fatalf("with BlockConcurrencyTimeout 5s the next timer is at %v (set %v), want 5s", at.Sub(epoch), ok)
+	}
+	clk2.Advance(5 * time.Second)
+	if r := wait(c, queued, "the call queued behind the handler's BlockConcurrencyWhile"); !isBroken(r.err) || !strings.Contains(r.err.Error(), "did not finish within 5s") {
+		c.errorf("the queued call returned (%d, %v), want a BrokenObjectError: blockConcurrencyWhile() did not finish within 5s", r.v, r.err)
+	}
+	select {
+	case r := <-blocker:
+		c.errorf("the hung handler returned (%v) before its callback did", r.err)
+	default:
+	}
 }
 
 // A lost lease breaks the instance: queued callers get BrokenObjectError
