@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/lease"
 )
@@ -27,6 +28,7 @@ func resetCases() []caseDef {
 	return []caseDef{
 		{"reset/durability-failure", caseDurabilityFailure},
 		{"reset/block-concurrency-while", caseBlockConcurrencyWhile},
+		{"reset/block-concurrency-timeout", caseBlockConcurrencyTimeout},
 		{"reset/lease-lost", caseLeaseLost},
 		{"reset/constructor-error", caseConstructorError},
 	}
@@ -237,6 +239,92 @@ func caseBlockConcurrencyWhile(c *checkT) {
 	}
 }
 
+// A BlockConcurrencyWhile callback that does not return within the limit
+// (30 s by default, on the runtime's clock) resets the object: the caller
+// queued behind it gets a BrokenObjectError saying so, the next call
+// reaches a fresh instance, and the hung callback can no longer write.
+func caseBlockConcurrencyTimeout(c *checkT) {
+	clk := clock.NewFake(epoch)
+	rt := c.runtime(rtConfig{clock: clk})
+	var attempt atomic.Int32
+	hung, unblock := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	c.defer_(release)
+	lateWrite := make(chan error, 1)
+	pc := c.probeClass(rt, "BCWLimit", func(ctx context.Context, p *probe) error {
+		if attempt.Add(1) > 1 {
+			return nil
+		}
+		return p.st.BlockConcurrencyWhile(ctx, func(ctx context.Context) error {
+			close(hung)
+			<-unblock
+			_, err := p.incr(ctx, "late")
+			lateWrite <- err
+			return err
+		})
+	})
+	s := pc.stub("a")
+	first := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	wait(c, hung, "the constructor's BlockConcurrencyWhile callback")
+	limit := epoch.Add(cell.DefaultBlockConcurrencyTimeout)
+	if at, ok := clk.NextDeadline(); !ok || !at.Equal(limit) {
+		c.fatalf("while a BlockConcurrencyWhile callback runs the next timer is at %v (set %v), want the %v limit", at.Sub(epoch), ok, cell.DefaultBlockConcurrencyTimeout)
+	}
+	clk.Advance(cell.DefaultBlockConcurrencyTimeout - time.Millisecond)
+	if !quiet(first, settle) {
+		c.errorf("the queued call returned before the BlockConcurrencyWhile limit")
+	}
+	clk.Advance(time.Millisecond)
+	r := wait(c, first, "the call queued behind a BlockConcurrencyWhile past its limit")
+	var te *cell.BlockConcurrencyTimeoutError
+	if !isBroken(r.err) || !errors.As(r.err, &te) || !strings.Contains(r.err.Error(), "blockConcurrencyWhile() did not finish within 30s") {
+		c.errorf("the queued call returned (%d, %v), want a BrokenObjectError: Durable Object reset because blockConcurrencyWhile() did not finish within 30s", r.v, r.err)
+	}
+	if v := must(c, s, "a call after the reset", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") }); v != 1 {
+		c.errorf("the call after the reset read %d, want 1", v)
+	}
+	release()
+	if err := wait(c, lateWrite, "the hung callback to go on"); err == nil {
+		c.errorf("the hung callback could still write after the object was reset")
+	}
+	if v := must(c, s, "read the hung callback's write", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "late") }); v != 0 {
+		c.errorf("the hung callback's write reads %d, want 0 (it was refused)", v)
+	}
+	if n := pc.built.Load(); n != 2 {
+		c.errorf("the object was constructed %d times, want 2", n)
+	}
+
+	// A configured limit, in a handler's BlockConcurrencyWhile.
+	clk2 := clock.NewFake(epoch)
+	rt2 := c.runtime(rtConfig{clock: clk2, bcw: 5 * time.Second})
+	s2 := c.probeClass(rt2, "BCWLimit5", nil).stub("a")
+	inBCW, hold := make(chan struct{}), make(chan struct{})
+	c.defer_(func() { close(hold) })
+	blocker := callAsync(c.ctx, s2, func(ctx context.Context, p *probe) (int, error) {
+		return 0, p.st.BlockConcurrencyWhile(ctx, func(ctx context.Context) error {
+			close(inBCW)
+			<-hold
+			return nil
+		})
+	})
+	wait(c, inBCW, "a handler's BlockConcurrencyWhile callback")
+	queued := callAsync(c.ctx, s2, func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
+	c.eventually("a call to queue behind BlockConcurrencyWhile", func() bool { return rt2.Queued(s2.Key()) == 1 })
+	if at, ok := clk2.NextDeadline(); !ok || !at.Equal(epoch.Add(5*time.Second)) {
+		c.fatalf("with BlockConcurrencyTimeout 5s the next timer is at %v (set %v), want 5s", at.Sub(epoch), ok)
+	}
+	clk2.Advance(5 * time.Second)
+	if r := wait(c, queued, "the call queued behind the handler's BlockConcurrencyWhile"); !isBroken(r.err) || !strings.Contains(r.err.Error(), "did not finish within 5s") {
+		c.errorf("the queued call returned (%d, %v), want a BrokenObjectError: blockConcurrencyWhile() did not finish within 5s", r.v, r.err)
+	}
+	select {
+	case r := <-blocker:
+		c.errorf("the hung handler returned (%v) before its callback did", r.err)
+	default:
+	}
+}
+
 // A lost lease breaks the instance: queued callers get BrokenObjectError
 // and the next call takes the lease again.
 func caseLeaseLost(c *checkT) {
@@ -291,6 +379,16 @@ func (l *testLease) fail(n int, err error) {
 
 func newTestLease() *testLease { return &testLease{} }
 
+// latest is the newest grant.
+func (l *testLease) latest() *testGrant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.grants) == 0 {
+		return nil
+	}
+	return l.grants[len(l.grants)-1]
+}
+
 func (l *testLease) TryAcquire(ctx context.Context, key string) (lease.Grant, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -325,6 +423,15 @@ type testGrant struct {
 	lost       chan struct{}
 	mu         sync.Mutex
 	err        error
+	fenced     error // CheckWrite refuses with it, Lost stays open (a self-fence)
+}
+
+// fence makes the grant refuse writes without reporting it lost, as a
+// grant past its deadline does until its watcher notices.
+func (g *testGrant) fence(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fenced = err
 }
 
 func (g *testGrant) end(err error) {
@@ -344,7 +451,14 @@ func (g *testGrant) Err() error {
 	defer g.mu.Unlock()
 	return g.err
 }
-func (g *testGrant) CheckWrite() error                 { return g.Err() }
+func (g *testGrant) CheckWrite() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fenced != nil {
+		return g.fenced
+	}
+	return g.err
+}
 func (g *testGrant) Release(ctx context.Context) error { g.end(lease.ErrReleased); return nil }
 
 // The runtime tells the log, in its OpenRequest, whether pages are

@@ -13,6 +13,7 @@ func sqlCases() []caseDef {
 		{"sql/exec-query-scan", caseExecQueryScan},
 		{"sql/savepoints", caseSavepoints},
 		{"sql/authorizer", caseAuthorizer},
+		{"sql/reserved-rename", caseReservedRename},
 		{"sql/celld-schema", caseCelldSchema},
 	}
 }
@@ -203,6 +204,57 @@ func caseAuthorizer(c *checkT) {
 		// The runtime's own statements still pass.
 		if err := p.st.KV().Put(ctx, "k", "v"); err != nil {
 			c.errorf("KV Put under the authorizer: %v", err)
+		}
+		return 0, nil
+	})
+}
+
+// ALTER TABLE ... RENAME TO a reserved name is denied like any other
+// access to celld's and the replicator's tables, however the new name is
+// written; renames to other names, and reserved-looking words inside
+// string literals or comments, pass.
+func caseReservedRename(c *checkT) {
+	rt := c.runtime(rtConfig{})
+	pc := c.probeClass(rt, "Rename", nil)
+	s := pc.stub("a")
+	must(c, s, "renames", func(ctx context.Context, p *probe) (int, error) {
+		sql := p.st.SQL()
+		if _, err := sql.Exec(ctx, "CREATE TABLE r1(x)"); err != nil {
+			return 0, err
+		}
+		for _, d := range []struct{ sql, name string }{
+			{"ALTER TABLE r1 RENAME TO _cf_mine", "_cf_mine"},
+			{"ALTER TABLE r1 RENAME TO _CF_KV2", "_CF_KV2"},
+			{`ALTER TABLE "r1" RENAME TO "_cf_quoted"`, "_cf_quoted"},
+			{"ALTER TABLE r1 RENAME TO [_cf_bracket]", "_cf_bracket"},
+			{"ALTER TABLE r1 RENAME TO `_litestream_tick`", "_litestream_tick"},
+			{"ALTER TABLE r1 RENAME TO '_cf_string'", "_cf_string"},
+			{"ALTER TABLE main.r1 /* a comment */ RENAME -- another\n TO _cf_spaced", "_cf_spaced"},
+			{"SELECT 1; ALTER TABLE r1 RENAME TO _cf_second", "_cf_second"},
+		} {
+			_, err := sql.Exec(ctx, d.sql)
+			var de *cell.DeniedError
+			switch {
+			case err == nil:
+				c.errorf("%q was allowed; user SQL may not rename a table to a reserved name", d.sql)
+			case !errors.As(err, &de):
+				c.errorf("%q failed with %v, want a *cell.DeniedError", d.sql, err)
+			case !strings.Contains(err.Error(), d.name):
+				c.errorf("the denial of %q says %q, which does not name %s", d.sql, err, d.name)
+			}
+		}
+		var n int64
+		if err := sql.QueryRow(ctx, "SELECT count(*) FROM sqlite_schema WHERE name = 'r1'").Scan(&n); err != nil || n != 1 {
+			c.errorf("after the refused renames table r1 is there %d times (err %v), want once", n, err)
+		}
+		for _, q := range []string{
+			"ALTER TABLE r1 RENAME TO r2",
+			"ALTER TABLE r2 ADD COLUMN note TEXT DEFAULT 'RENAME TO _cf_x'",
+			"ALTER TABLE r2 RENAME x TO y /* RENAME TO _cf_y */",
+		} {
+			if _, err := sql.Exec(ctx, q); err != nil {
+				c.errorf("%q was refused: %v", q, err)
+			}
 		}
 		return 0, nil
 	})

@@ -84,6 +84,10 @@ type rtConfig struct {
 	lease lease.Lease
 	clock clock.Clock
 	idle  time.Duration // default: never evict
+	// driver replaces the harness's driver (wrapped variants of it).
+	driver driver.Driver
+	// bcw is Options.BlockConcurrencyTimeout (default: the runtime's).
+	bcw time.Duration
 	// pub publishes alarm changes (wrapped by the harness's WrapWake, as
 	// the twins need); nil: no wake index.
 	pub wakeport.Publisher
@@ -107,20 +111,28 @@ func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
 	if cfg.idle == 0 {
 		cfg.idle = -1
 	}
+	if cfg.driver == nil {
+		cfg.driver = c.h.Driver
+	}
 	if cfg.pub != nil && c.h.WrapWake != nil {
 		cfg.pub = c.h.WrapWake(cfg.pub)
 	}
-	rt, err := cell.New(cell.Options{
-		ScriptName:  "celltest",
-		Driver:      c.h.Driver,
-		DataDir:     cfg.dir,
-		Lease:       cfg.lease,
-		Log:         cfg.log,
-		Clock:       cfg.clock,
-		Logger:      quietLogger(),
-		IdleTimeout: cfg.idle,
-		Wake:        cfg.pub,
-	})
+	opts := cell.Options{
+		ScriptName:              "celltest",
+		Driver:                  cfg.driver,
+		DataDir:                 cfg.dir,
+		Lease:                   cfg.lease,
+		Log:                     cfg.log,
+		Clock:                   cfg.clock,
+		Logger:                  quietLogger(),
+		IdleTimeout:             cfg.idle,
+		BlockConcurrencyTimeout: cfg.bcw,
+		Wake:                    cfg.pub,
+	}
+	if c.h.Configure != nil {
+		c.h.Configure(&opts)
+	}
+	rt, err := cell.New(opts)
 	if err != nil {
 		c.fatalf("cell.New: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/wakeport"
@@ -31,6 +32,10 @@ type Harness struct {
 	// cases build with one (the negative twins use it to break the
 	// publication's hold on replies).
 	WrapWake func(wakeport.Publisher) wakeport.Publisher
+	// Configure, if set, edits the options of every runtime the suite
+	// builds, after the case set its own (the negative twins use it to
+	// build a misconfigured runtime).
+	Configure func(*cell.Options)
 	// Timeout bounds each wait in a case (default 10 s): a wait that runs
 	// out is a failure, never a pass.
 	Timeout time.Duration
@@ -163,6 +168,7 @@ func allCases() []caseDef {
 	var all []caseDef
 	all = append(all, turnCases()...)
 	all = append(all, outputCases()...)
+	all = append(all, commitCases()...)
 	all = append(all, resetCases()...)
 	all = append(all, sqlCases()...)
 	all = append(all, kvCases()...)

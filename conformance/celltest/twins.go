@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/wakeport"
@@ -32,7 +33,7 @@ func Twins() []Twin {
 		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
 		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit"}},
 		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure"}},
-		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer"}},
+		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer", "sql/reserved-rename"}},
 		{"no-savepoint-rollback", wrapDriver(NoSavepointRollback), []string{"sql/savepoints"}},
 		{"no-wake-triggers", wrapDriver(NoWakeTriggers), []string{"wake/schema", "wake/sequence", "wake/epoch",
 			"wake/legacy-seed", "wake/publish-per-commit", "wake/runtime-wake"}},
@@ -43,6 +44,8 @@ func Twins() []Twin {
 		{"restore-ignored", wrapLog(IgnoreRestore), bucketCaseNames("bucket-replaces-local")},
 		{"every-page-every-commit", wrapLog(UploadEveryPage), []string{"bucket/ltx/delta-pages"}},
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
+		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
+		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},
 	}
 }
 
@@ -63,6 +66,19 @@ func wrapWake(w func(wakeport.Publisher) wakeport.Publisher) func(Harness) Harne
 				p = prev(p)
 			}
 			return w(p)
+		}
+		return h
+	}
+}
+
+func configure(edit func(*cell.Options)) func(Harness) Harness {
+	return func(h Harness) Harness {
+		prev := h.Configure
+		h.Configure = func(o *cell.Options) {
+			if prev != nil {
+				prev(o)
+			}
+			edit(o)
 		}
 		return h
 	}
@@ -158,6 +174,7 @@ type twinConn struct {
 	noAuth     bool
 	noRollback bool
 	noTriggers bool
+	keepRetry  bool
 }
 
 func (c *twinConn) Begin(ctx context.Context) error {
@@ -195,12 +212,19 @@ func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Re
 	if c.noTriggers {
 		sql = createTrigger.ReplaceAllString(sql, "")
 	}
+	if c.keepRetry {
+		sql = alarmCounterReset.ReplaceAllString(sql, "")
+	}
 	return c.Conn.Exec(ctx, sql, args...)
 }
 
 // createTrigger matches one CREATE TRIGGER statement (bodies here hold no
 // nested END).
 var createTrigger = regexp.MustCompile(`(?is)CREATE\s+TRIGGER\b.*?\bEND\s*;?`)
+
+// alarmCounterReset matches the counter reset in the runtime's alarm
+// upsert (ON CONFLICT ... DO UPDATE SET ..., retry = 0, counted_retry = 0).
+var alarmCounterReset = regexp.MustCompile(`(?i)\bretry\s*=\s*0\s*,\s*counted_retry\s*=\s*0\s*,`)
 
 // CommitPerStatement ignores Begin, Commit and Rollback, so every
 // statement commits on its own: a turn is no longer atomic.
@@ -225,6 +249,17 @@ func NoSavepointRollback(d driver.Driver) driver.Driver {
 func NoWakeTriggers(d driver.Driver) driver.Driver {
 	return twinDriver{d, func(c *twinConn) { c.noTriggers = true }}
 }
+
+// SetAlarmKeepsRetries drops the counter reset from the statement that
+// arms an alarm over an existing one: a new SetAlarm inherits the failed
+// alarm's retry counters.
+func SetAlarmKeepsRetries(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.keepRetry = true }}
+}
+
+// NoBlockConcurrencyLimit runs BlockConcurrencyWhile without a time
+// limit, so a hung callback wedges the object for good.
+func NoBlockConcurrencyLimit(o *cell.Options) { o.BlockConcurrencyTimeout = -1 }
 
 // AckPublicationEarly reports every wake publication done as soon as it
 // is started, whatever the publisher does.

@@ -39,6 +39,9 @@ type AlarmInfo struct {
 // commits. Each SetAlarm resets the retry counters and draws a new random
 // generation, so a handler that re-arms its own alarm is never mistaken
 // for the alarm that fired.
+//
+// An object without an Alarm method (not an Alarmer) cannot take an
+// alarm: SetAlarm returns a *NoAlarmHandlerError and changes nothing.
 func (s *State) SetAlarm(ctx context.Context, at time.Time) error {
 	inst := s.inst
 	unlock, err := inst.lockTurn(ctx)
@@ -46,12 +49,35 @@ func (s *State) SetAlarm(ctx context.Context, at time.Time) error {
 		return err
 	}
 	defer unlock()
+	if !inst.handlesAlarms() {
+		return &NoAlarmHandlerError{Class: inst.cls.name}
+	}
+	if inst.obj == nil {
+		inst.ctorSetAlarm = true // checked once the constructor returns the object
+	}
 	gen := rand.Int64()
 	if _, err := inst.conn.Exec(ctx, sqlAlarmSet, inst.key, at.UnixMilli(), gen); err != nil {
 		return fmt.Errorf("cell: set alarm: %w", err)
 	}
 	inst.alarmSet = true
 	return nil
+}
+
+// handlesAlarms reports whether the object can run an alarm. While the
+// constructor of a class registered with an interface type runs, the
+// object is not known yet: activate checks it once it is.
+func (inst *instance) handlesAlarms() bool {
+	switch inst.cls.alarms {
+	case alarmsYes:
+		return true
+	case alarmsNo:
+		return false
+	}
+	if inst.obj == nil {
+		return true
+	}
+	_, ok := inst.obj.(Alarmer)
+	return ok
 }
 
 // GetAlarm returns the alarm's due time, if one is set. While the alarm's

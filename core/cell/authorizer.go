@@ -13,7 +13,14 @@ func (inst *instance) authorize(action driver.Action, arg1, arg2, database, trig
 	if !inst.userCode.Load() {
 		return driver.AuthOK
 	}
-	if d := userPolicy(action, arg1, arg2); d != nil {
+	d := userPolicy(action, arg1, arg2)
+	if d == nil && action == driver.ActionAlterTable {
+		// SQLite does not tell the authorizer a table's new name (ALTER
+		// TABLE reports the database and the old name only), so the
+		// statement text decides.
+		d = renamePolicy(inst.userSQL)
+	}
+	if d != nil {
 		if inst.denial == nil {
 			inst.denial = d
 		}
@@ -22,14 +29,16 @@ func (inst *instance) authorize(action driver.Action, arg1, arg2, database, trig
 	return driver.AuthOK
 }
 
-// asUser runs a driver call on behalf of user code: the authorizer
-// applies, and a refusal comes back as a *DeniedError naming what was
-// refused. The caller holds inst.mu.
-func (inst *instance) asUser(fn func() error) error {
+// asUser runs a driver call on behalf of user code, for the SQL text
+// query: the authorizer applies, and a refusal comes back as a
+// *DeniedError naming what was refused. The caller holds inst.mu.
+func (inst *instance) asUser(query string, fn func() error) error {
 	inst.denial = nil
+	inst.userSQL = query
 	inst.userCode.Store(true)
 	err := fn()
 	inst.userCode.Store(false)
+	inst.userSQL = ""
 	return inst.userError(err)
 }
 
@@ -129,4 +138,96 @@ func userPolicy(action driver.Action, arg1, arg2 string) *DeniedError {
 		}
 	}
 	return nil
+}
+
+// renamePolicy denies an ALTER TABLE whose text renames a table to a
+// reserved name (ALTER TABLE t RENAME TO _cf_KV); nil allows it.
+func renamePolicy(query string) *DeniedError {
+	for _, name := range renameTargets(query) {
+		if reservedTable(name) {
+			return &DeniedError{Action: driver.ActionAlterTable.String(), Detail: "RENAME TO " + name,
+				Why: "celld's and the replicator's tables are reserved to the runtime"}
+		}
+	}
+	return nil
+}
+
+// renameTargets returns the new names of every "RENAME TO name" in query,
+// tokenized as SQLite does: comments, string literals and quoted
+// identifiers are single tokens, so the words inside them never match.
+// (RENAME [COLUMN] a TO b renames a column: RENAME is not followed by TO.)
+func renameTargets(query string) []string {
+	var out []string
+	toks := sqlTokens(query)
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].word("RENAME") && toks[i+1].word("TO") && toks[i+2].name != "" {
+			out = append(out, toks[i+2].name)
+		}
+	}
+	return out
+}
+
+// sqlToken is one token of SQL text: a bare word, or a quoted identifier
+// or string literal (unquoted); name is "" for any other token.
+type sqlToken struct {
+	name string
+	bare bool
+}
+
+func (t sqlToken) word(w string) bool { return t.bare && strings.EqualFold(t.name, w) }
+
+func sqlTokens(q string) []sqlToken {
+	var toks []sqlToken
+	for i := 0; i < len(q); {
+		c := q[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			i++
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			for i < len(q) && q[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(q) && q[i+1] == '*':
+			end := strings.Index(q[i+2:], "*/")
+			if end < 0 {
+				return toks
+			}
+			i += 2 + end + 2
+		case c == '\'' || c == '"' || c == '`' || c == '[':
+			closer := c
+			if c == '[' {
+				closer = ']'
+			}
+			var b strings.Builder
+			j := i + 1
+			for ; j < len(q); j++ {
+				if q[j] == closer {
+					if closer != ']' && j+1 < len(q) && q[j+1] == closer {
+						b.WriteByte(closer) // a doubled quote stands for one
+						j++
+						continue
+					}
+					break
+				}
+				b.WriteByte(q[j])
+			}
+			toks = append(toks, sqlToken{name: b.String()})
+			i = j + 1
+		case isIdentByte(c):
+			j := i
+			for j < len(q) && isIdentByte(q[j]) {
+				j++
+			}
+			toks = append(toks, sqlToken{name: q[i:j], bare: true})
+			i = j
+		default:
+			toks = append(toks, sqlToken{})
+			i++
+		}
+	}
+	return toks
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 0x80 || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }

@@ -67,3 +67,38 @@ func TestUserPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestRenameTargets(t *testing.T) {
+	tests := []struct {
+		sql  string
+		want []string
+	}{
+		{"ALTER TABLE t RENAME TO _cf_x", []string{"_cf_x"}},
+		{"alter table t rename to \"a\"\"b\"", []string{`a"b`}},
+		{"ALTER TABLE t RENAME TO [x y]", []string{"x y"}},
+		{"ALTER TABLE t RENAME TO `q`", []string{"q"}},
+		{"ALTER TABLE t RENAME TO 'it''s'", []string{"it's"}},
+		{"ALTER TABLE t RENAME /* c */ TO -- c\n n", []string{"n"}},
+		{"ALTER TABLE t RENAME a TO b", nil},
+		{"ALTER TABLE t RENAME COLUMN a TO b", nil},
+		{"SELECT 'RENAME TO _cf_x' -- RENAME TO _cf_y", nil},
+		{"SELECT \"RENAME TO x\"", nil},
+		{"/* unterminated RENAME TO x", nil},
+		{"SELECT 1; ALTER TABLE t RENAME TO u; ALTER TABLE u RENAME TO v", []string{"u", "v"}},
+		{"ALTER TABLE t RENAME TO", nil},
+		{"ALTER TABLE t RENAME TO ;", nil},
+		{"ALTER TABLE t RENAME TO é_x", []string{"é_x"}},
+	}
+	for _, tt := range tests {
+		got := renameTargets(tt.sql)
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
+			t.Errorf("renameTargets(%q) = %q, want %q", tt.sql, got, tt.want)
+		}
+	}
+	if d := renamePolicy("ALTER TABLE t RENAME TO _Litestream_x"); d == nil || !strings.Contains(d.Error(), "RENAME TO _Litestream_x") {
+		t.Errorf("renamePolicy = %v, want a denial naming the new name", d)
+	}
+	if d := renamePolicy("ALTER TABLE t RENAME TO users"); d != nil {
+		t.Errorf("renamePolicy(users) = %v, want nil", d)
+	}
+}

@@ -3,6 +3,7 @@ package cell
 import (
 	"context"
 	"fmt"
+	"reflect"
 )
 
 // class is a registered object class.
@@ -12,6 +13,27 @@ type class struct {
 	// instance's first turn, holding the gate, so BlockConcurrencyWhile in
 	// a constructor delays every event until it finishes.
 	construct func(ctx context.Context, st *State) (any, error)
+	// alarms says whether the class's objects handle alarms: known from
+	// the type for a concrete O, asked of each object for an interface O.
+	alarms alarmSupport
+}
+
+type alarmSupport int
+
+const (
+	alarmsPerObject alarmSupport = iota // O is an interface type: ask the object
+	alarmsYes                           // O implements Alarmer
+	alarmsNo                            // O is a concrete type without an Alarm method
+)
+
+func alarmSupportOf(t reflect.Type) alarmSupport {
+	switch {
+	case t.Implements(reflect.TypeFor[Alarmer]()):
+		return alarmsYes
+	case t.Kind() == reflect.Interface:
+		return alarmsPerObject
+	}
+	return alarmsNo
 }
 
 // Namespace hands out stubs and ids for one class. O is the type its
@@ -25,7 +47,8 @@ type Namespace[O any] struct {
 // each fresh instance; it receives the cell's State (storage, alarms,
 // BlockConcurrencyWhile) and the context of the instance's first turn.
 // The object may implement http.Handler (for Stub.Fetch) and Alarmer (for
-// alarms); any method can be called through Call.
+// alarms: State.SetAlarm on an object without an Alarm method is refused
+// with a *NoAlarmHandlerError); any method can be called through Call.
 //
 // Registering a class also schedules the alarms stored in the local
 // databases of that class (DataDir/<class>/), so alarms survive restarts.
@@ -41,6 +64,7 @@ func Register[O any](rt *Runtime, className string, newObject func(ctx context.C
 		construct: func(ctx context.Context, st *State) (any, error) {
 			return newObject(ctx, st)
 		},
+		alarms: alarmSupportOf(reflect.TypeFor[O]()),
 	}
 	rt.mu.Lock()
 	if rt.closing {

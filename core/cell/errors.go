@@ -3,6 +3,7 @@ package cell
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // BrokenObjectError is what every caller of a broken object instance gets:
@@ -24,6 +25,28 @@ func (e *BrokenObjectError) Error() string {
 }
 
 func (e *BrokenObjectError) Unwrap() error { return e.Err }
+
+// BlockConcurrencyTimeoutError is the cause (BrokenObjectError.Err) of a
+// reset by a BlockConcurrencyWhile callback that ran past
+// Options.BlockConcurrencyTimeout.
+type BlockConcurrencyTimeoutError struct {
+	Limit time.Duration
+}
+
+func (e *BlockConcurrencyTimeoutError) Error() string {
+	return fmt.Sprintf("cell: blockConcurrencyWhile() did not finish within %v", e.Limit)
+}
+
+// NoAlarmHandlerError is returned by State.SetAlarm on an object whose
+// class has no Alarm method (does not implement Alarmer): the alarm could
+// never run.
+type NoAlarmHandlerError struct {
+	Class string
+}
+
+func (e *NoAlarmHandlerError) Error() string {
+	return fmt.Sprintf("cell: SetAlarm refused: class %s has no Alarm method (implement cell.Alarmer), so the alarm could never run", e.Class)
+}
 
 // InvalidIDError is returned by IDFromString for a malformed or foreign id.
 type InvalidIDError struct {

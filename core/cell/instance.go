@@ -46,9 +46,13 @@ type instance struct {
 	rows     map[*Rows]struct{}
 	alarmSet bool      // a turn wrote _cf_ALARM: reschedule after commit
 	firing   *alarmRow // the alarm whose handler is running
-	userCode atomic.Bool
-	denial   *DeniedError
-	spDepth  int
+	// ctorSetAlarm: the constructor called SetAlarm before the object
+	// existed (a class registered with an interface type).
+	ctorSetAlarm bool
+	userCode     atomic.Bool
+	denial       *DeniedError
+	userSQL      string // the user statement text the authorizer is asked about
+	spDepth      int
 
 	// wakeSeq is the _cf_WAKE sequence last seen (at open, or by the last
 	// publication): a commit that moved it changed the alarm.
@@ -159,6 +163,9 @@ func (inst *instance) activate() {
 		inst.rollbackTurn()
 		inst.releaseGate()
 		return
+	}
+	if _, ok := obj.(Alarmer); cerr == nil && inst.ctorSetAlarm && !ok {
+		cerr = &NoAlarmHandlerError{Class: inst.cls.name}
 	}
 	if cerr != nil {
 		ev.active.Store(false)

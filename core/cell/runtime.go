@@ -56,6 +56,12 @@ type Options struct {
 	// open-cell cap can still evict it). Zero means DefaultAlarmResidency;
 	// negative means idle objects are evicted whatever their alarm.
 	AlarmResidency time.Duration
+	// BlockConcurrencyTimeout bounds State.BlockConcurrencyWhile: a
+	// callback still running after this long resets the object (as
+	// Cloudflare does after 30 s), so a hung initializer cannot wedge the
+	// cell. Zero means DefaultBlockConcurrencyTimeout; negative means no
+	// limit.
+	BlockConcurrencyTimeout time.Duration
 	// Wake publishes every committed alarm change to a fleet's wake index
 	// (the contract is core/wakeport's); replies wait for the publication
 	// as they wait for durability. Nil (a single host) publishes nothing
@@ -65,6 +71,11 @@ type Options struct {
 
 // DefaultAlarmResidency is celld's default CELLD_ALARM_RESIDENT_MS.
 const DefaultAlarmResidency = time.Hour
+
+// DefaultBlockConcurrencyTimeout is how long a BlockConcurrencyWhile
+// callback may run before the object is reset, when
+// Options.BlockConcurrencyTimeout is zero (Cloudflare's limit).
+const DefaultBlockConcurrencyTimeout = 30 * time.Second
 
 // Runtime hosts cells. It is safe for concurrent use.
 type Runtime struct {
@@ -78,7 +89,9 @@ type Runtime struct {
 	shedding atomic.Bool
 	// residency: see Options.AlarmResidency (< 0: off).
 	residency time.Duration
-	alarms    *alarmScheduler
+	// bcwLimit: see Options.BlockConcurrencyTimeout (< 0: no limit).
+	bcwLimit time.Duration
+	alarms   *alarmScheduler
 	// pages is the buffer pool every capturing connection copies its
 	// commits' pages into and every log hands them back to, shared so a
 	// cell that commits rarely reuses buffers another cell released.
@@ -133,6 +146,10 @@ func New(opts Options) (*Runtime, error) {
 	rt.residency = opts.AlarmResidency
 	if rt.residency == 0 {
 		rt.residency = DefaultAlarmResidency
+	}
+	rt.bcwLimit = opts.BlockConcurrencyTimeout
+	if rt.bcwLimit == 0 {
+		rt.bcwLimit = DefaultBlockConcurrencyTimeout
 	}
 	rt.maxOpen = opts.MaxOpenCells
 	if rt.maxOpen == 0 {

@@ -30,7 +30,7 @@ func (s *SQL) Exec(ctx context.Context, query string, args ...any) (Result, erro
 	}
 	defer unlock()
 	var res Result
-	err = inst.asUser(func() error {
+	err = inst.asUser(query, func() error {
 		var err error
 		res, err = inst.conn.Exec(ctx, query, args...)
 		return err
@@ -48,7 +48,7 @@ func (s *SQL) Query(ctx context.Context, query string, args ...any) (*Rows, erro
 	}
 	defer unlock()
 	var dr driver.Rows
-	err = inst.asUser(func() error {
+	err = inst.asUser(query, func() error {
 		var err error
 		dr, err = inst.conn.Query(ctx, query, args...)
 		return err
@@ -56,7 +56,7 @@ func (s *SQL) Query(ctx context.Context, query string, args ...any) (*Rows, erro
 	if err != nil {
 		return nil, err
 	}
-	r := &Rows{inst: inst, rows: dr}
+	r := &Rows{inst: inst, rows: dr, query: query}
 	inst.rows[r] = struct{}{}
 	return r, nil
 }
@@ -157,6 +157,7 @@ func (s *SQL) DatabaseSize(ctx context.Context) (int64, error) {
 type Rows struct {
 	inst   *instance
 	rows   driver.Rows
+	query  string
 	closed bool
 	err    error
 }
@@ -183,7 +184,7 @@ func (r *Rows) Next() bool {
 		return false
 	}
 	var ok bool
-	inst.asUser(func() error { ok = r.rows.Next(); return nil })
+	inst.asUser(r.query, func() error { ok = r.rows.Next(); return nil })
 	if !ok {
 		if err := r.rows.Err(); err != nil {
 			r.err = inst.userError(err)

@@ -1,6 +1,12 @@
 package cell
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cellb/cellb/core/clock"
+)
 
 // State is what an object's constructor receives: the cell's identity and
 // storage. It belongs to one instance; after a reset the fresh instance
@@ -27,6 +33,11 @@ func (s *State) KV() *KV { return &KV{inst: s.inst} }
 // returns an error or panics, the object is reset and the error is a
 // *BrokenObjectError.
 //
+// fn has Options.BlockConcurrencyTimeout (30 s by default) to return: past
+// it the object is reset at once ("Durable Object reset because
+// blockConcurrencyWhile() did not finish within 30s"), waiting and later
+// callers reach a fresh instance, and fn's storage calls fail from then on.
+//
 // Called with the context of one of the object's own turns (a handler or
 // the constructor) it nests in that turn; called from anywhere else it
 // waits for the gate like any event.
@@ -44,11 +55,20 @@ func (inst *instance) blockWhile(ctx context.Context, ev *event, fn func(ctx con
 	ev.mu.Lock()
 	ev.bcw++
 	ev.mu.Unlock()
+	var limit clock.Timer
+	if d := inst.rt.bcwLimit; d > 0 {
+		limit = inst.rt.clk.AfterFunc(d, func() { inst.blockTimedOut(d) })
+	}
 	var err error
 	p := protect(func() { err = fn(ctx) })
 	ev.mu.Lock()
 	ev.bcw--
 	ev.mu.Unlock()
+	if limit != nil && !limit.Stop() {
+		// The limit passed first: the object was reset (the first reason
+		// wins, so this is the timeout).
+		return inst.breakNow(blockTimeoutReason(inst.rt.bcwLimit), &BlockConcurrencyTimeoutError{Limit: inst.rt.bcwLimit})
+	}
 	switch {
 	case p != nil:
 		inst.rt.logger.Error("cell blockConcurrencyWhile panicked", "cell", inst.key, "panic", p.Value, "stack", string(p.Stack))
@@ -57,6 +77,19 @@ func (inst *instance) blockWhile(ctx context.Context, ev *event, fn func(ctx con
 		return inst.breakNow("blockConcurrencyWhile() failed: "+err.Error(), err)
 	}
 	return nil
+}
+
+// blockTimedOut resets an object whose BlockConcurrencyWhile callback ran
+// past the limit. The callback still holds the gate and may never return,
+// so the instance is shut down now rather than when the gate is released:
+// its successor waits for that.
+func (inst *instance) blockTimedOut(limit time.Duration) {
+	inst.breakNow(blockTimeoutReason(limit), &BlockConcurrencyTimeoutError{Limit: limit})
+	go inst.shutdown(inst.rt.bg, false)
+}
+
+func blockTimeoutReason(limit time.Duration) string {
+	return fmt.Sprintf("blockConcurrencyWhile() did not finish within %v", limit)
 }
 
 func errString(p *PanicError) string { return p.Error() }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Mutation score of the files whose tests the project relies on most (see
+# docs/testing.md). Slow: every mutant is compiled and tested on its own.
+# Not part of CI's default path.
+#
+#   scripts/mutation.sh [cell|fs|all] [-only "<file>:<line>:<col> <TYPE>[,...]"]
+#
+# gremlins (v0.5.0, fetched through the Go module proxy by `go run`) only
+# lists the mutants (a dry run); scripts/mutation applies each through
+# `go test -overlay`, so the sources are never edited, and runs the tests
+# that exercise the file, including suites in other modules: core/cell is
+# tested by its own tests and by celltest run from drivers/wasm.
+# Equivalent mutants are listed in scripts/mutation/equivalent.txt.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+target=${1:-all}
+shift || true
+gremlins="github.com/go-gremlins/gremlins/cmd/gremlins@v0.5.0"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tool="$work/mutation"
+(cd "$root/scripts/mutation" && GOWORK=off go build -o "$tool" main.go)
+
+# mutants <module dir> <package> <out.json>: gremlins' list of mutants.
+mutants() {
+	(cd "$1" && go run "$gremlins" unleash --dry-run --silent -o "$3" "$2" >/dev/null)
+}
+
+# cover <out> <dir> <coverpkg> <go test args...>: a coverage profile.
+cover() {
+	local out=$1 dir=$2 pkg=$3
+	shift 3
+	(cd "$dir" && go test -count=1 -coverpkg="$pkg" -coverprofile="$out" "$@" >/dev/null)
+}
+
+run_cell() {
+	echo "== core/cell: gate.go commit.go alarm.go"
+	mutants "$root/core" ./cell "$work/cell.json"
+	cover "$work/c1.out" "$root/core" github.com/cellb/cellb/core/cell ./cell
+	cover "$work/c2.out" "$root/drivers/wasm" github.com/cellb/cellb/core/cell \
+		-run 'TestCellSemantics|TestCellSuiteRejectsTwins' .
+	cat "$work/c1.out" "$work/c2.out" >"$work/cell.cover"
+	"$tool" -mutants "$work/cell.json" -pkg "$root/core/cell" -files gate.go,commit.go,alarm.go \
+		-cover "$work/cell.cover" -equivalent "$root/scripts/mutation/equivalent.txt" \
+		-test "$root/core|-count=1 -failfast -timeout 60s ./cell" \
+		-test "$root/drivers/wasm|-count=1 -failfast -timeout 60s -run TestCellSemantics|TestCellSuiteRejectsTwins ." \
+		"$@"
+}
+
+run_fs() {
+	echo "== adapters/fs: lock.go"
+	mutants "$root/adapters/fs" . "$work/fs.json"
+	cover "$work/fs.cover" "$root/adapters/fs" github.com/cellb/cellb/adapters/fs .
+	"$tool" -mutants "$work/fs.json" -pkg "$root/adapters/fs" -files lock.go \
+		-cover "$work/fs.cover" -equivalent "$root/scripts/mutation/equivalent.txt" \
+		-test "$root/adapters/fs|-count=1 -failfast -timeout 60s ." \
+		"$@"
+}
+
+case $target in
+cell) run_cell "$@" ;;
+fs) run_fs "$@" ;;
+all)
+	run_cell "$@"
+	run_fs "$@"
+	;;
+*)
+	echo "usage: $0 [cell|fs|all] [-only \"<file>:<line>:<col> <TYPE>\"]" >&2
+	exit 2
+	;;
+esac
