@@ -3,7 +3,7 @@
 # docs/testing.md). Slow: every mutant is compiled and tested on its own.
 # Not part of CI's default path.
 #
-#   scripts/mutation.sh [cell|fs|all] [-only "<file>:<line>:<col> <TYPE>[,...]"]
+#   scripts/mutation.sh [cell|fs|fleet|ltx|all] [-only "<file>:<line>:<col> <TYPE>[,...]"]
 #
 # gremlins (v0.5.0, fetched through the Go module proxy by `go run`) only
 # lists the mutants (a dry run); scripts/mutation applies each through
@@ -57,15 +57,44 @@ run_fs() {
 		"$@"
 }
 
+run_fleet() {
+	echo "== core/fleet: acquire.go"
+	mutants "$root/core" ./fleet "$work/fleet.json"
+	# The seeded simulation runs 300 seeds per mutant, not CI's 10,000: the
+	# unit tests and the lease suite kill most mutants first.
+	cover "$work/f1.out" "$root/core" github.com/cellb/cellb/core/fleet ./fleet -sim.seeds=300
+	cover "$work/f2.out" "$root/conformance" github.com/cellb/cellb/core/fleet ./leasetest
+	cat "$work/f1.out" "$work/f2.out" >"$work/fleet.cover"
+	"$tool" -mutants "$work/fleet.json" -pkg "$root/core/fleet" -files acquire.go \
+		-cover "$work/fleet.cover" -equivalent "$root/scripts/mutation/equivalent.txt" \
+		-test "$root/core|-count=1 -failfast -timeout 60s ./fleet -sim.seeds=300" \
+		-test "$root/conformance|-count=1 -failfast -timeout 60s ./leasetest" \
+		"$@"
+}
+
+run_ltx() {
+	echo "== core/ltx: plan.go"
+	mutants "$root/core" ./ltx "$work/ltx.json"
+	cover "$work/l1.out" "$root/core" github.com/cellb/cellb/core/ltx ./ltx ./ltxlog
+	"$tool" -mutants "$work/ltx.json" -pkg "$root/core/ltx" -files plan.go \
+		-cover "$work/l1.out" -equivalent "$root/scripts/mutation/equivalent.txt" \
+		-test "$root/core|-count=1 -failfast -timeout 60s ./ltx ./ltxlog" \
+		"$@"
+}
+
 case $target in
 cell) run_cell "$@" ;;
 fs) run_fs "$@" ;;
+fleet) run_fleet "$@" ;;
+ltx) run_ltx "$@" ;;
 all)
 	run_cell "$@"
 	run_fs "$@"
+	run_fleet "$@"
+	run_ltx "$@"
 	;;
 *)
-	echo "usage: $0 [cell|fs|all] [-only \"<file>:<line>:<col> <TYPE>\"]" >&2
+	echo "usage: $0 [cell|fs|fleet|ltx|all] [-only \"<file>:<line>:<col> <TYPE>\"]" >&2
 	exit 2
 	;;
 esac
