@@ -11,6 +11,12 @@ import (
 // uploads and chunked reads are exercised.
 const DefaultLargeObjectSize = 64 << 20
 
+// DefaultStreamObjectSize is the body of the streaming cases: more than
+// the 16 MiB from which adapters upload in parts, and not a multiple of any
+// part size, so a streamed put of unknown size crosses a part boundary and
+// ends in a short part.
+const DefaultStreamObjectSize = 17<<20 + 4099
+
 // Defaults of the contention cases.
 const (
 	DefaultContenders = 16
@@ -27,6 +33,7 @@ type Option func(*config)
 
 type config struct {
 	largeSize   int
+	streamSize  int
 	contenders  int
 	rounds      int
 	caseTimeout time.Duration
@@ -38,6 +45,7 @@ type config struct {
 func newConfig(opts []Option) *config {
 	c := &config{
 		largeSize:   DefaultLargeObjectSize,
+		streamSize:  DefaultStreamObjectSize,
 		contenders:  DefaultContenders,
 		rounds:      DefaultRounds,
 		caseTimeout: DefaultCaseTimeout,
@@ -55,6 +63,17 @@ func LargeObjectSize(bytes int) Option {
 	return func(c *config) {
 		if bytes > 0 {
 			c.largeSize = bytes
+		}
+	}
+}
+
+// StreamObjectSize sets the body size of the streaming cases. Lowering it
+// below DefaultStreamObjectSize weakens the suite (a body under the part
+// size never exercises a multipart upload) and is reported.
+func StreamObjectSize(bytes int) Option {
+	return func(c *config) {
+		if bytes > 0 {
+			c.streamSize = bytes
 		}
 	}
 }
@@ -127,6 +146,9 @@ func (c *config) notes() []string {
 	var n []string
 	if c.largeSize < DefaultLargeObjectSize {
 		n = append(n, fmt.Sprintf("large-object lowered to %s (default %s)", sizeString(c.largeSize), sizeString(DefaultLargeObjectSize)))
+	}
+	if c.streamSize < DefaultStreamObjectSize {
+		n = append(n, fmt.Sprintf("streamed bodies lowered to %s (default %s)", sizeString(c.streamSize), sizeString(DefaultStreamObjectSize)))
 	}
 	if c.contenders < DefaultContenders || c.rounds < DefaultRounds {
 		n = append(n, fmt.Sprintf("contention lowered to %d goroutines x %d rounds (default %d x %d)", c.contenders, c.rounds, DefaultContenders, DefaultRounds))

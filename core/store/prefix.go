@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -86,3 +87,24 @@ func (p *prefixed) List(ctx context.Context, opts ListOptions) (ListPage, error)
 
 // Close closes the wrapped store.
 func (p *prefixed) Close() error { return Close(p.inner) }
+
+// NewRangeReader implements Streamer by streaming from the wrapped store.
+func (p *prefixed) NewRangeReader(ctx context.Context, key string, offset, length int64) (*Reader, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	r, err := NewRangeReader(ctx, p.inner, p.prefix+key, offset, length)
+	if err != nil {
+		return nil, err
+	}
+	r.Key = key
+	return r, nil
+}
+
+// PutFrom implements Streamer by streaming into the wrapped store.
+func (p *prefixed) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Version, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return PutFrom(ctx, p.inner, p.prefix+key, r, size, opts)
+}

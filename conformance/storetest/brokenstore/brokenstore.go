@@ -6,8 +6,10 @@
 package brokenstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -42,6 +44,10 @@ func All() []Twin {
 		{"drops-metadata", "metadata is not stored", DropsMetadata},
 		{"repeats-across-pages", "each page repeats the last entry of the page before it", RepeatsAcrossPages},
 		{"busy-directories", "a write fails while another write in the same directory is in progress", BusyDirectories},
+		{"truncates-streams", "a streamed put stores only the first MiB of its body", TruncatesStreams},
+		{"ignores-range", "a ranged read gives the whole object", IgnoresRange},
+		{"publishes-partial-bodies", "a streamed put whose body fails publishes the part it read", PublishesPartialBodies},
+		{"ignores-stream-conditions", "streamed puts apply whatever their condition", IgnoresStreamConditions},
 	}
 }
 
@@ -360,4 +366,86 @@ func (b *busyDirs) Delete(ctx context.Context, key string) error {
 	}
 	defer leave()
 	return b.Store.Delete(ctx, key)
+}
+
+// streamer forwards the streaming calls to the inner store; the streaming
+// twins override the one they break.
+type streamer struct{ wrapper }
+
+func (w streamer) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
+	return store.NewRangeReader(ctx, w.Store, key, offset, length)
+}
+
+func (w streamer) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	return store.PutFrom(ctx, w.Store, key, r, size, opts)
+}
+
+// TruncateAt is how much of a streamed body TruncatesStreams keeps.
+const TruncateAt = 1 << 20
+
+// TruncatesStreams keeps only the first TruncateAt bytes of a streamed
+// body and reports success, like a multipart upload completed without its
+// last parts, or a writer closed before it was flushed.
+func TruncatesStreams(s store.Store) store.Store { return &truncates{streamer{wrapper{s}}} }
+
+type truncates struct{ streamer }
+
+func (b *truncates) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	data, err := io.ReadAll(io.LimitReader(r, TruncateAt))
+	if err != nil {
+		return "", err
+	}
+	_, _ = io.Copy(io.Discard, r)
+	return b.Store.Put(ctx, key, data, opts)
+}
+
+// IgnoresRange answers a ranged read with the whole object, like a server
+// that ignores the Range header and answers 200 instead of 206, while the
+// reader still claims the range that was asked for.
+func IgnoresRange(s store.Store) store.Store { return &ignoresRange{streamer{wrapper{s}}} }
+
+type ignoresRange struct{ streamer }
+
+func (b *ignoresRange) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
+	r, err := store.NewRangeReader(ctx, b.Store, key, offset, length)
+	if err != nil {
+		return nil, err
+	}
+	r.Close()
+	whole, err := store.NewReader(ctx, b.Store, key)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = whole.Body
+	return r, nil
+}
+
+// PublishesPartialBodies writes whatever it has read when a streamed body
+// fails (its reader errs or its context ends), and then reports the
+// failure, like an adapter that closes its writer instead of aborting it.
+func PublishesPartialBodies(s store.Store) store.Store { return &partial{streamer{wrapper{s}}} }
+
+type partial struct{ streamer }
+
+func (b *partial) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(store.Body(ctx, r, -1))
+	if v, perr := b.Store.Put(context.WithoutCancel(ctx), key, buf.Bytes(), opts); err == nil {
+		return v, perr
+	}
+	return "", store.BodyError("put", key, err)
+}
+
+// IgnoresStreamConditions drops the condition of streamed puts only, like
+// an adapter that sends the precondition on single requests but not on
+// the completion of a multipart upload.
+func IgnoresStreamConditions(s store.Store) store.Store {
+	return &ignoresStreamCond{streamer{wrapper{s}}}
+}
+
+type ignoresStreamCond struct{ streamer }
+
+func (b *ignoresStreamCond) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	opts.Condition = store.Condition{}
+	return store.PutFrom(ctx, b.Store, key, r, size, opts)
 }

@@ -142,12 +142,15 @@ func (s *Store) Close() error { return store.Close(s.inner) }
 
 // plan is what happens to one call.
 type plan struct {
-	call  Call
-	fail  error // non-nil: fail before the call with this error
-	drop  bool
-	lose  bool
-	stale bool
-	delay time.Duration
+	call Call
+	fail error // non-nil: fail before the call with this error
+	// failAfter, when > 0, makes a streamed call's body fail with fail
+	// after that many bytes instead of failing before the call.
+	failAfter int64
+	drop      bool
+	lose      bool
+	stale     bool
+	delay     time.Duration
 }
 
 // decide draws the call's random numbers (always the same count, so changing
@@ -174,6 +177,7 @@ func (s *Store) decide(op Op, key string) plan {
 			if p.fail == nil {
 				p.fail = ErrInjected
 			}
+			p.failAfter = r.AfterBytes
 		case Drop:
 			p.drop = op.isWrite()
 		case LoseResponse:

@@ -40,6 +40,13 @@ type Rule struct {
 	Err error
 	// Delay is added to the call's latency.
 	Delay time.Duration
+	// AfterBytes, with Fail and when > 0, moves the failure of a streamed
+	// call into its body: a PutFrom hands the wrapped store a body that
+	// fails after AfterBytes bytes (a reader dying mid-upload), and a
+	// NewRangeReader returns a stream that fails after AfterBytes bytes (a
+	// connection dying mid-download). Whole-object calls fail before they
+	// start, as without it.
+	AfterBytes int64
 }
 
 // Script adds rules.

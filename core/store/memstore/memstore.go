@@ -9,7 +9,9 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -161,4 +163,43 @@ type errUnknownCondition store.ConditionKind
 
 func (e errUnknownCondition) Error() string {
 	return "unknown condition kind " + strconv.Itoa(int(e))
+}
+
+var _ store.Streamer = (*Store)(nil)
+
+// NewRangeReader implements store.Streamer. The range is copied out under
+// the read lock, so the reader holds the version it opened.
+func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
+	if err := check(ctx, "get", key); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.objects[key]
+	if !ok {
+		return nil, store.NotFound("get", key)
+	}
+	n, err := store.CheckRange("get", key, offset, length, int64(len(o.data)))
+	if err != nil {
+		return nil, err
+	}
+	return &store.Reader{
+		Key: key, Version: o.version, Size: int64(len(o.data)), Metadata: cloneMetadata(o.metadata), Modified: o.modified,
+		Offset: offset, Length: n,
+		Body: io.NopCloser(bytes.NewReader(slices.Clone(o.data[offset : offset+n]))),
+	}, nil
+}
+
+// PutFrom implements store.Streamer: the body is read to its end before
+// the condition is checked and the object published, so a body that fails
+// publishes nothing.
+func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	if err := check(ctx, "put", key); err != nil {
+		return "", err
+	}
+	data, err := store.ReadBody(ctx, "put", key, r, size)
+	if err != nil {
+		return "", err
+	}
+	return s.Put(ctx, key, data, opts)
 }
