@@ -3,9 +3,11 @@
 package fs
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"syscall"
@@ -13,9 +15,17 @@ import (
 	"github.com/spf13/afero"
 )
 
-// writeTemp writes data to a new file in tmpDir and makes it durable. It
+// errBody marks a failure of the body being written (its reader's error,
+// ErrBodySize, or the end of the context), as opposed to the file system's.
+type errBody struct{ err error }
+
+func (e errBody) Error() string { return e.err.Error() }
+func (e errBody) Unwrap() error { return e.err }
+
+// writeTemp copies body to a new file in tmpDir and makes it durable. It
 // returns the file's name and identity; the caller renames or removes it.
-func (s *Store) writeTemp(data []byte) (string, identity, error) {
+// A failure of body is returned as errBody, and leaves no file.
+func (s *Store) writeTemp(body io.Reader) (string, identity, error) {
 	if err := s.ensureMeta(); err != nil {
 		return "", identity{}, err
 	}
@@ -31,7 +41,7 @@ func (s *Store) writeTemp(data []byte) (string, identity, error) {
 	if err != nil {
 		return "", identity{}, err
 	}
-	id, err := writeSyncStat(f, data)
+	id, err := writeSyncStat(f, body)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -42,8 +52,8 @@ func (s *Store) writeTemp(data []byte) (string, identity, error) {
 	return name, id, nil
 }
 
-func writeSyncStat(f afero.File, data []byte) (identity, error) {
-	if _, err := f.Write(data); err != nil {
+func writeSyncStat(f afero.File, body io.Reader) (identity, error) {
+	if _, err := io.Copy(struct{ io.Writer }{f}, bodyReader{body}); err != nil {
 		return identity{}, err
 	}
 	if err := f.Sync(); err != nil {
@@ -188,7 +198,7 @@ func (s *Store) writeSidecar(key string, sc *sidecar) error {
 	if err != nil {
 		return err
 	}
-	tmp, _, err := s.writeTemp(data)
+	tmp, _, err := s.writeTemp(bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
@@ -240,4 +250,16 @@ func (s *Store) sweepTemps() {
 	if removed > 0 {
 		s.log.Info("fs store: removed stale temporary files", "root", s.root, "count", removed, "older_than", s.tempExpiry)
 	}
+}
+
+// bodyReader marks the errors of the body it reads as errBody, so that
+// writeTemp's caller can tell them from the file system's.
+type bodyReader struct{ r io.Reader }
+
+func (b bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = errBody{err}
+	}
+	return n, err
 }

@@ -3,8 +3,11 @@
 package fs
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/cellb/cellb/core/store"
@@ -20,6 +23,14 @@ import (
 // takes effect: every failure before it leaves the object as it was, and a
 // failure after it (the directory fsync) is reported as ambiguous.
 func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	return s.PutFrom(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+}
+
+// PutFrom implements store.Streamer: Put with the body copied from r into
+// the temporary file as it arrives. A body that fails, or a context that
+// ends, before the body is complete leaves the temporary file unpublished
+// (and removed), so the object stays as it was.
+func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
 	const op = "put"
 	if err := ctx.Err(); err != nil {
 		return "", opErr(op, key, err)
@@ -41,7 +52,11 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 	}
 	defer s.end()
 
-	tmp, id, err := s.writeTemp(data)
+	tmp, id, err := s.writeTemp(store.Body(ctx, r, size))
+	var berr errBody
+	if errors.As(err, &berr) {
+		return "", store.BodyError(op, key, berr.err)
+	}
 	if err != nil {
 		return "", opErr(op, key, err)
 	}
