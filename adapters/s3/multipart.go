@@ -3,7 +3,9 @@ package s3
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -25,6 +27,59 @@ const abortTimeout = 30 * time.Second
 // retries; the completion of a conditional write does not. Whatever fails,
 // the upload is aborted so no parts are left behind (and billed).
 func (s *Store) putMultipart(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	return s.putParts(ctx, key, partsOf(data, s.opts.PartSize, nil), opts)
+}
+
+// partSource gives the parts of a body in order: the next part's bytes,
+// or io.EOF when there are no more. Any other error is the body's.
+type partSource func() ([]byte, error)
+
+// partsOf cuts data into parts of size bytes, then continues with the
+// parts of rest (nil: none).
+func partsOf(data []byte, size int64, rest partSource) partSource {
+	return func() ([]byte, error) {
+		if len(data) == 0 {
+			if rest == nil {
+				return nil, io.EOF
+			}
+			return rest()
+		}
+		n := min(int64(len(data)), size)
+		p := data[:n]
+		data = data[n:]
+		return p, nil
+	}
+}
+
+// partsFrom reads the parts of a streamed body, size bytes each.
+func partsFrom(r io.Reader, size int64) partSource {
+	return func() ([]byte, error) {
+		buf := make([]byte, size)
+		n, err := io.ReadFull(r, buf)
+		switch {
+		case err == io.ErrUnexpectedEOF || (err == nil && n > 0):
+			return buf[:n], nil
+		case err == io.EOF:
+			return nil, io.EOF
+		}
+		return nil, err
+	}
+}
+
+// errPartBody marks a failure of the body (not of S3) while parts were read.
+type errPartBody struct{ err error }
+
+func (e errPartBody) Error() string { return e.err.Error() }
+func (e errPartBody) Unwrap() error { return e.err }
+
+// putParts uploads the parts next gives and completes the upload with the
+// Put's condition, so a large conditional write stays conditional: S3
+// checks If-None-Match / If-Match when CompleteMultipartUpload makes the
+// object visible. Parts are plain idempotent uploads and keep the SDK's
+// retries; the completion of a conditional write does not. Whatever fails
+// — S3, the body, the context — the upload is aborted, so nothing becomes
+// visible and no parts are left behind (and billed).
+func (s *Store) putParts(ctx context.Context, key string, next partSource, opts store.PutOptions) (store.Version, error) {
 	cond := opts.Condition
 	bucket, objKey := aws.String(s.opts.Bucket), aws.String(key)
 	create := &s3.CreateMultipartUploadInput{Bucket: bucket, Key: objKey, Metadata: opts.Metadata}
@@ -53,9 +108,20 @@ func (s *Store) putMultipart(ctx context.Context, key string, data []byte, opts 
 		}
 	}()
 
-	parts, err := s.uploadParts(ctx, bucket, objKey, uploadID, data)
+	parts, err := s.uploadParts(ctx, bucket, objKey, uploadID, next)
+	var berr errPartBody
+	if errors.As(err, &berr) {
+		return "", store.BodyError("put", key, berr.err)
+	}
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// Nothing was completed: the write did not happen.
+			return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("uploading parts: %w", cerr)}
+		}
 		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("uploading parts: %w", err)}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", &store.OpError{Op: "put", Key: key, Err: err}
 	}
 	complete := &s3.CompleteMultipartUploadInput{
 		Bucket:          bucket,
@@ -80,18 +146,20 @@ func (s *Store) putMultipart(ctx context.Context, key string, data []byte, opts 
 	return v, nil
 }
 
-// uploadParts uploads data in PartSize pieces, PartConcurrency at a time,
-// and returns the completed parts in order. The first failure cancels the
-// rest.
-func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *string, data []byte) ([]types.CompletedPart, error) {
-	size := s.opts.PartSize
-	n := int((int64(len(data)) + size - 1) / size)
-	parts := make([]types.CompletedPart, n)
+// uploadParts uploads the parts of next, PartConcurrency at a time, and
+// returns the completed parts in order. At most PartConcurrency parts are
+// in memory. The first failure cancels the rest; a failure of the body
+// comes back as errPartBody.
+func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *string, next partSource) ([]types.CompletedPart, error) {
+	var (
+		mu    sync.Mutex
+		parts []types.CompletedPart
+	)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, s.opts.PartConcurrency)
 	var wg sync.WaitGroup
-	for i := range n {
+	for i := 0; ; i++ {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -99,8 +167,24 @@ func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *strin
 		if ctx.Err() != nil {
 			break
 		}
-		lo := int64(i) * size
-		hi := min(lo+size, int64(len(data)))
+		data, err := next()
+		if err == io.EOF {
+			<-sem
+			break
+		}
+		if err != nil {
+			<-sem
+			cancel(errPartBody{err})
+			break
+		}
+		if i >= maxParts {
+			<-sem
+			cancel(errPartBody{fmt.Errorf("the body needs more than %d parts of %d bytes", maxParts, s.opts.PartSize)})
+			break
+		}
+		mu.Lock()
+		parts = append(parts, types.CompletedPart{})
+		mu.Unlock()
 		wg.Go(func() {
 			defer func() { <-sem }()
 			num := aws.Int32(int32(i + 1))
@@ -109,14 +193,16 @@ func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *strin
 				Key:           objKey,
 				UploadId:      uploadID,
 				PartNumber:    num,
-				Body:          bytes.NewReader(data[lo:hi]),
-				ContentLength: aws.Int64(hi - lo),
+				Body:          bytes.NewReader(data),
+				ContentLength: aws.Int64(int64(len(data))),
 			})
 			if err != nil {
 				cancel(fmt.Errorf("part %d: %w", i+1, err))
 				return
 			}
+			mu.Lock()
 			parts[i] = types.CompletedPart{PartNumber: num, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
@@ -125,3 +211,6 @@ func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *strin
 	}
 	return parts, nil
 }
+
+// maxParts is S3's limit on the parts of one upload.
+const maxParts = 10000
