@@ -120,26 +120,13 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 		return "", &store.OpError{Op: "put", Key: key, Err: err}
 	}
 	cond := opts.Condition
-	obj := s.bucket.Object(key)
-	switch cond.Kind {
-	case store.CreateOnly:
-		obj = obj.If(storage.Conditions{DoesNotExist: true})
-	case store.MatchVersion:
-		gen, err := parseGeneration(cond.Version)
-		if err != nil {
-			// No object can have this version, so the condition is false.
-			return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: %w", store.ErrPreconditionFailed, err)}
-		}
-		obj = obj.If(storage.Conditions{GenerationMatch: gen})
+	obj, err := s.conditioned(key, cond)
+	if err != nil {
+		return "", err
 	}
 	if err := ctx.Err(); err != nil {
 		// Nothing was sent, so nothing can have been applied.
 		return "", &store.OpError{Op: "put", Key: key, Err: err}
-	}
-	if cond.IsConditional() {
-		obj = obj.Retryer(storage.WithPolicy(storage.RetryNever))
-	} else {
-		obj = obj.Retryer(storage.WithPolicy(storage.RetryAlways), storage.WithMaxAttempts(unconditionalAttempts))
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -163,6 +150,27 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 		return "", store.Ambiguous("put", key, ErrNoVersion)
 	}
 	return generationVersion(attrs.Generation), nil
+}
+
+// conditioned returns the handle of key with cond's precondition and the
+// retry policy that goes with it (see the package comment).
+func (s *Store) conditioned(key string, cond store.Condition) (*storage.ObjectHandle, error) {
+	obj := s.bucket.Object(key)
+	switch cond.Kind {
+	case store.CreateOnly:
+		obj = obj.If(storage.Conditions{DoesNotExist: true})
+	case store.MatchVersion:
+		gen, err := parseGeneration(cond.Version)
+		if err != nil {
+			// No object can have this version, so the condition is false.
+			return nil, &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: %w", store.ErrPreconditionFailed, err)}
+		}
+		obj = obj.If(storage.Conditions{GenerationMatch: gen})
+	}
+	if cond.IsConditional() {
+		return obj.Retryer(storage.WithPolicy(storage.RetryNever)), nil
+	}
+	return obj.Retryer(storage.WithPolicy(storage.RetryAlways), storage.WithMaxAttempts(unconditionalAttempts)), nil
 }
 
 // Delete implements store.Store; a missing key is success.
