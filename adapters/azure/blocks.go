@@ -7,7 +7,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -25,11 +27,77 @@ import (
 // "block 0" each would overwrite each other's staged data and one could
 // commit the other's bytes.
 func (s *Store) putBlocks(ctx context.Context, bb *blockblob.Client, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	return s.commitBlocks(ctx, bb, key, blocksOf(data, s.opts.BlockSize, nil), opts)
+}
+
+// blockSource gives the blocks of a body in order: the next block's bytes,
+// or io.EOF when there are no more. Any other error is the body's.
+type blockSource func() ([]byte, error)
+
+// blocksOf cuts data into blocks of size bytes, then continues with the
+// blocks of rest (nil: none).
+func blocksOf(data []byte, size int64, rest blockSource) blockSource {
+	return func() ([]byte, error) {
+		if len(data) == 0 {
+			if rest == nil {
+				return nil, io.EOF
+			}
+			return rest()
+		}
+		n := min(int64(len(data)), size)
+		b := data[:n]
+		data = data[n:]
+		return b, nil
+	}
+}
+
+// blocksFrom reads the blocks of a streamed body, size bytes each.
+func blocksFrom(r io.Reader, size int64) blockSource {
+	return func() ([]byte, error) {
+		buf := make([]byte, size)
+		n, err := io.ReadFull(r, buf)
+		switch {
+		case err == io.ErrUnexpectedEOF || (err == nil && n > 0):
+			return buf[:n], nil
+		case err == io.EOF:
+			return nil, io.EOF
+		}
+		return nil, err
+	}
+}
+
+// errBlockBody marks a failure of the body (not of Azure) while blocks
+// were read.
+type errBlockBody struct{ err error }
+
+func (e errBlockBody) Error() string { return e.err.Error() }
+func (e errBlockBody) Unwrap() error { return e.err }
+
+// commitBlocks stages the blocks of next and commits them with Put Block
+// List, carrying the Put's condition on the commit, where Azure checks it.
+// Nothing is visible before the commit: a failure of Azure, of the body or
+// of the context while staging leaves the blob as it was.
+//
+// Block IDs start with a random upload id: uncommitted blocks belong to
+// the blob, not to a writer, so two writers racing on one key with
+// "block 0" each would overwrite each other's staged data and one could
+// commit the other's bytes.
+func (s *Store) commitBlocks(ctx context.Context, bb *blockblob.Client, key string, next blockSource, opts store.PutOptions) (store.Version, error) {
 	cond := opts.Condition
-	ids, err := s.stageBlocks(ctx, bb, data)
+	ids, err := s.stageBlocks(ctx, bb, next)
+	var berr errBlockBody
+	if errors.As(err, &berr) {
+		return "", store.BodyError("put", key, berr.err)
+	}
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		}
 		// Staged blocks are invisible until committed: nothing changed.
 		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("staging blocks: %w", err)}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", &store.OpError{Op: "put", Key: key, Err: err}
 	}
 	wctx := ctx
 	if cond.IsConditional() {
@@ -45,20 +113,23 @@ func (s *Store) putBlocks(ctx context.Context, bb *blockblob.Client, key string,
 	return versionOf(key, resp.ETag)
 }
 
-// stageBlocks uploads data in BlockSize pieces, BlockConcurrency at a time,
-// and returns the block ids in order. The first failure cancels the rest.
-func (s *Store) stageBlocks(ctx context.Context, bb *blockblob.Client, data []byte) ([]string, error) {
+// maxBlocks is Azure's limit on the committed blocks of one blob.
+const maxBlocks = 50000
+
+// stageBlocks stages the blocks of next, BlockConcurrency at a time (so at
+// most that many are in memory), and returns the block ids in order. The
+// first failure cancels the rest; a failure of the body comes back as
+// errBlockBody.
+func (s *Store) stageBlocks(ctx context.Context, bb *blockblob.Client, next blockSource) ([]string, error) {
 	var upload [8]byte
 	rand.Read(upload[:])
 	tag := hex.EncodeToString(upload[:])
-	size := s.opts.BlockSize
-	n := int((int64(len(data)) + size - 1) / size)
-	ids := make([]string, n)
+	var ids []string
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, s.opts.BlockConcurrency)
 	var wg sync.WaitGroup
-	for i := range n {
+	for i := 0; ; i++ {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -66,15 +137,26 @@ func (s *Store) stageBlocks(ctx context.Context, bb *blockblob.Client, data []by
 		if ctx.Err() != nil {
 			break
 		}
-		lo := int64(i) * size
-		hi := min(lo+size, int64(len(data)))
+		part, err := next()
+		if err == io.EOF {
+			<-sem
+			break
+		}
+		if err == nil && i >= maxBlocks {
+			err = fmt.Errorf("the body needs more than %d blocks of %d bytes", maxBlocks, s.opts.BlockSize)
+		}
+		if err != nil {
+			<-sem
+			cancel(errBlockBody{err})
+			break
+		}
 		// Every id of a blob must have the same length.
-		ids[i] = base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%06d", tag, i))
+		id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%06d", tag, i))
+		ids = append(ids, id)
 		wg.Go(func() {
 			defer func() { <-sem }()
-			part := data[lo:hi]
 			sum := md5.Sum(part)
-			_, err := bb.StageBlock(ctx, ids[i], streaming.NopCloser(bytes.NewReader(part)), &blockblob.StageBlockOptions{
+			_, err := bb.StageBlock(ctx, id, streaming.NopCloser(bytes.NewReader(part)), &blockblob.StageBlockOptions{
 				TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
 			})
 			if err != nil {
