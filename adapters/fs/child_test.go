@@ -25,10 +25,11 @@ import (
 // A child opens the store on the directory named by childDirEnv, reads
 // commands from stdin and answers one line per event on stdout.
 const (
-	childDirEnv   = "CELLB_FS_TEST_CHILD_DIR"
-	childIDEnv    = "CELLB_FS_TEST_CHILD_ID"
-	childPauseEnv = "CELLB_FS_TEST_CHILD_PAUSE" // sleep while holding the lock, before publishing
-	childStopEnv  = "CELLB_FS_TEST_CHILD_STOP"  // block for ever at this step of a Put
+	childDirEnv      = "CELLB_FS_TEST_CHILD_DIR"
+	childIDEnv       = "CELLB_FS_TEST_CHILD_ID"
+	childPauseEnv    = "CELLB_FS_TEST_CHILD_PAUSE"    // sleep while holding the lock, before publishing
+	childStopEnv     = "CELLB_FS_TEST_CHILD_STOP"     // block for ever at this step of a Put
+	childSidecarsEnv = "CELLB_FS_TEST_CHILD_SIDECARS" // "1": write with WithSidecarRecords
 )
 
 func TestMain(m *testing.M) {
@@ -88,7 +89,11 @@ func childMain(dir string) int {
 			block(stop)
 		}
 	}
-	s, err := Open(dir, WithFs(h), WithTempExpiry(0))
+	opts := []Option{WithFs(h), WithTempExpiry(0)}
+	if os.Getenv(childSidecarsEnv) == "1" {
+		opts = append(opts, WithSidecarRecords())
+	}
+	s, err := Open(dir, opts...)
 	if err != nil {
 		out.say("err open: %v", err)
 		return 1

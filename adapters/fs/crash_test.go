@@ -24,66 +24,75 @@ func TestCrashMidPut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	for _, step := range []string{"before-sidecar", "before-data", "after-data"} {
-		t.Run(step, func(t *testing.T) {
-			dir := t.TempDir()
-			h := newHub(t, dir)
-			s := openT(t, dir)
-			const key = "cells/Counter:abc/own.json"
-			v1 := putT(t, s, key, "old", store.PutOptions{Metadata: map[string]string{"gen": "1"}})
+	for _, layout := range layouts {
+		for _, step := range []string{"before-sidecar", "before-data", "after-data"} {
+			if step == "before-sidecar" && !layout.sidecars {
+				continue
+			}
+			t.Run(layout.name+"/"+step, func(t *testing.T) {
+				dir := t.TempDir()
+				h := newHub(t, dir)
+				s := openT(t, dir, layout.opts...)
+				const key = "cells/Counter:abc/own.json"
+				v1 := putT(t, s, key, "old", store.PutOptions{Metadata: map[string]string{"gen": "1"}})
 
-			c := h.start(1, childStopEnv+"="+step)
-			c.send(t, "put %s new 2", key)
-			if ev := h.next(answerTimeout); ev.line != "stopped "+step {
-				t.Fatalf("child said %q: %s", ev.line, ev.c.stderr)
-			}
-			c.kill()
+				env := []string{childStopEnv + "=" + step}
+				if layout.sidecars {
+					env = append(env, childSidecarsEnv+"=1")
+				}
+				c := h.start(1, env...)
+				c.send(t, "put %s new 2", key)
+				if ev := h.next(answerTimeout); ev.line != "stopped "+step {
+					t.Fatalf("child said %q: %s", ev.line, ev.c.stderr)
+				}
+				c.kill()
 
-			applied := step == "after-data"
-			r := openT(t, dir, WithTempExpiry(0))
-			o := getT(t, r, key)
-			switch {
-			case !applied && (string(o.Data) != "old" || o.Version != v1 || o.Metadata["gen"] != "1"):
-				t.Fatalf("crash %s: read %q version %q metadata %v, want the old object", step, o.Data, o.Version, o.Metadata)
-			case applied && (string(o.Data) != "new" || o.Version == v1 || o.Metadata["gen"] != "2"):
-				t.Fatalf("crash %s: read %q version %q metadata %v, want the new object", step, o.Data, o.Version, o.Metadata)
-			}
-			l := listAll(t, r, store.ListOptions{})
-			if len(l.Objects) != 1 || l.Objects[0].Key != key || l.Objects[0].Version != o.Version {
-				t.Fatalf("crash %s: listing %+v", step, l.Objects)
-			}
-			temps := countTemps(t, dir)
-			if !applied && temps == 0 {
-				t.Fatalf("crash %s left no temporary file; the test did not crash mid-write", step)
-			}
+				applied := step == "after-data"
+				r := openT(t, dir, WithTempExpiry(0))
+				o := getT(t, r, key)
+				switch {
+				case !applied && (string(o.Data) != "old" || o.Version != v1 || o.Metadata["gen"] != "1"):
+					t.Fatalf("crash %s: read %q version %q metadata %v, want the old object", step, o.Data, o.Version, o.Metadata)
+				case applied && (string(o.Data) != "new" || o.Version == v1 || o.Metadata["gen"] != "2"):
+					t.Fatalf("crash %s: read %q version %q metadata %v, want the new object", step, o.Data, o.Version, o.Metadata)
+				}
+				l := listAll(t, r, store.ListOptions{})
+				if len(l.Objects) != 1 || l.Objects[0].Key != key || l.Objects[0].Version != o.Version {
+					t.Fatalf("crash %s: listing %+v", step, l.Objects)
+				}
+				temps := countTemps(t, dir)
+				if !applied && temps == 0 {
+					t.Fatalf("crash %s left no temporary file; the test did not crash mid-write", step)
+				}
 
-			// The dead writer's lock is free at once.
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			v3, err := r.Put(ctx, key, []byte("next"), store.PutOptions{Condition: store.IfVersion(o.Version)})
-			if err != nil {
-				t.Fatalf("crash %s: the next writer: %v", step, err)
-			}
-			if o := getT(t, s, key); o.Version != v3 || string(o.Data) != "next" {
-				t.Fatalf("crash %s: after the next write: %q %q", step, o.Data, o.Version)
-			}
+				// The dead writer's lock is free at once.
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				v3, err := r.Put(ctx, key, []byte("next"), store.PutOptions{Condition: store.IfVersion(o.Version)})
+				if err != nil {
+					t.Fatalf("crash %s: the next writer: %v", step, err)
+				}
+				if o := getT(t, s, key); o.Version != v3 || string(o.Data) != "next" {
+					t.Fatalf("crash %s: after the next write: %q %q", step, o.Data, o.Version)
+				}
 
-			// Debris older than the expiry goes at the next Open.
-			old := time.Now().Add(-2 * DefaultTempExpiry)
-			ents, _ := os.ReadDir(filepath.Join(dir, tmpDir))
-			for _, e := range ents {
-				os.Chtimes(filepath.Join(dir, tmpDir, e.Name()), old, old)
-			}
-			openT(t, dir)
-			if n := countTemps(t, dir); n != 0 {
-				t.Fatalf("crash %s: %d temporary files survived the sweep", step, n)
-			}
-			if o := getT(t, s, key); o.Version != v3 {
-				t.Fatalf("the sweep changed the object: %q", o.Version)
-			}
-			if got := tree(t, dir); len(got) != 5 || !strings.HasPrefix(got[key], "next") {
-				t.Fatalf("directory after the crash: %q", got)
-			}
-		})
+				// Debris older than the expiry goes at the next Open.
+				old := time.Now().Add(-2 * DefaultTempExpiry)
+				ents, _ := os.ReadDir(filepath.Join(dir, tmpDir))
+				for _, e := range ents {
+					os.Chtimes(filepath.Join(dir, tmpDir, e.Name()), old, old)
+				}
+				openT(t, dir)
+				if n := countTemps(t, dir); n != 0 {
+					t.Fatalf("crash %s: %d temporary files survived the sweep", step, n)
+				}
+				if o := getT(t, s, key); o.Version != v3 {
+					t.Fatalf("the sweep changed the object: %q", o.Version)
+				}
+				if got := tree(t, dir); len(got) != 5 || !strings.HasPrefix(got[key], "next") {
+					t.Fatalf("directory after the crash: %q", got)
+				}
+			})
+		}
 	}
 }

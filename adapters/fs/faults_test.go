@@ -17,7 +17,7 @@ import (
 var errInjected = errors.New("injected fault")
 
 // openHooked opens a store whose file system the test can break.
-func openHooked(t *testing.T, dir string) (*Store, *hookFs) {
+func openHooked(t *testing.T, dir string, opts ...Option) (*Store, *hookFs) {
 	t.Helper()
 	base, closeBase, err := osFs(dir)
 	if err != nil {
@@ -25,7 +25,7 @@ func openHooked(t *testing.T, dir string) (*Store, *hookFs) {
 	}
 	t.Cleanup(func() { closeBase() })
 	h := &hookFs{Fs: base}
-	return openT(t, dir, WithFs(h)), h
+	return openT(t, dir, append([]Option{WithFs(h)}, opts...)...), h
 }
 
 // TestFailedWritesChangeNothing breaks a Put at each step before its
@@ -37,13 +37,14 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 	isData := func(newname string) bool { return newname == key }
 	isRecord := func(newname string) bool { return strings.HasPrefix(newname, recordDir+"/") }
 	steps := []struct {
-		name string
-		arm  func(h *hookFs)
+		name    string
+		sidecar bool // a step only the sidecar layout has
+		arm     func(h *hookFs)
 	}{
-		{"sync of the body", func(h *hookFs) {
+		{"sync of the body", false, func(h *hookFs) {
 			h.fileSync = func(string, afero.File) error { return errInjected }
 		}},
-		{"temporary file creation", func(h *hookFs) {
+		{"temporary file creation", false, func(h *hookFs) {
 			h.setBefore(func(op, name, _ string) error {
 				if op == "open" && strings.HasPrefix(name, tmpDir+"/") {
 					return errInjected
@@ -51,7 +52,7 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 				return nil
 			})
 		}},
-		{"rename of the sidecar", func(h *hookFs) {
+		{"rename of the sidecar", true, func(h *hookFs) {
 			h.setBefore(func(op, _, newname string) error {
 				if op == "rename" && isRecord(newname) {
 					return errInjected
@@ -59,7 +60,7 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 				return nil
 			})
 		}},
-		{"sync of the sidecar's directory", func(h *hookFs) {
+		{"sync of the sidecar's directory", true, func(h *hookFs) {
 			h.setBefore(func(op, name, _ string) error {
 				if op == "open" && strings.HasPrefix(name, recordDir+"/") && !strings.HasSuffix(name, ".json") {
 					return errInjected
@@ -67,7 +68,7 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 				return nil
 			})
 		}},
-		{"rename of the body, after the sidecar was replaced", func(h *hookFs) {
+		{"rename of the body (after the sidecar was replaced, if any)", false, func(h *hookFs) {
 			h.setBefore(func(op, _, newname string) error {
 				if op == "rename" && isData(newname) {
 					return errInjected
@@ -76,41 +77,54 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 			})
 		}},
 	}
-	for _, step := range steps {
-		t.Run(step.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s, h := openHooked(t, dir)
-			md := map[string]string{"gen": "1"}
-			v1 := putT(t, s, key, "first", store.PutOptions{Metadata: md})
-			step.arm(h)
-			for _, cond := range []store.Condition{{}, store.IfVersion(v1)} {
-				_, err := s.Put(t.Context(), key, []byte("second"), store.PutOptions{Condition: cond, Metadata: map[string]string{"gen": "2"}})
-				if !errors.Is(err, errInjected) || errors.Is(err, store.ErrAmbiguous) {
-					t.Fatalf("put (%s) failing at the %s: %v, want the fault, not ambiguous", cond, step.name, err)
+	for _, layout := range layouts {
+		for _, step := range steps {
+			if step.sidecar && !layout.sidecars {
+				continue
+			}
+			t.Run(layout.name+"/"+step.name, func(t *testing.T) {
+				dir := t.TempDir()
+				s, h := openHooked(t, dir, layout.opts...)
+				md := map[string]string{"gen": "1"}
+				v1 := putT(t, s, key, "first", store.PutOptions{Metadata: md})
+				step.arm(h)
+				for _, cond := range []store.Condition{{}, store.IfVersion(v1)} {
+					_, err := s.Put(t.Context(), key, []byte("second"), store.PutOptions{Condition: cond, Metadata: map[string]string{"gen": "2"}})
+					if !errors.Is(err, errInjected) || errors.Is(err, store.ErrAmbiguous) {
+						t.Fatalf("put (%s) failing at the %s: %v, want the fault, not ambiguous", cond, step.name, err)
+					}
 				}
-			}
-			h.setBefore(nil)
-			h.fileSync = nil
-			for _, r := range []*Store{s, openT(t, dir)} {
-				o := getT(t, r, key)
-				if string(o.Data) != "first" || o.Version != v1 || o.Metadata["gen"] != "1" {
-					t.Fatalf("after the failed write: %q version %q metadata %v, want the first write", o.Data, o.Version, o.Metadata)
+				h.setBefore(nil)
+				h.fileSync = nil
+				for _, r := range []*Store{s, openT(t, dir)} {
+					o := getT(t, r, key)
+					if string(o.Data) != "first" || o.Version != v1 || o.Metadata["gen"] != "1" {
+						t.Fatalf("after the failed write: %q version %q metadata %v, want the first write", o.Data, o.Version, o.Metadata)
+					}
+					l := listAll(t, r, store.ListOptions{})
+					if len(l.Objects) != 1 || l.Objects[0].Version != v1 {
+						t.Fatalf("listing after the failed write: %+v", l.Objects)
+					}
 				}
-				l := listAll(t, r, store.ListOptions{})
-				if len(l.Objects) != 1 || l.Objects[0].Version != v1 {
-					t.Fatalf("listing after the failed write: %+v", l.Objects)
+				if n := countTemps(t, dir); n != 0 {
+					t.Errorf("%d temporary files left", n)
 				}
-			}
-			if n := countTemps(t, dir); n != 0 {
-				t.Errorf("%d temporary files left", n)
-			}
-			v2 := putT(t, s, key, "third", store.PutOptions{Condition: store.IfVersion(v1)})
-			if o := getT(t, s, key); o.Version != v2 || o.Metadata != nil {
-				t.Fatalf("the next write: version %q metadata %v", o.Version, o.Metadata)
-			}
-		})
+				v2 := putT(t, s, key, "third", store.PutOptions{Condition: store.IfVersion(v1)})
+				if o := getT(t, s, key); o.Version != v2 || o.Metadata != nil {
+					t.Fatalf("the next write: version %q metadata %v", o.Version, o.Metadata)
+				}
+			})
+		}
 	}
 }
+
+// layouts are the two ways a Put records versions: the object file's
+// attribute (the default) and sidecars (WithSidecarRecords).
+var layouts = []struct {
+	name     string
+	sidecars bool
+	opts     []Option
+}{{"attribute", false, nil}, {"sidecars", true, []Option{WithSidecarRecords()}}}
 
 // TestFailureAfterTheRenameIsAmbiguous: once the body is renamed into
 // place the write has happened; if the directory cannot then be synced,
@@ -186,7 +200,7 @@ func TestFailedDeleteChangesNothing(t *testing.T) {
 // version.
 func TestCrashBetweenSidecarAndRename(t *testing.T) {
 	dir := t.TempDir()
-	s, h := openHooked(t, dir)
+	s, h := openHooked(t, dir, WithSidecarRecords())
 	v1 := putT(t, s, "k", "old", store.PutOptions{Metadata: map[string]string{"gen": "1"}})
 	h.setBefore(func(op, _, newname string) error {
 		if op == "rename" && newname == "k" {
@@ -233,7 +247,7 @@ func (k *keepTemps) Remove(name string) error {
 // returns the context's error (not ambiguous) and changes nothing.
 func TestCancelDuringAWrite(t *testing.T) {
 	dir := t.TempDir()
-	s, h := openHooked(t, dir)
+	s, h := openHooked(t, dir, WithSidecarRecords())
 	v1 := putT(t, s, "k", "old", store.PutOptions{})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

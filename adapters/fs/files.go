@@ -25,11 +25,15 @@ func (e errBody) Unwrap() error { return e.err }
 // writeTemp copies body to a new file in tmpDir and makes it durable. It
 // returns the file's name and identity; the caller renames or removes it.
 // A failure of body is returned as errBody, and leaves no file.
-func (s *Store) writeTemp(body io.Reader) (string, identity, error) {
+//
+// When attr is set, it is called with the file's identity once the body is
+// written, and what it returns is stored as the file's record attribute
+// before the fsync; attred reports whether the file system took it.
+func (s *Store) writeTemp(body io.Reader, attr func(identity) []byte) (name string, id identity, attred bool, err error) {
 	if err := s.ensureMeta(); err != nil {
-		return "", identity{}, err
+		return "", identity{}, false, err
 	}
-	name := tmpDir + "/" + rand.Text() + ".tmp"
+	name = tmpDir + "/" + rand.Text() + ".tmp"
 	f, err := s.fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if errors.Is(err, iofs.ErrNotExist) {
 		// Someone removed the store's directories; make them again.
@@ -39,31 +43,38 @@ func (s *Store) writeTemp(body io.Reader) (string, identity, error) {
 		}
 	}
 	if err != nil {
-		return "", identity{}, err
+		return "", identity{}, false, err
 	}
-	id, err := writeSyncStat(f, body)
+	id, attred, err = writeSyncStat(f, body, attr)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		s.fsys.Remove(name)
-		return "", identity{}, err
+		return "", identity{}, false, err
 	}
-	return name, id, nil
+	return name, id, attred, nil
 }
 
-func writeSyncStat(f afero.File, body io.Reader) (identity, error) {
+func writeSyncStat(f afero.File, body io.Reader, attr func(identity) []byte) (identity, bool, error) {
 	if _, err := io.Copy(struct{ io.Writer }{f}, bodyReader{body}); err != nil {
-		return identity{}, err
-	}
-	if err := f.Sync(); err != nil {
-		return identity{}, err
+		return identity{}, false, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return identity{}, err
+		return identity{}, false, err
 	}
-	return identityOf(fi)
+	id, err := identityOf(fi)
+	if err != nil {
+		return identity{}, false, err
+	}
+	// Setting an attribute changes the inode's ctime, not its size or
+	// mtime, so the identity stays the one recorded in it.
+	attred := attr != nil && setAttr(f, attr(id)) == nil
+	if err := f.Sync(); err != nil {
+		return identity{}, false, err
+	}
+	return id, attred, nil
 }
 
 // syncDir makes the entries of dir durable (new, renamed and removed
@@ -198,7 +209,7 @@ func (s *Store) writeSidecar(key string, sc *sidecar) error {
 	if err != nil {
 		return err
 	}
-	tmp, _, err := s.writeTemp(bytes.NewReader(data))
+	tmp, _, _, err := s.writeTemp(bytes.NewReader(data), nil)
 	if err != nil {
 		return err
 	}

@@ -102,9 +102,12 @@ func (s *Store) readOnce(op, key string) (obj *store.Object, settled bool, err e
 }
 
 // resolve finds the record describing the file with identity id that was
-// found at key: the sidecar's, or a foreign record when the sidecar does
-// not know the file. settled is false when key no longer holds that file.
+// found at key: its record attribute's, else the sidecar's, or a foreign
+// record when neither knows the file. settled is false when key no longer holds that file.
 func (s *Store) resolve(key string, id identity) (rec *record, settled bool, err error) {
+	if rec := s.attrRecord(key, id); rec != nil {
+		return rec, true, nil
+	}
 	sc, err := s.readSidecar(key)
 	if err != nil {
 		return nil, false, err

@@ -17,6 +17,7 @@ type config struct {
 	clock      clock.Clock
 	tempExpiry time.Duration
 	createRoot bool
+	sidecars   bool
 }
 
 // DefaultTempExpiry is how old a file in the temporary directory must be
@@ -54,3 +55,11 @@ func WithTempExpiry(d time.Duration) Option { return func(c *config) { c.tempExp
 // it does not exist. Without it a missing root is an error, which catches a
 // mistyped path early.
 func WithCreateRoot() Option { return func(c *config) { c.createRoot = true } }
+
+// WithSidecarRecords makes Put record versions and metadata in sidecar
+// files (four fsyncs per Put) instead of in the object file's extended
+// attribute (two), as versions of this package before the attribute did.
+// Use it while a directory is still shared with processes running such a
+// version: they read only sidecars, and would see objects written with the
+// attribute as foreign. Objects written either way are read either way.
+func WithSidecarRecords() Option { return func(c *config) { c.sidecars = true } }

@@ -52,7 +52,17 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 	}
 	defer s.end()
 
-	tmp, id, err := s.writeTemp(store.Body(ctx, r, size))
+	next := &record{Version: newVersion(), Metadata: cloneMetadata(opts.Metadata)}
+	var attr func(identity) []byte
+	if !s.sidecarsOnly {
+		attr = func(id identity) []byte {
+			rec := *next
+			rec.File = id
+			b, _ := encodeSidecar(&sidecar{Format: sidecarFormat, Key: key, Cur: &rec})
+			return b
+		}
+	}
+	tmp, id, attred, err := s.writeTemp(store.Body(ctx, r, size), attr)
 	var berr errBody
 	if errors.As(err, &berr) {
 		return "", store.BodyError(op, key, berr.err)
@@ -91,9 +101,13 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 		}
 	}
 
-	next := &record{Version: newVersion(), File: id, Metadata: cloneMetadata(opts.Metadata)}
-	if err := s.writeSidecar(key, &sidecar{Format: sidecarFormat, Key: key, Cur: next, Prev: cur}); err != nil {
-		return "", classify(op, key, err)
+	next.File = id
+	if !attred {
+		// No record attribute (the file system refused it, or
+		// WithSidecarRecords): the sidecar must name the file first.
+		if err := s.writeSidecar(key, &sidecar{Format: sidecarFormat, Key: key, Cur: next, Prev: cur}); err != nil {
+			return "", classify(op, key, err)
+		}
 	}
 	// Last chance to stop without effect: the sidecar alone changes
 	// nothing a reader sees, because it still describes the current file.

@@ -28,6 +28,8 @@ type Store struct {
 	clock      clock.Clock
 	tempExpiry time.Duration
 	locks      *locker
+	// sidecarsOnly: Put records in sidecars, never in the attribute.
+	sidecarsOnly bool
 
 	metaOnce sync.Mutex
 	metaOK   bool // the store's directories exist
@@ -61,11 +63,12 @@ func Open(root string, opts ...Option) (*Store, error) {
 		}
 	}
 	s := &Store{
-		root:       root,
-		fsys:       cfg.fsys,
-		log:        cfg.logger,
-		clock:      clock.Or(cfg.clock),
-		tempExpiry: cfg.tempExpiry,
+		root:         root,
+		fsys:         cfg.fsys,
+		log:          cfg.logger,
+		clock:        clock.Or(cfg.clock),
+		tempExpiry:   cfg.tempExpiry,
+		sidecarsOnly: cfg.sidecars,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
