@@ -28,17 +28,26 @@
 //
 // # Where versions and metadata live
 //
-// The directory ".cellb-meta" at the root holds the store's own files: a
-// sidecar record per key (its version, metadata and the identity of the
-// file it describes), the lock files and temporary files. No key may start
-// with that segment (in any letter case) and listings skip it. A sidecar
-// names a file by inode number, size and modification time; since every
-// write publishes a new inode, a reader holding an open file can tell
-// which version it holds without a lock. Extended attributes were the
-// alternative, but tmpfs and several container file systems lack them,
-// and most copying tools drop them silently.
+// A Put records the key, a fresh version, the metadata and the identity of
+// the file it wrote (inode number, size and modification time) in the
+// file's extended attribute "user.cellb.object", set before the file is
+// fsynced: the record is durable with the body and published by the same
+// rename, so a replacing Put costs two fsyncs, the file's and its
+// directory's. The object file stays the plain body.
 //
-// A file that no sidecar describes (copied in, or edited in place, by
+// Where the attribute cannot be set (a file system without user extended
+// attributes, a record too large for the inode, an injected file system
+// whose files have no descriptor) or with WithSidecarRecords, the record
+// goes to a sidecar file instead, as before the attribute existed: the
+// directory ".cellb-meta" at the root holds the store's own files — sidecar
+// records, the lock files and temporary files — and a sidecar names both
+// the file the last writer published and the one it replaced, and is made
+// durable before the rename (four fsyncs per Put). No key may start with
+// that segment (in any letter case) and listings skip it. Readers take the
+// attribute first, then the sidecar, each only while the file still has
+// the identity it records, so buckets written with sidecars still read.
+//
+// A file that no attribute or sidecar describes (copied in, or edited in place, by
 // another program) is still an object: its version is derived from its
 // identity, and it has no metadata.
 //

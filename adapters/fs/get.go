@@ -88,9 +88,15 @@ func (s *Store) readOnce(op, key string) (obj *store.Object, settled bool, err e
 	if int64(len(data)) != fi.Size() {
 		return nil, false, nil // rewritten in place while we read
 	}
-	rec, settled, err := s.resolve(key, id)
-	if err != nil || !settled {
-		return nil, settled, errOr(op, key, err)
+	// The open file's own attribute settles it at once; else look
+	// further (the sidecar, or a foreign file).
+	rec := s.openRecord(f, key, id)
+	if rec == nil {
+		var settled bool
+		rec, settled, err = s.resolve(key, id)
+		if err != nil || !settled {
+			return nil, settled, errOr(op, key, err)
+		}
 	}
 	return &store.Object{
 		Key:      key,

@@ -15,11 +15,12 @@ import (
 
 // Put implements store.Store.
 //
-// The body goes to a temporary file that is fsynced before the key's lock
-// is taken. Under the lock the condition is checked against the current
-// file, the key's sidecar is replaced (naming the new file and keeping the
-// current one's record), and the temporary file is renamed onto the key's
-// path, whose directory is then fsynced. The rename is the moment the write
+// The body goes to a temporary file, which gets the new record as its
+// attribute and is fsynced before the key's lock is taken. Under the lock
+// the condition is checked against the current file, the key's sidecar is
+// replaced only if the attribute could not be set (naming the new file and
+// keeping the current one's record), and the temporary file is renamed onto
+// the key's path, whose directory is then fsynced. The rename is the moment the write
 // takes effect: every failure before it leaves the object as it was, and a
 // failure after it (the directory fsync) is reported as ambiguous.
 func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {

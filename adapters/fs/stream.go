@@ -75,9 +75,15 @@ func (s *Store) openOnce(op, key string, offset, length int64) (r *store.Reader,
 	if err != nil {
 		return nil, true, opErr(op, key, err)
 	}
-	rec, settled, err := s.resolve(key, id)
-	if err != nil || !settled {
-		return nil, settled, errOr(op, key, err)
+	// The open file's own attribute settles it at once; else look
+	// further (the sidecar, or a foreign file).
+	rec := s.openRecord(f, key, id)
+	if rec == nil {
+		var settled bool
+		rec, settled, err = s.resolve(key, id)
+		if err != nil || !settled {
+			return nil, settled, errOr(op, key, err)
+		}
 	}
 	n, err := store.CheckRange(op, key, offset, length, fi.Size())
 	if err != nil {

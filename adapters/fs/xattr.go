@@ -100,6 +100,12 @@ func (s *Store) attrRecord(key string, id identity) *record {
 		return nil
 	}
 	defer f.Close()
+	return s.openRecord(f, key, id)
+}
+
+// openRecord is attrRecord on a file already open: the record its
+// attribute gives, if it describes the file as it is (identity id).
+func (s *Store) openRecord(f afero.File, key string, id identity) *record {
 	raw, err := getAttr(f)
 	if err != nil {
 		if !errors.Is(err, errNoAttr) {
