@@ -179,7 +179,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.size >= 0 && b.n == b.size {
 		// Check that nothing follows the declared size.
 		var one [1]byte
-		for {
+		for range 100 {
 			n, err := b.r.Read(one[:])
 			if n > 0 {
 				return 0, fmt.Errorf("%w: more than %d bytes", ErrBodySize, b.size)
@@ -192,6 +192,7 @@ func (b *body) Read(p []byte) (int, error) {
 				return 0, err
 			}
 		}
+		return 0, io.ErrNoProgress
 	}
 	if b.size >= 0 && int64(len(p)) > b.size-b.n {
 		p = p[:b.size-b.n]
