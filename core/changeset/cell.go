@@ -1,7 +1,6 @@
 package changeset
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -260,7 +259,9 @@ func (c *cellLog) uploadFile(batch []*entry, createOnly bool) error {
 		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
 	})
 	if createOnly && store.IsPreconditionFailed(err) {
-		err = c.collision(key, data)
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
+		err = durability.Collision(ctx, c.opts.Store, durability.FirstObject{Cell: c.cell, Epoch: c.epoch, Key: key, Data: data}, c.log)
+		cancel()
 	}
 	if err != nil {
 		return &UploadError{Key: key, Err: err}
@@ -276,22 +277,4 @@ func (c *cellLog) uploadFile(batch []*entry, createOnly bool) error {
 	}
 	c.uploaded = append(c.uploaded, key)
 	return nil
-}
-
-// collision decides a create-only write that found its key taken: this
-// log's own object (an earlier attempt applied, its answer was lost) or
-// another writer's, which must not be overwritten.
-func (c *cellLog) collision(key string, data []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
-	defer cancel()
-	obj, err := c.opts.Store.Get(ctx, key)
-	if err != nil {
-		return fmt.Errorf("%s exists; reading it back to tell whose it is: %w", key, err)
-	}
-	if bytes.Equal(obj.Data, data) {
-		return nil
-	}
-	err = &durability.EpochInUseError{Cell: c.cell, Epoch: c.epoch, Key: key, Newest: c.epoch}
-	c.log.Error("another writer already started this epoch; nothing of it is overwritten", "key", key, "err", err)
-	return err
 }

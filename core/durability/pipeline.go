@@ -1,7 +1,9 @@
 package durability
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -230,4 +232,32 @@ func PutRetrying(s store.Store, key string, data []byte, opts store.PutOptions, 
 		<-t.C()
 		delay *= 2
 	}
+}
+
+// FirstObject is the key of an epoch's first log object and the bytes this
+// log means to write there.
+type FirstObject struct {
+	Cell  string
+	Epoch uint64
+	Key   string
+	Data  []byte
+}
+
+// Collision decides a create-only write of an epoch's first object that
+// found its key taken: the object is this log's own (an earlier attempt
+// applied but its answer was lost) and nil is returned, or another
+// writer's, which the epoch must not overwrite: *EpochInUseError.
+func Collision(ctx context.Context, s store.Store, obj FirstObject, log *slog.Logger) error {
+	got, err := s.Get(ctx, obj.Key)
+	if err != nil {
+		return fmt.Errorf("%s exists; reading it back to tell whose it is: %w", obj.Key, err)
+	}
+	if bytes.Equal(got.Data, obj.Data) {
+		return nil
+	}
+	err = &EpochInUseError{Cell: obj.Cell, Epoch: obj.Epoch, Key: obj.Key, Newest: obj.Epoch}
+	if log != nil {
+		log.Error("another writer already started this epoch; nothing of it is overwritten", "key", obj.Key, "err", err)
+	}
+	return err
 }

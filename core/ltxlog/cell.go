@@ -227,7 +227,9 @@ func (c *cellLog) upload(batch []*pending, base []byte, createOnly bool) error {
 		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
 	})
 	if createOnly && store.IsPreconditionFailed(err) {
-		err = c.collision(key, data)
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
+		err = durability.Collision(ctx, c.opts.Store, durability.FirstObject{Cell: c.cell, Epoch: c.epoch, Key: key, Data: data}, c.log)
+		cancel()
 	}
 	if err != nil {
 		return &UploadError{Key: key, Err: err}
@@ -235,22 +237,4 @@ func (c *cellLog) upload(batch []*pending, base []byte, createOnly bool) error {
 	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: first.txid, MaxTXID: last.txid, Size: int64(len(data))})
 	c.uploaded = last.txid
 	return nil
-}
-
-// collision decides a create-only write that found its key taken: the
-// object is this log's own (an earlier attempt applied but its answer was
-// lost) or another writer's, which this epoch must not overwrite.
-func (c *cellLog) collision(key string, data []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
-	defer cancel()
-	obj, err := c.opts.Store.Get(ctx, key)
-	if err != nil {
-		return fmt.Errorf("%s exists; reading it back to tell whose it is: %w", key, err)
-	}
-	if bytes.Equal(obj.Data, data) {
-		return nil
-	}
-	err = &durability.EpochInUseError{Cell: c.cell, Epoch: c.epoch, Key: key, Newest: c.epoch}
-	c.log.Error("another writer already started this epoch; nothing of it is overwritten", "key", key, "err", err)
-	return err
 }
