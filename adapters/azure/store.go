@@ -143,20 +143,10 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	if err := store.ValidateKey(key); err != nil {
+	if err := store.CheckPut(ctx, key, opts); err != nil {
 		return "", err
 	}
-	if err := store.ValidateMetadata(opts.Metadata); err != nil {
-		return "", &store.OpError{Op: "put", Key: key, Err: err}
-	}
 	cond := opts.Condition
-	if cond.Kind == store.MatchVersion && cond.Version == "" {
-		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: if-match with an empty version", store.ErrPreconditionFailed)}
-	}
-	if err := ctx.Err(); err != nil {
-		// Nothing was sent, so nothing can have been applied.
-		return "", &store.OpError{Op: "put", Key: key, Err: err}
-	}
 	bb := s.client.NewBlockBlobClient(key)
 	if int64(len(data)) >= s.opts.BlockThreshold {
 		return s.putBlocks(ctx, bb, key, data, opts)

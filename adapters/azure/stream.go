@@ -23,18 +23,8 @@ var _ store.Streamer = (*Store)(nil)
 // a context that ends, stops before the commit: the staged blocks stay
 // uncommitted (Azure discards them) and the blob is as it was.
 func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
-	if err := store.ValidateKey(key); err != nil {
+	if err := store.CheckPut(ctx, key, opts); err != nil {
 		return "", err
-	}
-	if err := store.ValidateMetadata(opts.Metadata); err != nil {
-		return "", &store.OpError{Op: "put", Key: key, Err: err}
-	}
-	cond := opts.Condition
-	if cond.Kind == store.MatchVersion && cond.Version == "" {
-		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: if-match with an empty version", store.ErrPreconditionFailed)}
-	}
-	if err := ctx.Err(); err != nil {
-		return "", &store.OpError{Op: "put", Key: key, Err: err}
 	}
 	body := store.Body(ctx, r, size)
 	var head bytes.Buffer

@@ -24,18 +24,8 @@ var _ store.Streamer = (*Store)(nil)
 // condition. A body that fails, or a context that ends, first aborts the
 // upload: nothing becomes visible.
 func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
-	if err := store.ValidateKey(key); err != nil {
+	if err := store.CheckPut(ctx, key, opts); err != nil {
 		return "", err
-	}
-	if err := store.ValidateMetadata(opts.Metadata); err != nil {
-		return "", &store.OpError{Op: "put", Key: key, Err: err}
-	}
-	cond := opts.Condition
-	if cond.Kind == store.MatchVersion && cond.Version == "" {
-		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: if-match with an empty version", store.ErrPreconditionFailed)}
-	}
-	if err := ctx.Err(); err != nil {
-		return "", &store.OpError{Op: "put", Key: key, Err: err}
 	}
 	body := store.Body(ctx, r, size)
 	var head bytes.Buffer

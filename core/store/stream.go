@@ -210,3 +210,23 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// CheckPut is what an adapter checks before a put sends anything: a valid
+// key and metadata, an if-match condition that names a version (an empty
+// one can never hold), and a context that has not ended. Nothing was sent
+// when it fails, so nothing can have been applied.
+func CheckPut(ctx context.Context, key string, opts PutOptions) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ValidateMetadata(opts.Metadata); err != nil {
+		return &OpError{Op: "put", Key: key, Err: err}
+	}
+	if c := opts.Condition; c.Kind == MatchVersion && c.Version == "" {
+		return &OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: if-match with an empty version", ErrPreconditionFailed)}
+	}
+	if err := ctx.Err(); err != nil {
+		return &OpError{Op: "put", Key: key, Err: err}
+	}
+	return nil
+}
