@@ -55,11 +55,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 	var found foundLog // what the listing found, for RecordLost
 	reconciles := 0
 	for step := 0; step < maxSteps; step++ {
-		decide := DecideAcquire
-		if n.sim.decide != nil {
-			decide = n.sim.decide
-		}
-		act := decide(st)
+		act := n.rules.acquire(st)
 		switch act.Kind {
 		case ListLTX:
 			f, err := newestLog(ctx, n.opts.Store, cell)

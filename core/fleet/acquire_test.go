@@ -234,7 +234,7 @@ func TestFenceIsLatched(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	clk := &simClock{Fake: clock.NewFake(time.UnixMilli(1_000_000))}
-	n, err := join(ctx, Options{Store: s, Node: "node_a", Clock: clk, Logger: quiet, Rand: seeded{rand.New(rand.NewPCG(1, 1))}}, simHooks{manual: true})
+	n, err := newDriven(ctx, Options{Store: s, Node: "node_a", Clock: clk, Logger: quiet, Rand: seeded{rand.New(rand.NewPCG(1, 1))}}, celldRules())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +576,7 @@ func TestFencedNodeStopsRenewing(t *testing.T) {
 	clk.Advance(RenewInterval(DefaultTTL))
 	eventually(t, "the renewal loop to end", func() bool {
 		select {
-		case <-n.done:
+		case <-n.shell.done:
 			return true
 		default:
 			return false

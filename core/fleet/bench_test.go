@@ -61,7 +61,7 @@ func BenchmarkLeaseUpkeep(b *testing.B) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), faultstore.Config{})
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
-	n, _ := join(ctx, Options{Store: fs, Node: "node_a", Clock: clk, Logger: quiet, Rand: seeded{rand.New(rand.NewPCG(2, 2))}}, simHooks{manual: true})
+	n, _ := newDriven(ctx, Options{Store: fs, Node: "node_a", Clock: clk, Logger: quiet, Rand: seeded{rand.New(rand.NewPCG(2, 2))}}, celldRules())
 	defer n.Kill()
 	before := fs.Stats().Calls()
 	b.ResetTimer()

@@ -137,6 +137,15 @@ func FenceDeadline(sentAt time.Time, ttl, margin time.Duration) time.Time {
 	return sentAt.Add(ttl - margin)
 }
 
+// WithinDeadline reports whether a node whose fence deadline is deadline
+// may still take cells and acknowledge writes at now, by its own monotonic
+// clock: only strictly before the deadline. At or past it the node fences
+// for good, and a renewal that completes then fences too (the lease may
+// have lapsed in between).
+func WithinDeadline(now, deadline time.Time) bool {
+	return now.Before(deadline)
+}
+
 // RenewInterval is how often a node renews its lease: every TTL/3, at
 // least 1 ms, as celld does.
 func RenewInterval(ttl time.Duration) time.Duration {

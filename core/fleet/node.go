@@ -67,25 +67,41 @@ type Node struct {
 	refused  map[string]refusal
 	timer    clock.Timer // the self-fencing deadline
 	closed   bool
-	rounds   uint64 // renewal attempts finished, for tests that step a fake clock
 
-	stop chan struct{}
-	done chan struct{}
+	// rules are the pure decisions the node acts on (celld's: see
+	// celldRules).
+	rules rules
 	// unknown is the last renewal whose outcome was unknown (renewals run
-	// on one goroutine, or the simulator's thread: no lock).
+	// one at a time: on the shell's goroutine, or the caller's: no lock).
 	unknown *unknownRenewal
-
-	// Simulation hooks (set only by tests in this package): renewals
-	// driven by the simulator's thread instead of a goroutine, and
-	// deliberately broken protocol variants the simulator must catch.
-	sim simHooks
+	// shell is the goroutine that renews the lease every TTL/3; nil for a
+	// node whose caller drives its renewals (newNode without start).
+	shell *shell
 }
 
-type simHooks struct {
-	manual    bool                      // no renewal goroutine; the simulator calls renewDue
-	nextRenew time.Time                 // when renewDue renews next
-	decide    func(AcquireState) Action // replaces DecideAcquire
-	noFence   bool                      // never self-fence
+// rules are the pure decisions of the protocol a node acts on. Every node
+// Join makes uses celld's (celldRules); they are a value of the node, not
+// code inside it, so the protocol code around them stays one path whatever
+// decides.
+type rules struct {
+	// acquire decides the next step of taking a cell.
+	acquire func(AcquireState) Action
+	// unfenced reports whether the node may still take cells and
+	// acknowledge writes at now, given its fence deadline.
+	unfenced func(now, deadline time.Time) bool
+}
+
+// celldRules are celld's decisions: DecideAcquire and WithinDeadline.
+func celldRules() rules {
+	return rules{acquire: DecideAcquire, unfenced: WithinDeadline}
+}
+
+// shell is the thin goroutine around a node's renewal step (Node.renew):
+// it waits for the renewal timer, renews, and stops when asked or once the
+// node fenced.
+type shell struct {
+	stop chan struct{}
+	done chan struct{}
 }
 
 type refusal struct {
@@ -141,10 +157,19 @@ func Join(ctx context.Context, opts Options) (*Node, error) {
 	if err := probeBucket(ctx, opts); err != nil {
 		return nil, err
 	}
-	return join(ctx, opts, simHooks{})
+	n, err := newNode(ctx, opts, celldRules())
+	if err != nil {
+		return nil, err
+	}
+	n.start()
+	return n, nil
 }
 
-func join(ctx context.Context, opts Options, hooks simHooks) (*Node, error) {
+// newNode installs the node lease of a node acting on r, without the
+// start-up probe and without the shell: nothing renews the lease until
+// start is called, or the caller drives renew itself (as the seeded
+// simulation does, on its own thread, so that a seed replays exactly).
+func newNode(ctx context.Context, opts Options, r rules) (*Node, error) {
 	if opts.Store == nil {
 		return nil, errors.New("fleet: Options.Store is required")
 	}
@@ -184,21 +209,30 @@ func join(ctx context.Context, opts Options, hooks simHooks) (*Node, error) {
 		opts: opts, clock: clock.Or(opts.Clock), pubkey: hex.EncodeToString(pub),
 		log:    opts.Logger.With("node", opts.Node),
 		grants: map[string]*grant{}, refused: map[string]refusal{},
-		stop: make(chan struct{}), done: make(chan struct{}), fencedCh: make(chan struct{}),
-		sim: hooks,
+		fencedCh: make(chan struct{}), rules: r,
 	}
 	if err := n.install(ctx); err != nil {
 		return nil, err
 	}
-	if n.sim.manual {
-		n.sim.nextRenew = n.clock.Now().Add(RenewInterval(n.opts.TTL))
-		close(n.done)
-		return n, nil
-	}
-	// The timer exists before Join returns, so a fake clock advanced right
-	// after Join fires it.
-	go n.renewLoop(n.clock.NewTimer(RenewInterval(n.opts.TTL)))
 	return n, nil
+}
+
+// start runs the shell: a goroutine that calls renew every TTL/3 until the
+// node closes or fences. The timer exists before start returns, so a fake
+// clock advanced right after Join fires it.
+func (n *Node) start() {
+	sh := &shell{stop: make(chan struct{}), done: make(chan struct{})}
+	n.shell = sh
+	go sh.run(n, n.clock.NewTimer(RenewInterval(n.opts.TTL)))
+}
+
+// stopShell stops the shell, if the node has one, and waits for it: no
+// renewal is under way when it returns.
+func (n *Node) stopShell() {
+	if n.shell != nil {
+		close(n.shell.stop)
+		<-n.shell.done
+	}
 }
 
 // Fenced is closed when the node self-fences (see FencedError).
@@ -306,7 +340,7 @@ func (n *Node) renewed(sentAt time.Time, v store.Version) {
 		n.mu.Unlock()
 		return
 	}
-	if !n.deadline.IsZero() && !n.clock.Now().Before(n.deadline) && !n.sim.noFence {
+	if !n.deadline.IsZero() && !n.rules.unfenced(n.clock.Now(), n.deadline) {
 		grants := n.fenceLocked(FenceRenewedLate)
 		n.mu.Unlock()
 		breakGrants(grants)
@@ -326,7 +360,7 @@ func (n *Node) renewed(sentAt time.Time, v store.Version) {
 // process, an unreachable bucket): the node fences.
 func (n *Node) deadlinePassed() {
 	n.mu.Lock()
-	if n.closed || n.sim.noFence || n.clock.Now().Before(n.deadline) {
+	if n.closed || n.rules.unfenced(n.clock.Now(), n.deadline) {
 		n.mu.Unlock()
 		return
 	}
@@ -369,13 +403,10 @@ func breakGrants(grants map[string]*grant) {
 // it has renewed its lease in time ever since it joined. Past the deadline
 // it fences (the grants to break are returned). Caller holds n.mu.
 func (n *Node) liveLocked() (map[string]*grant, error) {
-	if n.sim.noFence {
-		return nil, nil
-	}
 	if n.fenced != nil {
 		return nil, n.fenced
 	}
-	if !n.clock.Now().Before(n.deadline) {
+	if !n.rules.unfenced(n.clock.Now(), n.deadline) {
 		grants := n.fenceLocked(FenceLate)
 		return grants, n.fenced
 	}
@@ -394,32 +425,40 @@ func (n *Node) writable(cell string) error {
 	return nil
 }
 
-func (n *Node) renewLoop(t clock.Timer) {
-	defer close(n.done)
-	key := NodeKey(n.opts.Node)
+func (sh *shell) run(n *Node, t clock.Timer) {
+	defer close(sh.done)
 	defer t.Stop()
 	for {
 		select {
-		case <-n.stop:
+		case <-sh.stop:
 			return
 		case <-t.C():
 		}
-		n.mu.Lock()
-		fenced := n.fenced != nil
-		n.mu.Unlock()
-		if !fenced {
-			n.renewOnce(key)
-		}
+		more := n.renew()
 		t.Reset(RenewInterval(n.opts.TTL))
-		n.mu.Lock()
-		n.rounds++
-		fenced = n.fenced != nil
-		n.mu.Unlock()
-		if fenced {
+		if !more {
 			// The lease is left to expire: a fenced node serves nothing.
 			return
 		}
 	}
+}
+
+// renew is the node's renewal step: one conditional write of the node
+// lease (see renewOnce), unless the node fenced. It reports whether the
+// node goes on renewing: false once it fenced. The shell calls it every
+// TTL/3; a caller driving the node calls it instead.
+func (n *Node) renew() bool {
+	if n.isFenced() {
+		return false
+	}
+	n.renewOnce(NodeKey(n.opts.Node))
+	return !n.isFenced()
+}
+
+func (n *Node) isFenced() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fenced != nil
 }
 
 func (n *Node) renewOnce(key string) {
@@ -513,10 +552,7 @@ func (n *Node) Close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	if !n.sim.manual {
-		close(n.stop)
-	}
-	<-n.done
+	n.stopShell()
 	n.mu.Lock()
 	fenced, v := n.fenced != nil, n.version
 	n.mu.Unlock()
@@ -552,26 +588,8 @@ func (n *Node) Kill() {
 	grants := n.grants
 	n.grants = map[string]*grant{}
 	n.mu.Unlock()
-	if !n.sim.manual {
-		close(n.stop)
-	}
-	<-n.done
+	n.stopShell()
 	for _, g := range grants {
 		g.lose(ErrNodeClosed)
-	}
-}
-
-// renewDue runs every renewal that is due by the node's clock, on the
-// caller's thread (simulation only).
-func (n *Node) renewDue() {
-	for !n.clock.Now().Before(n.sim.nextRenew) {
-		n.mu.Lock()
-		stopped := n.closed || n.fenced != nil
-		n.mu.Unlock()
-		if stopped {
-			return
-		}
-		n.renewOnce(NodeKey(n.opts.Node))
-		n.sim.nextRenew = n.sim.nextRenew.Add(RenewInterval(n.opts.TTL))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,12 +32,75 @@ func (s seeded) Read(p []byte) (int, error) {
 
 func joinNode(t *testing.T, s store.Store, clk clock.Clock, name string) *Node {
 	t.Helper()
-	n, err := Join(context.Background(), Options{Store: s, Node: name, Clock: clk, Logger: quiet, Rand: seeded{rand.New(rand.NewPCG(1, uint64(len(name))))}})
+	rc := &roundClock{Clock: clk}
+	n, err := Join(context.Background(), Options{Store: s, Node: name, Clock: rc, Logger: quiet, Rand: seeded{rand.New(rand.NewPCG(1, uint64(len(name))))}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Kill)
 	return n
+}
+
+// roundClock is a node's clock that counts the node's renewal rounds: the
+// shell re-arms its renewal timer (the node's only NewTimer) after each.
+type roundClock struct {
+	clock.Clock
+	rounds atomic.Uint64
+}
+
+func (c *roundClock) NewTimer(d time.Duration) clock.Timer {
+	return roundTimer{Timer: c.Clock.NewTimer(d), rounds: &c.rounds}
+}
+
+type roundTimer struct {
+	clock.Timer
+	rounds *atomic.Uint64
+}
+
+func (t roundTimer) Reset(d time.Duration) bool {
+	active := t.Timer.Reset(d)
+	t.rounds.Add(1)
+	return active
+}
+
+// rounds is how many renewal rounds a node made by joinNode finished.
+func rounds(t *testing.T, n *Node) uint64 {
+	t.Helper()
+	rc, ok := n.clock.(*roundClock)
+	if !ok {
+		t.Fatalf("node %s was not made by joinNode: its renewal rounds are not counted", n.ID())
+	}
+	return rc.rounds.Load()
+}
+
+// driven is a node without its shell: the test runs its renewals on its
+// own thread, each when it falls due by the node's clock (the simulator,
+// TestFenceIsLatched, the upkeep benchmark).
+type driven struct {
+	*Node
+	next time.Time // when renewDue renews next
+}
+
+func newDriven(ctx context.Context, opts Options, r rules) (*driven, error) {
+	n, err := newNode(ctx, opts, r)
+	if err != nil {
+		return nil, err
+	}
+	return &driven{Node: n, next: n.clock.Now().Add(RenewInterval(n.opts.TTL))}, nil
+}
+
+// renewDue runs every renewal that is due by the node's clock, until the
+// node closed or fenced.
+func (d *driven) renewDue() {
+	for !d.clock.Now().Before(d.next) {
+		d.mu.Lock()
+		closed := d.closed
+		d.mu.Unlock()
+		if closed || !d.renew() {
+			return
+		}
+		d.next = d.next.Add(RenewInterval(d.opts.TTL))
+	}
 }
 
 func readOwn(t *testing.T, s store.Store, cell string) OwnRecord {
@@ -71,9 +135,7 @@ func step(t *testing.T, clk *clock.Fake, d time.Duration, nodes ...*Node) {
 		inc := min(RenewInterval(DefaultTTL), d-passed)
 		before := make([]uint64, len(nodes))
 		for i, n := range nodes {
-			n.mu.Lock()
-			before[i] = n.rounds
-			n.mu.Unlock()
+			before[i] = rounds(t, n)
 		}
 		clk.Advance(inc)
 		passed += inc
@@ -83,8 +145,9 @@ func step(t *testing.T, clk *clock.Fake, d time.Duration, nodes ...*Node) {
 		for i, n := range nodes {
 			eventually(t, "renewal round", func() bool {
 				n.mu.Lock()
-				defer n.mu.Unlock()
-				return n.rounds > before[i] || n.closed
+				closed := n.closed
+				n.mu.Unlock()
+				return rounds(t, n) > before[i] || closed
 			})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/ltx"
@@ -30,9 +31,25 @@ import (
 
 // simVariant selects the model's deliberately broken behaviours.
 type simVariant struct {
-	hooks      simHooks
+	// acquire and unfenced, when set, replace the node's decisions
+	// (DecideAcquire, WithinDeadline): the node is built over them.
+	acquire    func(AcquireState) Action
+	unfenced   func(now, deadline time.Time) bool
 	plainFirst bool                                         // the epoch's first file is written unconditionally
 	plan       func([]ltx.FileInfo) ([]ltx.FileInfo, error) // replaces ltx.PlanEpochs
+}
+
+// rules are the decisions the variant's nodes act on: celld's, with the
+// variant's replacements.
+func (v simVariant) rules() rules {
+	r := celldRules()
+	if v.acquire != nil {
+		r.acquire = v.acquire
+	}
+	if v.unfenced != nil {
+		r.unfenced = v.unfenced
+	}
+	return r
 }
 
 // simLog is one node's open log of a cell.
@@ -370,13 +387,13 @@ func TestSimulationCatchesBrokenLogVariants(t *testing.T) {
 		v    simVariant
 		msg  string
 	}{
-		{"takes the epoch after the record, ignoring the log", simVariant{hooks: simHooks{decide: func(s AcquireState) Action {
+		{"takes the epoch after the record, ignoring the log", simVariant{acquire: func(s AcquireState) Action {
 			a := DecideAcquire(s)
 			if a.Kind == Swap {
 				a.Record.Epoch = s.Own.Epoch + 1
 			}
 			return a
-		}}}, "but the log already holds files of it"},
+		}}, "but the log already holds files of it"},
 		{"writes the epoch's first file unconditionally", simVariant{plainFirst: true}, "was replaced by"},
 		{"lays a newer epoch's deltas over an older epoch", simVariant{plan: stitchingPlanEpochs}, "from a chain that combines epochs"},
 	}

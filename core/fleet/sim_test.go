@@ -60,7 +60,7 @@ const (
 
 type simNode struct {
 	name    string
-	node    *Node
+	node    *driven
 	clk     *simClock
 	offset  time.Duration // node clock = true time + offset
 	paused  bool          // SIGSTOP: its clock stops, it does nothing
@@ -158,7 +158,6 @@ type world struct {
 	start   time.Time
 	fs      *faultstore.Store
 	nodes   []*simNode
-	hooks   simHooks
 	variant simVariant
 	granted map[string][]simGrant // per cell
 	// The log model (sim_log_test.go): who wrote each file and each
@@ -184,7 +183,7 @@ func cellName(i int) string { return "Sim:c" + strconv.Itoa(i) }
 func newWorld(seed uint64, v simVariant) *world {
 	r := rand.New(rand.NewPCG(seed, 0x51ed))
 	w := &world{
-		seed: seed, r: r, start: time.UnixMilli(1_800_000_000_000), hooks: v.hooks, variant: v,
+		seed: seed, r: r, start: time.UnixMilli(1_800_000_000_000), variant: v,
 		granted: map[string][]simGrant{}, lapsed: map[string]uint64{},
 		files: map[string]simFile{}, epochWriter: map[string]string{}, lowered: map[string]uint64{},
 	}
@@ -211,10 +210,10 @@ func (w *world) boot(n *simNode) {
 	// even when its join then fails half-way.
 	delete(w.lapsed, n.name)
 	n.booting = true
-	node, err := join(context.Background(), Options{
+	node, err := newDriven(context.Background(), Options{
 		Store: simStore{w: w, n: n}, Node: n.name, Clock: n.clk, Logger: quiet, TTL: simTTL, FenceMargin: simMargin,
 		Rand: seeded{rand.New(rand.NewPCG(w.seed, uint64(len(w.trace))))},
-	}, simHooks{manual: true, decide: w.hooks.decide, noFence: w.hooks.noFence})
+	}, w.variant.rules())
 	n.booting = false
 	if err != nil {
 		w.logf("%s failed to join: %v", n.name, err)
@@ -493,8 +492,8 @@ func (w *world) dump() string {
 	return "last events:\n  " + strings.Join(tail, "\n  ") + fmt.Sprintf("\nreplay: go test ./core/fleet -run TestSimulation -sim.seed=%d", w.seed)
 }
 
-func runSeed(t simT, seed uint64, hooks simHooks, steps int) {
-	runVariant(t, seed, simVariant{hooks: hooks}, steps)
+func runSeed(t simT, seed uint64, steps int) {
+	runVariant(t, seed, simVariant{}, steps)
 }
 
 func runVariant(t simT, seed uint64, v simVariant, steps int) {
@@ -523,7 +522,7 @@ func seedCount() int {
 
 func TestSimulation(t *testing.T) {
 	if *simSeed >= 0 {
-		runSeed(t, uint64(*simSeed), simHooks{}, 120)
+		runSeed(t, uint64(*simSeed), 120)
 		return
 	}
 	n := seedCount()
@@ -553,7 +552,7 @@ func TestSimulation(t *testing.T) {
 				if stop {
 					return
 				}
-				if msg := runSeedRecorded(uint64(seed), simHooks{}); msg != "" {
+				if msg := runVariantRecorded(uint64(seed), simVariant{}); msg != "" {
 					mu.Lock()
 					if failedSeed < 0 || seed < failedSeed {
 						failedSeed, failedMsg = seed, msg
@@ -569,12 +568,8 @@ func TestSimulation(t *testing.T) {
 	}
 }
 
-// runSeedRecorded runs one seed and returns its violation, or "".
-func runSeedRecorded(seed uint64, hooks simHooks) string {
-	return runVariantRecorded(seed, simVariant{hooks: hooks})
-}
-
-// runVariantRecorded is runSeedRecorded for a variant of the log model.
+// runVariantRecorded runs one seed of a variant and returns its
+// violation, or "".
 func runVariantRecorded(seed uint64, v simVariant) (msg string) {
 	ft := &failRecorder{}
 	defer func() {
@@ -592,16 +587,16 @@ func runVariantRecorded(seed uint64, v simVariant) (msg string) {
 // TestSimulationCatchesBrokenVariants runs the same simulator over protocol
 // variants that are wrong on purpose; each must be caught by some seed.
 func TestSimulationCatchesBrokenVariants(t *testing.T) {
-	variants := map[string]simHooks{
-		"takes a live owner's cell": {decide: func(s AcquireState) Action {
+	variants := map[string]simVariant{
+		"takes a live owner's cell": {acquire: func(s AcquireState) Action {
 			a := DecideAcquire(s)
 			if a.Kind == OwnedElsewhere {
 				return Action{Kind: Swap, Record: OwnRecord{Node: s.Self, Epoch: s.Own.Epoch + 1}, Cond: store.IfVersion(s.OwnVersion)}
 			}
 			return a
 		}},
-		"skips the self-fence": {noFence: true},
-		"does not raise the epoch on a wake": {decide: func(s AcquireState) Action {
+		"skips the self-fence": {unfenced: func(now, deadline time.Time) bool { return true }},
+		"does not raise the epoch on a wake": {acquire: func(s AcquireState) Action {
 			a := DecideAcquire(s)
 			if a.Kind == Swap && s.Own.Node == s.Self {
 				a.Record.Epoch = s.Own.Epoch
@@ -609,10 +604,10 @@ func TestSimulationCatchesBrokenVariants(t *testing.T) {
 			return a
 		}},
 	}
-	for name, hooks := range variants {
+	for name, v := range variants {
 		caught := false
 		for seed := 0; seed < 2000 && !caught; seed++ {
-			caught = runSeedRecorded(uint64(seed), hooks) != ""
+			caught = runVariantRecorded(uint64(seed), v) != ""
 		}
 		if !caught {
 			t.Errorf("broken variant %q passed 2000 seeds: the simulation cannot catch it", name)
