@@ -52,6 +52,11 @@ type Options struct {
 // Node is one CellB node's membership of a fleet: its node lease, kept
 // alive in the background, and the cells it owns. It implements
 // lease.Lease.
+//
+// Its protocol code runs as steps on the caller's goroutine (install in
+// newNode, renew, TryAcquire, the grant's checks, Release, Close), acting
+// on pure decisions (rules) under the injected clock; the only goroutine is
+// the shell Join starts, which calls renew every TTL/3.
 type Node struct {
 	opts   Options
 	clock  clock.Clock
