@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,6 +102,18 @@ func (d *driven) renewDue() {
 		}
 		d.next = d.next.Add(RenewInterval(d.opts.TTL))
 	}
+}
+
+// heldGrants is the node's grants, in the order of their cells' names.
+func heldGrants(n *Node) []*grant {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	gs := make([]*grant, 0, len(n.grants))
+	for _, g := range n.grants {
+		gs = append(gs, g)
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].cell < gs[j].cell })
+	return gs
 }
 
 func readOwn(t *testing.T, s store.Store, cell string) OwnRecord {

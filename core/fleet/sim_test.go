@@ -344,6 +344,12 @@ func (w *world) step(t simT) {
 		n.crashed = true
 		w.logf("%s crashed", n.name)
 	default:
+		// Close releases the node's cells concurrently, in no fixed
+		// order; on the simulator's thread, one at a time in the order
+		// of their names, they stay a function of the seed.
+		for _, g := range heldGrants(n.node.Node) {
+			w.logf("%s releasing %s: %v", n.name, g.cell, g.Release(ctx))
+		}
 		err := n.node.Close(ctx)
 		n.crashed = true
 		w.logf("%s closed: %v", n.name, err)
