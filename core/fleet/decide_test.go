@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cellb/cellb/core/store"
 )
@@ -66,5 +67,29 @@ func TestReleaseAndReconcile(t *testing.T) {
 	}
 	if !Reconciled(OwnRecord{"a", 2}, &OwnRecord{"a", 2}) || Reconciled(OwnRecord{"a", 2}, &OwnRecord{"b", 2}) || Reconciled(OwnRecord{"a", 2}, nil) {
 		t.Fatal("Reconciled")
+	}
+}
+
+// TestWithinDeadline: a node may act strictly before its fence deadline,
+// which is the send time of its last renewal plus TTL minus the margin;
+// at the deadline itself it fences.
+func TestWithinDeadline(t *testing.T) {
+	sent := time.UnixMilli(1_000_000)
+	deadline := FenceDeadline(sent, 10*time.Second, 2*time.Second)
+	if !deadline.Equal(sent.Add(8 * time.Second)) {
+		t.Fatalf("FenceDeadline = %v, want the send time plus 8 s", deadline)
+	}
+	for _, c := range []struct {
+		now  time.Time
+		want bool
+	}{
+		{sent, true},
+		{deadline.Add(-time.Nanosecond), true},
+		{deadline, false},
+		{deadline.Add(time.Hour), false},
+	} {
+		if got := WithinDeadline(c.now, deadline); got != c.want {
+			t.Errorf("WithinDeadline(deadline%+v) = %v, want %v", c.now.Sub(deadline), got, c.want)
+		}
 	}
 }
