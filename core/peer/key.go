@@ -23,15 +23,16 @@ import (
 	"io"
 	"regexp"
 
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
-// KeyRecord is where the shared key lives.
-const KeyRecord = "fleet/peer-auth.json"
+// KeyRecord is where the shared key lives: fleet/peer-auth.json.
+const KeyRecord = layout.PeerAuthKey
 
 // ErrBadKeyRecord: fleet/peer-auth.json exists but is not a valid record.
 // CellB never overwrites it.
-var ErrBadKeyRecord = errors.New("malformed fleet/peer-auth.json")
+var ErrBadKeyRecord = errors.New("malformed " + layout.PeerAuthKey)
 
 var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
@@ -86,5 +87,5 @@ func LoadOrCreateKey(ctx context.Context, s store.Store, rnd io.Reader) ([]byte,
 		}
 		// Someone else created it, or ours may have applied: read it.
 	}
-	return nil, errors.New("peer: fleet/peer-auth.json could not be read or created")
+	return nil, errors.New("peer: " + layout.PeerAuthKey + " could not be read or created")
 }
