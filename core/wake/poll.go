@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wakeport"
@@ -258,19 +259,8 @@ func (s *Service) readOwner(ctx context.Context, cellKey string) (*layout.OwnRec
 	if err != nil || own == nil || own.Node == "" {
 		return own, nil, err
 	}
-	key := layout.NodeKey(own.Node)
-	obj, err := s.opts.Store.Get(ctx, key)
-	if store.IsNotFound(err) {
-		return own, nil, nil
-	}
-	if err != nil {
-		return own, nil, err
-	}
-	lease, err := layout.DecodeNodeLease(key, obj.Data)
-	if err != nil {
-		return own, nil, err
-	}
-	return own, &lease, nil
+	lease, _, err := fleet.ReadNodeLease(ctx, s.opts.Store, own.Node)
+	return own, lease, err
 }
 
 // eachCell runs fn for the cells, cellsAtOnce at a time, and returns the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wakeport"
@@ -158,21 +159,10 @@ func (s *Service) deleteObsolete(ctx context.Context, cellKey string, r Retired)
 	return first
 }
 
-// readOwn reads cells/<cell>/own.json; nil when there is none.
+// readOwn reads the cell's ownership record; nil when there is none.
 func (s *Service) readOwn(ctx context.Context, cellKey string) (*layout.OwnRecord, error) {
-	key := layout.OwnKey(cellKey)
-	obj, err := s.opts.Store.Get(ctx, key)
-	if store.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	rec, err := layout.DecodeOwnRecord(key, obj.Data)
-	if err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	own, _, err := fleet.ReadOwn(ctx, s.opts.Store, cellKey)
+	return own, err
 }
 
 // readRetired reads the cell's retirement; nil when there is none.
