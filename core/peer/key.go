@@ -16,12 +16,8 @@ package peer
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"regexp"
 
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
@@ -30,34 +26,9 @@ import (
 // KeyRecord is where the shared key lives: fleet/peer-auth.json.
 const KeyRecord = layout.PeerAuthKey
 
-// ErrBadKeyRecord: fleet/peer-auth.json exists but is not a valid record.
-// CellB never overwrites it.
-var ErrBadKeyRecord = errors.New("malformed " + layout.PeerAuthKey)
-
-var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-type keyRecord struct {
-	Version int    `json:"version"`
-	Key     string `json:"key"`
-}
-
-// decodeKey parses the record strictly, as celld does: exactly version 1 and
-// a 64-hex key, nothing else.
-func decodeKey(data []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytesReader(data))
-	dec.DisallowUnknownFields()
-	var r keyRecord
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadKeyRecord, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data", ErrBadKeyRecord)
-	}
-	if r.Version != 1 || !hex64.MatchString(r.Key) {
-		return nil, fmt.Errorf("%w: want version 1 and a 64-hex key", ErrBadKeyRecord)
-	}
-	return hex.DecodeString(r.Key)
-}
+// ErrBadKeyRecord: fleet/peer-auth.json exists but is not a valid record
+// (layout.ErrBadPeerAuth). CellB never overwrites it.
+var ErrBadKeyRecord = layout.ErrBadPeerAuth
 
 // LoadOrCreateKey reads the fleet's peer key, creating it create-only when
 // absent (a concurrent creator's key wins). rnd defaults to crypto/rand.
@@ -68,7 +39,7 @@ func LoadOrCreateKey(ctx context.Context, s store.Store, rnd io.Reader) ([]byte,
 	for attempt := 0; attempt < 4; attempt++ {
 		obj, err := s.Get(ctx, KeyRecord)
 		if err == nil {
-			return decodeKey(obj.Data)
+			return layout.DecodePeerAuth(obj.Data)
 		}
 		if !store.IsNotFound(err) {
 			return nil, err
@@ -77,8 +48,7 @@ func LoadOrCreateKey(ctx context.Context, s store.Store, rnd io.Reader) ([]byte,
 		if _, err := io.ReadFull(rnd, k[:]); err != nil {
 			return nil, err
 		}
-		body, _ := json.Marshal(keyRecord{Version: 1, Key: hex.EncodeToString(k[:])})
-		_, err = s.Put(ctx, KeyRecord, body, store.PutOptions{Condition: store.IfAbsent})
+		_, err = s.Put(ctx, KeyRecord, layout.EncodePeerAuth(k[:]), store.PutOptions{Condition: store.IfAbsent})
 		if err == nil {
 			return k[:], nil
 		}
