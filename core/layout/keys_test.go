@@ -60,9 +60,9 @@ func TestParseKeys(t *testing.T) {
 	}
 	for _, bad := range []string{
 		"cells/C:x/ltx/e03/0001/0000000000000001-000000000000002a.ltx", // epoch with a leading zero
-		"cells/C:x/ltx/e3/000a/0000000000000001-000000000000002a.ltx", // level above 9
-		"cells/C:x/ltx/e3/0001/0000000000000002-0000000000000001.ltx", // min above max
-		"cells/C:x/ltx/e3/0001/0000000000000000-0000000000000001.ltx", // min 0
+		"cells/C:x/ltx/e3/000a/0000000000000001-000000000000002a.ltx",  // level above 9
+		"cells/C:x/ltx/e3/0001/0000000000000002-0000000000000001.ltx",  // min above max
+		"cells/C:x/ltx/e3/0001/0000000000000000-0000000000000001.ltx",  // min 0
 		"cells/C:x/changeset/e3/0001/0000000000000001-000000000000002a.ltx",
 		"cells//ltx/e3/0001/0000000000000001-000000000000002a.ltx",
 		"cells/C:x/ltx/e3/0001/0000000000000001-000000000000002a.ltx.tmp",
