@@ -87,8 +87,8 @@ func DecideWake(self string, elected bool, own *layout.OwnRecord, ownerLease *la
 }
 
 // DuePrefixes picks, from the minute prefixes a delimiter LIST of
-// layout.WakeEntriesPrefix returned ("wake/entries/<minute>/"), those whose minute
-// has begun by nowMs, sorted (oldest first) and without duplicates. Prefixes
+// layout.WakeEntriesPrefix returned (layout.WakeMinutePrefix:
+// "wake/entries/<minute>/"), those whose minute has begun by nowMs, sorted (oldest first) and without duplicates. Prefixes
 // that are not canonical minutes are dropped: their entries could never be
 // parsed anyway. Parsing each prefix, rather than trusting the store's
 // order, keeps discovery independent of the provider.

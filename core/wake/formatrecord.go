@@ -91,9 +91,10 @@ func (a FormatAction) String() string {
 	return "?"
 }
 
-// CheckFormat decides startup from the marker (nil when layout.WakeFormatKey is
-// absent) and, when it is absent, from legacyFound: layout.WakeLegacyFormatKey if that
-// key exists, and each of layout.WakeUnmarkedDataPrefixes holding at least one object.
+// CheckFormat decides startup from the marker (nil when
+// layout.WakeFormatKey is absent) and, when it is absent, from legacyFound:
+// layout.WakeLegacyFormatKey if that key exists, and each of
+// layout.WakeUnmarkedDataPrefixes holding at least one object.
 // It returns a *FormatBlockedError when startup must stop. A concurrent
 // starter can publish its marker and seeds while this one scans, so read
 // the marker again before acting on BlockUnmarkedData, as celld does.
