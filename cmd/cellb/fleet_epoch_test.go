@@ -8,6 +8,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/store"
@@ -137,7 +138,7 @@ func TestFleetNodeMovesPastARecordBehindTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Put(ctx, fleet.OwnKey(cellKey), fleet.OwnRecord{Node: "", Epoch: 1}.Encode(), store.PutOptions{}); err != nil {
+	if _, err := s.Put(ctx, layout.OwnKey(cellKey), layout.OwnRecord{Node: "", Epoch: 1}.Encode(), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c := startEpochNode(t, s, "node_c")

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/peer"
 )
 
@@ -101,7 +101,7 @@ func TestCapturedPeerRequestIsRefusedEverywhere(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := fleet.DecodeNodeLease(fleet.NodeKey(node), data)
+		l, err := layout.DecodeNodeLease(layout.NodeKey(node), data)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,19 +15,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
 
 // ownRecordOf reads the ownership record of counter name from a files
 // bucket.
-func ownRecordOf(t *testing.T, bucketDir, name string) fleet.OwnRecord {
+func ownRecordOf(t *testing.T, bucketDir, name string) layout.OwnRecord {
 	t.Helper()
-	key := fleet.OwnKey("Counter:" + cellIDFromName("cellb-example", name))
+	key := layout.OwnKey("Counter:" + cellIDFromName("cellb-example", name))
 	data, err := os.ReadFile(filepath.Join(bucketDir, filepath.FromSlash(key)))
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
-	rec, err := fleet.DecodeOwnRecord(key, data)
+	rec, err := layout.DecodeOwnRecord(key, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestSIGTERMReleasesCells(t *testing.T) {
 	if _, err := os.Stat(leaseKey); !os.IsNotExist(err) {
 		t.Fatalf("a's node lease is still in the bucket after SIGTERM (%v)", err)
 	}
-	if rec := ownRecordOf(t, bucketDir, "held"); rec != (fleet.OwnRecord{Node: "", Epoch: epoch}) {
+	if rec := ownRecordOf(t, bucketDir, "held"); rec != (layout.OwnRecord{Node: "", Epoch: epoch}) {
 		t.Fatalf("own.json after a's SIGTERM is %+v, want the released record {\"node\":\"\",\"epoch\":%d}", rec, epoch)
 	}
 	// a's lease back, live for an hour: were the record not released, b
@@ -213,11 +213,11 @@ func TestSIGTERMUnderLoadAnswersEveryCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aLease, err := fleet.DecodeNodeLease(fleet.NodeKey("na"), data)
+	aLease, err := layout.DecodeNodeLease(layout.NodeKey("na"), data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	probed := make(chan []fleet.OwnRecord, 1)
+	probed := make(chan []layout.OwnRecord, 1)
 	go func() {
 		for {
 			conn, err := net.Dial("tcp", aLease.Addr)
@@ -226,11 +226,11 @@ func TestSIGTERMUnderLoadAnswersEveryCall(t *testing.T) {
 				time.Sleep(time.Millisecond)
 				continue
 			}
-			var recs []fleet.OwnRecord
+			var recs []layout.OwnRecord
 			for _, k := range counters {
-				key := fleet.OwnKey("Counter:" + cellIDFromName("cellb-example", k))
+				key := layout.OwnKey("Counter:" + cellIDFromName("cellb-example", k))
 				data, _ := os.ReadFile(filepath.Join(bucketDir, filepath.FromSlash(key)))
-				rec, _ := fleet.DecodeOwnRecord(key, data)
+				rec, _ := layout.DecodeOwnRecord(key, data)
 				recs = append(recs, rec)
 			}
 			probed <- recs

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
 )
@@ -49,7 +49,7 @@ func TestFleetWakesTheAlarmOfADeadOwner(t *testing.T) {
 	}
 	defer store.Close(bucket)
 	// The reply waited for the publication: the entry is there already.
-	page, err := store.ListAll(ctx, bucket, store.ListOptions{Prefix: wake.EntriesPrefix})
+	page, err := store.ListAll(ctx, bucket, store.ListOptions{Prefix: layout.WakeEntriesPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +67,11 @@ func TestFleetWakesTheAlarmOfADeadOwner(t *testing.T) {
 
 	deadline := time.Now().Add(45 * time.Second)
 	for {
-		own, ownErr := bucket.Get(ctx, fleet.OwnKey(room))
-		ret, retErr := bucket.Get(ctx, wake.RetiredKey(room))
+		own, ownErr := bucket.Get(ctx, layout.OwnKey(room))
+		ret, retErr := bucket.Get(ctx, layout.WakeRetiredKey(room))
 		if ownErr == nil && retErr == nil {
-			o, err1 := fleet.DecodeOwnRecord(fleet.OwnKey(room), own.Data)
-			r, err2 := wake.DecodeRetired(wake.RetiredKey(room), ret.Data)
+			o, err1 := layout.DecodeOwnRecord(layout.OwnKey(room), own.Data)
+			r, err2 := wake.DecodeRetired(layout.WakeRetiredKey(room), ret.Data)
 			if err1 == nil && err2 == nil && o.Node == "b" && r.AtMs == nil && r.Identity.Epoch == o.Epoch {
 				break // b woke the room, its alarm ran, and nothing is armed
 			}

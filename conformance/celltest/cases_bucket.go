@@ -13,6 +13,7 @@ import (
 	"github.com/cellb/cellb/core/backup"
 	"github.com/cellb/cellb/core/changeset"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/store"
@@ -122,7 +123,7 @@ func caseEmptyBucketStartsEmpty(c *checkT, m bucketMode) {
 		rt.EvictAll() // a crash before the first backup
 		c.eventually("the cell to leave memory after EvictAll", func() bool { return !slices.Contains(rt.ActiveCells(), s.Key()) })
 	}
-	if n := bucket.objects(c, "cells/"+s.Key()+"/"); len(n) != 0 {
+	if n := bucket.objects(c, layout.CellPrefix(s.Key())); len(n) != 0 {
 		c.fatalf("the bucket holds %v for the cell; the case needs it empty", n)
 	}
 	v := must(c, s, "read after the cell was taken again", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
@@ -65,7 +66,7 @@ func (n *fleetNode) Pause(on bool) error {
 		n.clk.pause()
 		return nil
 	}
-	key := fleet.NodeKey(n.ID())
+	key := layout.NodeKey(n.ID())
 	before, err := n.h.fs.Inner().Get(context.Background(), key)
 	if err != nil {
 		return err
@@ -162,7 +163,7 @@ func (n *fleetNode) Crash() { n.Kill() }
 
 func (n *fleetNode) Isolate(cut bool) error {
 	if cut {
-		n.h.fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: fleet.NodeKey(n.ID()), Fault: faultstore.Fail, Times: -1})
+		n.h.fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: layout.NodeKey(n.ID()), Fault: faultstore.Fail, Times: -1})
 	} else {
 		n.h.fs.ClearScript()
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cellb/cellb/core/durability"
-	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -13,7 +13,7 @@ import (
 // cells/<cell>/backup/, restorable to the newest backup.
 func Mode() durability.Mode {
 	return durability.Mode{
-		Log: logkeys.Backup(),
+		Log: layout.Backup(),
 		Open: func(o durability.OpenOptions) (durability.Log, error) {
 			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
 		},
@@ -23,7 +23,7 @@ func Mode() durability.Mode {
 
 func restoreMode(ctx context.Context, s store.Store, cell string, req durability.RestoreRequest, out durability.RestoreSink) (durability.Restored, error) {
 	if req.TXID != 0 || !req.Time.IsZero() {
-		return durability.Restored{}, &durability.NoPointInTimeError{Mode: logkeys.Backup().Name}
+		return durability.Restored{}, &durability.NoPointInTimeError{Mode: layout.Backup().Name}
 	}
 	res, err := Restore(ctx, s, cell)
 	if err != nil {

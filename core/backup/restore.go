@@ -8,10 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
-	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -30,12 +28,10 @@ func (e *CorruptError) Error() string {
 }
 
 // Prefix is where a cell's backups live: "cells/<cell>/backup/".
-func Prefix(cell string) string { return logkeys.Backup().Prefix(cell) }
+func Prefix(cell string) string { return layout.Backup().Prefix(cell) }
 
-// Key names the backup of commit seq of epoch.
-func Key(cell string, epoch, seq uint64) string {
-	return fmt.Sprintf("%se%d/%016x.db", Prefix(cell), epoch, seq)
-}
+// Key names the backup of commit seq of epoch (layout.BackupKey).
+func Key(cell string, epoch, seq uint64) string { return layout.BackupKey(cell, epoch, seq) }
 
 // Info is one backup in the bucket.
 type Info struct {
@@ -47,27 +43,11 @@ type Info struct {
 
 // parseKey reads a key below Prefix(cell).
 func parseKey(cell, key string) (Info, bool) {
-	rest, ok := strings.CutPrefix(key, Prefix(cell))
+	f, ok := layout.ParseBackupKey(cell, key)
 	if !ok {
 		return Info{}, false
 	}
-	dir, name, ok := strings.Cut(rest, "/")
-	if !ok || len(dir) < 2 || dir[0] != 'e' {
-		return Info{}, false
-	}
-	epoch, err := strconv.ParseUint(dir[1:], 10, 64)
-	if err != nil || strconv.FormatUint(epoch, 10) != dir[1:] {
-		return Info{}, false
-	}
-	hexSeq, ok := strings.CutSuffix(name, ".db")
-	if !ok || len(hexSeq) != 16 {
-		return Info{}, false
-	}
-	seq, err := strconv.ParseUint(hexSeq, 16, 64)
-	if err != nil || hexSeq != fmt.Sprintf("%016x", seq) {
-		return Info{}, false
-	}
-	return Info{Key: key, Epoch: epoch, Seq: seq}, true
+	return Info{Key: key, Epoch: f.Epoch, Seq: f.Seq}, true
 }
 
 // List returns the cell's backups, newest (greatest epoch, then seq)

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"strconv"
-	"strings"
 
-	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/layout"
 )
 
 // The file format is described in docs/changeset-format.md.
@@ -196,28 +194,21 @@ func Decode(data []byte) (*File, error) {
 	return f, nil
 }
 
-// Key layout: cells/<cell>/changeset/e<epoch>/<min:016x>-<max:016x>.<kind>,
-// kind "snap" for snapshot files and "cset" for the others.
-const (
-	suffixSnapshot  = ".snap"
-	suffixChangeset = ".cset"
-)
+// The key layout is core/layout's:
+// cells/<cell>/changeset/e<epoch>/<min:016x>-<max:016x>.<kind>, kind "snap"
+// for snapshot files and "cset" for the others.
 
 // CellPrefix is where a cell's changeset log lives.
-func CellPrefix(cell string) string { return logkeys.Changeset().Prefix(cell) }
+func CellPrefix(cell string) string { return layout.Changeset().Prefix(cell) }
 
 // EpochPrefix is one epoch's files.
 func EpochPrefix(cell string, epoch uint64) string {
-	return CellPrefix(cell) + "e" + strconv.FormatUint(epoch, 10) + "/"
+	return layout.Changeset().EpochPrefix(cell, epoch)
 }
 
-// Key names a file.
+// Key names a file (layout.ChangesetKey).
 func Key(cell string, epoch, minSeq, maxSeq uint64, snapshot bool) string {
-	suffix := suffixChangeset
-	if snapshot {
-		suffix = suffixSnapshot
-	}
-	return fmt.Sprintf("%s%016x-%016x%s", EpochPrefix(cell, epoch), minSeq, maxSeq, suffix)
+	return layout.ChangesetKey(cell, epoch, minSeq, maxSeq, snapshot)
 }
 
 // FileInfo is a file known by its key.
@@ -232,30 +223,9 @@ type FileInfo struct {
 
 // ParseKey reads a key inside EpochPrefix(cell, epoch).
 func ParseKey(cell string, epoch uint64, key string) (FileInfo, bool) {
-	name, ok := strings.CutPrefix(key, EpochPrefix(cell, epoch))
+	f, ok := layout.ParseChangesetKey(cell, epoch, key)
 	if !ok {
 		return FileInfo{}, false
 	}
-	fi := FileInfo{Key: key, Epoch: epoch}
-	switch {
-	case strings.HasSuffix(name, suffixSnapshot):
-		fi.Snapshot = true
-		name = strings.TrimSuffix(name, suffixSnapshot)
-	case strings.HasSuffix(name, suffixChangeset):
-		name = strings.TrimSuffix(name, suffixChangeset)
-	default:
-		return FileInfo{}, false
-	}
-	lo, hi, ok := strings.Cut(name, "-")
-	if !ok || len(lo) != 16 || len(hi) != 16 {
-		return FileInfo{}, false
-	}
-	var err1, err2 error
-	fi.MinSeq, err1 = strconv.ParseUint(lo, 16, 64)
-	fi.MaxSeq, err2 = strconv.ParseUint(hi, 16, 64)
-	if err1 != nil || err2 != nil || fi.MinSeq == 0 || fi.MaxSeq < fi.MinSeq ||
-		Key(cell, epoch, fi.MinSeq, fi.MaxSeq, fi.Snapshot) != key {
-		return FileInfo{}, false
-	}
-	return fi, true
+	return FileInfo{Key: key, Epoch: epoch, MinSeq: f.MinSeq, MaxSeq: f.MaxSeq, Snapshot: f.Snapshot}, true
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cellb/cellb/core/durability"
-	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // (RestoreRequest.Scratch).
 func Mode() durability.Mode {
 	return durability.Mode{
-		Log:           logkeys.Changeset(),
+		Log:           layout.Changeset(),
 		NeedsSessions: true,
 		Open: func(o durability.OpenOptions) (durability.Log, error) {
 			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
@@ -27,7 +27,7 @@ func Mode() durability.Mode {
 
 func restoreMode(ctx context.Context, s store.Store, cell string, req durability.RestoreRequest, out durability.RestoreSink) (durability.Restored, error) {
 	if req.TXID != 0 || !req.Time.IsZero() {
-		return durability.Restored{}, &durability.NoPointInTimeError{Mode: logkeys.Changeset().Name}
+		return durability.Restored{}, &durability.NoPointInTimeError{Mode: layout.Changeset().Name}
 	}
 	if req.Scratch == nil {
 		return durability.Restored{}, errors.New("changeset: restoring needs a scratch database with SQLite sessions (RestoreRequest.Scratch)")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -41,7 +42,7 @@ type MissingSnapshotError struct {
 func (e *MissingSnapshotError) Error() string {
 	msg := fmt.Sprintf("changeset log epoch %d of %s has lost its snapshot: no %s file is left in %s (the epoch's lowest file is %s), "+
 		"and its changesets apply only on top of it. Put the missing file back from a copy of the bucket",
-		e.Epoch, e.Cell, suffixSnapshot, EpochPrefix(e.Cell, e.Epoch), e.First)
+		e.Epoch, e.Cell, layout.ChangesetSnapshotSuffix, EpochPrefix(e.Cell, e.Epoch), e.First)
 	if e.Older != 0 {
 		msg += fmt.Sprintf(", or, to give up every commit of epoch %d and restore epoch %d instead, move %s aside",
 			e.Epoch, e.Older, EpochPrefix(e.Cell, e.Epoch))

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/layout"
 )
 
 // Log opens per-cell logs.
@@ -154,8 +155,8 @@ type EpochInUseError struct {
 
 func (e *EpochInUseError) Error() string {
 	return fmt.Sprintf("epoch %d of %s is already used by another writer (the bucket holds %s, epoch %d); "+
-		"nothing was written into it. The ownership record cells/%s/own.json is behind the cell's log: "+
+		"nothing was written into it. The ownership record %s is behind the cell's log: "+
 		"a CellB node's next take moves past epoch %d; for other nodes write the released record "+
 		"{\"node\":\"\",\"epoch\":%d} to it",
-		e.Epoch, e.Cell, e.Key, e.Newest, e.Cell, e.Newest, e.Newest)
+		e.Epoch, e.Cell, e.Key, e.Newest, layout.OwnKey(e.Cell), e.Newest, e.Newest)
 }

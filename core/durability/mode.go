@@ -10,17 +10,17 @@ import (
 
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
-	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
 // Mode is one durability mode as a value: its name and where it keeps a
-// cell's log in the bucket (logkeys.Log: Name, What, Prefix), how to open
+// cell's log in the bucket (layout.Log: Name, What, Prefix), how to open
 // its Log on a bucket, and how to rebuild a cell from what it keeps.
 // Each log package returns its own (ltxlog.Mode, changeset.Mode,
 // backup.Mode); a program assembles the ones it offers into Modes.
 type Mode struct {
-	logkeys.Log
+	layout.Log
 	// PointInTime says Restore takes RestoreRequest.TXID and Time; a mode
 	// without it restores only its newest state.
 	PointInTime bool
@@ -133,7 +133,7 @@ type NoLogError struct {
 }
 
 func (e *NoLogError) Error() string {
-	return fmt.Sprintf("the bucket holds no %s files for this cell (under cells/%s/)", orList(e.Known), e.Cell)
+	return fmt.Sprintf("the bucket holds no %s files for this cell (under %s)", orList(e.Known), layout.CellPrefix(e.Cell))
 }
 
 // SeveralLogsError: the bucket holds the logs of several modes for the

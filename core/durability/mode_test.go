@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cellb/cellb/core/durability"
-	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -16,7 +16,7 @@ import (
 // Restore are not needed to look modes up or detect them.
 func testModes() durability.Modes {
 	var ms durability.Modes
-	for _, l := range logkeys.All() {
+	for _, l := range layout.Logs() {
 		ms = append(ms, durability.Mode{Log: l})
 	}
 	return ms
@@ -61,14 +61,14 @@ func put(t *testing.T, s store.Store, key string) {
 // Detect finds the one log a bucket holds for a cell, whichever it is,
 // and ignores other cells' logs.
 func TestModesDetectEachLog(t *testing.T) {
-	for _, l := range logkeys.All() {
+	for _, l := range layout.Logs() {
 		t.Run(l.Name, func(t *testing.T) {
 			s := memstore.New()
 			put(t, s, l.Prefix("C:a")+"e1/file")
 			// Another cell whose key extends this one's holds a different log.
-			other := logkeys.Backup()
+			other := layout.Backup()
 			if l.Name == other.Name {
-				other = logkeys.LTX()
+				other = layout.LTX()
 			}
 			put(t, s, other.Prefix("C:ab")+"e1/file")
 			m, err := testModes().Detect(context.Background(), s, "C:a")
@@ -95,8 +95,8 @@ func TestModesDetectNone(t *testing.T) {
 
 func TestModesDetectSeveral(t *testing.T) {
 	s := memstore.New()
-	put(t, s, logkeys.LTX().Prefix("C:a")+"e1/0000000000000001-0000000000000001.ltx")
-	put(t, s, logkeys.Backup().Prefix("C:a")+"e2/0000000000000001.db")
+	put(t, s, layout.LTX().Prefix("C:a")+"e1/0000000000000001-0000000000000001.ltx")
+	put(t, s, layout.Backup().Prefix("C:a")+"e2/0000000000000001.db")
 	_, err := testModes().Detect(context.Background(), s, "C:a")
 	var se *durability.SeveralLogsError
 	if !errors.As(err, &se) || !slices.Equal(se.Found, []string{"ltx", "backup"}) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/store"
 )
@@ -31,7 +32,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 	if err := n.precheck(cell); err != nil {
 		return nil, err
 	}
-	key := OwnKey(cell)
+	key := layout.OwnKey(cell)
 	st := AcquireState{Self: n.opts.Node}
 	reread := func() error {
 		st = AcquireState{Self: n.opts.Node}
@@ -42,7 +43,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 		if err != nil {
 			return err
 		}
-		rec, err := DecodeOwnRecord(key, obj.Data)
+		rec, err := layout.DecodeOwnRecord(key, obj.Data)
 		if err != nil {
 			return err
 		}
@@ -72,13 +73,13 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			// renewed since by an old copy, and steal a live owner's cell.
 			st.OwnerLeaseRead = true
 			st.NowMs = uint64(n.clock.Now().UnixMilli())
-			obj, err := n.opts.Store.Get(ctx, NodeKey(st.Own.Node))
+			obj, err := n.opts.Store.Get(ctx, layout.NodeKey(st.Own.Node))
 			switch {
 			case store.IsNotFound(err):
 			case err != nil:
 				return nil, err
 			default:
-				nl, err := DecodeNodeLease(NodeKey(st.Own.Node), obj.Data)
+				nl, err := layout.DecodeNodeLease(layout.NodeKey(st.Own.Node), obj.Data)
 				if err != nil {
 					// An unreadable lease is not proof of death.
 					return nil, err
@@ -243,13 +244,13 @@ func (g *grant) CheckAck(ctx context.Context) error {
 	n := g.node
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.TTL/3)
 	defer cancel()
-	key := OwnKey(g.cell)
+	key := layout.OwnKey(g.cell)
 	obj, err := n.opts.Store.Get(ctx, key)
 	if err != nil && !store.IsNotFound(err) {
 		return fmt.Errorf("%s: cannot confirm ownership before acknowledging: %w", g.cell, err)
 	}
 	if err == nil {
-		rec, derr := DecodeOwnRecord(key, obj.Data)
+		rec, derr := layout.DecodeOwnRecord(key, obj.Data)
 		if derr == nil && rec.Node == n.opts.Node && rec.Epoch == g.epoch {
 			return nil
 		}
@@ -272,7 +273,7 @@ func (g *grant) Release(ctx context.Context) error {
 	if g.Err() != nil {
 		return nil // already lost: not ours to release
 	}
-	key := OwnKey(g.cell)
+	key := layout.OwnKey(g.cell)
 	for attempt := 0; attempt < 3; attempt++ {
 		obj, err := n.opts.Store.Get(ctx, key)
 		if store.IsNotFound(err) {
@@ -281,14 +282,14 @@ func (g *grant) Release(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		rec, err := DecodeOwnRecord(key, obj.Data)
+		rec, err := layout.DecodeOwnRecord(key, obj.Data)
 		if err != nil {
 			return err
 		}
 		if !MayRelease(n.opts.Node, g.epoch, &rec) {
 			return nil
 		}
-		released := OwnRecord{Node: "", Epoch: g.epoch}
+		released := layout.OwnRecord{Node: "", Epoch: g.epoch}
 		_, err = n.opts.Store.Put(ctx, key, released.Encode(), store.PutOptions{Condition: store.IfVersion(obj.Version)})
 		if err == nil || store.IsPreconditionFailed(err) {
 			return nil // a 412 is benign: the record moved on

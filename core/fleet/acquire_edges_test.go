@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
-	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -56,19 +56,19 @@ func (s *edgeStore) List(ctx context.Context, opts store.ListOptions) (store.Lis
 func TestUnreadableOwnerLeaseFailsTheTake(t *testing.T) {
 	ctx := context.Background()
 	mem := memstore.New()
-	es := &edgeStore{Store: mem, failGet: NodeKey("node_b")}
+	es := &edgeStore{Store: mem, failGet: layout.NodeKey("node_b")}
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	a := joinNode(t, es, clk, "node_a")
-	putOwn(t, mem, "C:x", OwnRecord{"node_b", 3})
+	putOwn(t, mem, "C:x", layout.OwnRecord{Node: "node_b", Epoch: 3})
 	_, err := a.TryAcquire(ctx, "C:x")
 	if !errors.Is(err, errEdgeRead) {
 		t.Fatalf("err = %v, want the lease read's error", err)
 	}
-	obj, err := mem.Get(ctx, OwnKey("C:x"))
+	obj, err := mem.Get(ctx, layout.OwnKey("C:x"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, _ := DecodeOwnRecord("", obj.Data); rec != (OwnRecord{"node_b", 3}) {
+	if rec, _ := layout.DecodeOwnRecord("", obj.Data); rec != (layout.OwnRecord{Node: "node_b", Epoch: 3}) {
 		t.Fatalf("record = %+v, want it untouched", rec)
 	}
 }
@@ -89,7 +89,7 @@ func TestRecordBehindTheLogIsLogged(t *testing.T) {
 	}
 	t.Cleanup(a.Kill)
 
-	putOwn(t, mem, "C:plain", OwnRecord{"", 5})
+	putOwn(t, mem, "C:plain", layout.OwnRecord{Node: "", Epoch: 5})
 	if _, err := mem.Put(ctx, ltx.Key("C:plain", 5, 0, 1, 1), []byte("x"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRecordBehindTheLogIsLogged(t *testing.T) {
 	}
 	mu.Unlock()
 
-	putOwn(t, mem, "C:behind", OwnRecord{"", 1})
+	putOwn(t, mem, "C:behind", layout.OwnRecord{Node: "", Epoch: 1})
 	if _, err := mem.Put(ctx, ltx.Key("C:behind", 3, 0, 1, 1), []byte("x"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,17 +140,17 @@ func TestContentionListsOncePerAttempt(t *testing.T) {
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	a := joinNode(t, es, clk, "node_a")
 	epoch := uint64(1)
-	putOwn(t, mem, "C:busy", OwnRecord{"", epoch})
+	putOwn(t, mem, "C:busy", layout.OwnRecord{Node: "", Epoch: epoch})
 	es.lists.Store(0)
 	rs.before = func(key string) {
 		epoch++
-		putOwn(t, mem, "C:busy", OwnRecord{"", epoch})
+		putOwn(t, mem, "C:busy", layout.OwnRecord{Node: "", Epoch: epoch})
 	}
 	if _, err := a.TryAcquire(ctx, "C:busy"); err == nil {
 		t.Fatal("took a cell it lost every race for")
 	}
 	// Each listing of the cell's logs lists every log's prefix.
-	perListing := int64(len(logkeys.All()))
+	perListing := int64(len(layout.Logs()))
 	if n, want := es.lists.Load(), perListing*maxSteps/2; n < want || n >= want+perListing {
 		t.Fatalf("%d listings, want %d (%d attempts)", n, want, maxSteps/2)
 	}
@@ -213,11 +213,11 @@ func TestReleaseOfASupersededGrant(t *testing.T) {
 	if held != g2.(*grant) {
 		t.Fatal("releasing the superseded grant made the node forget the newer one")
 	}
-	obj, err := mem.Get(ctx, OwnKey("C:again"))
+	obj, err := mem.Get(ctx, layout.OwnKey("C:again"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, _ := DecodeOwnRecord("", obj.Data); rec != (OwnRecord{"node_a", g2.Epoch()}) {
+	if rec, _ := layout.DecodeOwnRecord("", obj.Data); rec != (layout.OwnRecord{Node: "node_a", Epoch: g2.Epoch()}) {
 		t.Fatalf("record = %+v, want the newer grant's", rec)
 	}
 }

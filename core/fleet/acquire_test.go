@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
@@ -41,9 +42,9 @@ func (s *racingStore) Put(ctx context.Context, key string, data []byte, opts sto
 	return v, err
 }
 
-func putOwn(t *testing.T, s store.Store, cell string, rec OwnRecord) {
+func putOwn(t *testing.T, s store.Store, cell string, rec layout.OwnRecord) {
 	t.Helper()
-	if _, err := s.Put(context.Background(), OwnKey(cell), rec.Encode(), store.PutOptions{}); err != nil {
+	if _, err := s.Put(context.Background(), layout.OwnKey(cell), rec.Encode(), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -61,7 +62,7 @@ func TestLosingTheClaimRace(t *testing.T) {
 	// Create: node_b creates the record first.
 	rs.before = func(key string) {
 		rs.before = nil
-		if _, err := mem.Put(ctx, key, OwnRecord{"node_b", 1}.Encode(), store.PutOptions{Condition: store.IfAbsent}); err != nil {
+		if _, err := mem.Put(ctx, key, layout.OwnRecord{Node: "node_b", Epoch: 1}.Encode(), store.PutOptions{Condition: store.IfAbsent}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -75,24 +76,24 @@ func TestLosingTheClaimRace(t *testing.T) {
 	}
 
 	// Swap: the record was released; node_b swaps first.
-	putOwn(t, mem, "C:swap", OwnRecord{"", 4})
+	putOwn(t, mem, "C:swap", layout.OwnRecord{Node: "", Epoch: 4})
 	rs.before = func(key string) {
 		rs.before = nil
-		putOwn(t, mem, "C:swap", OwnRecord{"node_b", 5})
+		putOwn(t, mem, "C:swap", layout.OwnRecord{Node: "node_b", Epoch: 5})
 	}
 	if _, err := a.TryAcquire(ctx, "C:swap"); !errors.As(err, &oe) || oe.Owner != "node_b" {
 		t.Fatalf("lost swap race: err = %v, want owned by node_b", err)
 	}
-	if r := readOwn(t, mem, "C:swap"); r != (OwnRecord{"node_b", 5}) {
+	if r := readOwn(t, mem, "C:swap"); r != (layout.OwnRecord{Node: "node_b", Epoch: 5}) {
 		t.Fatalf("record %+v: the loser overwrote the winner", r)
 	}
 
 	// A race lost to a release: the next decision takes the epoch after
 	// the record that won, not after the one first read.
-	putOwn(t, mem, "C:again", OwnRecord{"", 1})
+	putOwn(t, mem, "C:again", layout.OwnRecord{Node: "", Epoch: 1})
 	rs.before = func(key string) {
 		rs.before = nil
-		putOwn(t, mem, "C:again", OwnRecord{"", 7})
+		putOwn(t, mem, "C:again", layout.OwnRecord{Node: "", Epoch: 7})
 	}
 	g, err := a.TryAcquire(ctx, "C:again")
 	if err != nil || g.Epoch() != 8 {
@@ -110,10 +111,10 @@ func TestClaimContentionLimit(t *testing.T) {
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	a := joinNode(t, rs, clk, "node_a")
 	epoch := uint64(1)
-	putOwn(t, mem, "C:busy", OwnRecord{"", epoch})
+	putOwn(t, mem, "C:busy", layout.OwnRecord{Node: "", Epoch: epoch})
 	rs.before = func(key string) {
 		epoch++
-		putOwn(t, mem, "C:busy", OwnRecord{"", epoch})
+		putOwn(t, mem, "C:busy", layout.OwnRecord{Node: "", Epoch: epoch})
 	}
 	_, err := a.TryAcquire(ctx, "C:busy")
 	if err == nil || err.Error() != "claim cells/C:busy/own.json: gave up after 12 steps of contention" {
@@ -131,7 +132,7 @@ func TestClaimReconcileLimit(t *testing.T) {
 	fs := faultstore.New(memstore.New(), faultstore.Config{})
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	a := joinNode(t, fs, clk, "node_a")
-	fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: OwnKey("C:fog"), Fault: faultstore.Drop, Times: -1})
+	fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: layout.OwnKey("C:fog"), Fault: faultstore.Drop, Times: -1})
 	fs.ResetStats()
 	_, err := a.TryAcquire(ctx, "C:fog")
 	if err == nil || !strings.HasPrefix(err.Error(), "claim cells/C:fog/own.json: still ambiguous after 3 reconciles: ") || !store.IsAmbiguous(err) {
@@ -142,7 +143,7 @@ func TestClaimReconcileLimit(t *testing.T) {
 	}
 	// Three ambiguous outcomes are still reconciled.
 	fs.ClearScript()
-	fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: OwnKey("C:mist"), Fault: faultstore.Drop, Times: 3})
+	fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: layout.OwnKey("C:mist"), Fault: faultstore.Drop, Times: 3})
 	if g, err := a.TryAcquire(ctx, "C:mist"); err != nil || g.Epoch() != 1 {
 		t.Fatalf("three dropped claims: %v", err)
 	}
@@ -158,7 +159,7 @@ func TestAcquireRefusedWhenFencedOrPastDeadline(t *testing.T) {
 	fs := faultstore.New(memstore.New(), faultstore.Config{})
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	n := joinNode(t, fs, clk, "node_a")
-	if _, err := fs.Put(ctx, NodeKey("node_a"), []byte(`{"node":"node_a","expires_ms":1}`), store.PutOptions{}); err != nil {
+	if _, err := fs.Put(ctx, layout.NodeKey("node_a"), []byte(`{"node":"node_a","expires_ms":1}`), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	step(t, clk, RenewInterval(DefaultTTL), n)
@@ -172,7 +173,7 @@ func TestAcquireRefusedWhenFencedOrPastDeadline(t *testing.T) {
 	if _, err := n.TryAcquire(ctx, "C:1"); !errors.As(err, &le) {
 		t.Fatalf("a fenced node took a cell before its deadline: %v", err)
 	}
-	if _, err := fs.Get(ctx, OwnKey("C:1")); !store.IsNotFound(err) {
+	if _, err := fs.Get(ctx, layout.OwnKey("C:1")); !store.IsNotFound(err) {
 		t.Fatalf("a fenced node wrote a claim: %v", err)
 	}
 
@@ -189,7 +190,7 @@ func TestAcquireRefusedWhenFencedOrPastDeadline(t *testing.T) {
 	if _, err := m.TryAcquire(ctx, "C:3"); !errors.As(err, &le) {
 		t.Fatalf("a node past its deadline took a cell: %v", err)
 	}
-	if _, err := ms.Get(ctx, OwnKey("C:3")); !store.IsNotFound(err) {
+	if _, err := ms.Get(ctx, layout.OwnKey("C:3")); !store.IsNotFound(err) {
 		t.Fatalf("a node past its deadline wrote a claim: %v", err)
 	}
 	if !errors.As(m.FenceErr(), &fe) || fe.Reason != FenceLate {
@@ -265,10 +266,10 @@ func TestFenceIsLatched(t *testing.T) {
 		t.Fatalf("CheckWrite after a late renewal: %v", err)
 	}
 	// Later renewals do not happen, and nothing unfences.
-	before, _ := s.Get(ctx, NodeKey("node_a"))
+	before, _ := s.Get(ctx, layout.NodeKey("node_a"))
 	clk.Set(clk.Now().Add(DefaultTTL))
 	n.renewDue()
-	after, _ := s.Get(ctx, NodeKey("node_a"))
+	after, _ := s.Get(ctx, layout.NodeKey("node_a"))
 	if before.Version != after.Version {
 		t.Fatal("a fenced node renewed its lease again")
 	}
@@ -280,11 +281,11 @@ func TestFenceIsLatched(t *testing.T) {
 	if err := n.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	obj, err := s.Get(ctx, NodeKey("node_a"))
+	obj, err := s.Get(ctx, layout.NodeKey("node_a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, err := DecodeNodeLease(NodeKey("node_a"), obj.Data); err != nil || l.ExpiresMs != 0 {
+	if l, err := layout.DecodeNodeLease(layout.NodeKey("node_a"), obj.Data); err != nil || l.ExpiresMs != 0 {
 		t.Fatalf("the fenced node's lease after Close: %s (%v), want expires_ms 0", obj.Data, err)
 	}
 }
@@ -297,7 +298,7 @@ func TestCloseKeepsAReplacedLease(t *testing.T) {
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	n := joinNode(t, s, clk, "node_a")
 	other := []byte(`{"node":"node_a","expires_ms":99999999999}`)
-	if _, err := s.Put(ctx, NodeKey("node_a"), other, store.PutOptions{}); err != nil {
+	if _, err := s.Put(ctx, layout.NodeKey("node_a"), other, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	step(t, clk, RenewInterval(DefaultTTL), n)
@@ -307,7 +308,7 @@ func TestCloseKeepsAReplacedLease(t *testing.T) {
 	if err := n.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	obj, err := s.Get(ctx, NodeKey("node_a"))
+	obj, err := s.Get(ctx, layout.NodeKey("node_a"))
 	if err != nil || string(obj.Data) != string(other) {
 		t.Fatalf("the other writer's lease: %v %s", err, obj)
 	}
@@ -339,10 +340,10 @@ func TestCheckAck(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.body == "" {
-				if err := s.Delete(ctx, OwnKey("C:a")); err != nil {
+				if err := s.Delete(ctx, layout.OwnKey("C:a")); err != nil {
 					t.Fatal(err)
 				}
-			} else if _, err := s.Put(ctx, OwnKey("C:a"), []byte(tc.body), store.PutOptions{}); err != nil {
+			} else if _, err := s.Put(ctx, layout.OwnKey("C:a"), []byte(tc.body), store.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			err = lease.CheckAck(ctx, g)
@@ -375,7 +376,7 @@ func TestCheckAck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fs.FailNext(faultstore.OpGet, OwnKey("C:a"))
+		fs.FailNext(faultstore.OpGet, layout.OwnKey("C:a"))
 		err = lease.CheckAck(ctx, g)
 		if err == nil || !strings.HasPrefix(err.Error(), "C:a: cannot confirm ownership before acknowledging: ") || !errors.Is(err, faultstore.ErrInjected) {
 			t.Fatalf("CheckAck = %v", err)
@@ -436,7 +437,7 @@ func TestReleasePaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		released(t, g)
-		if r := readOwn(t, fs, "C:r"); r != (OwnRecord{"", 1}) {
+		if r := readOwn(t, fs, "C:r"); r != (layout.OwnRecord{Node: "", Epoch: 1}) {
 			t.Fatalf("record %+v", r)
 		}
 	})
@@ -449,26 +450,26 @@ func TestReleasePaths(t *testing.T) {
 		if st := fs.Stats(); st.Get.Calls+st.Put.Calls != 0 {
 			t.Fatal("a lost grant touched the record")
 		}
-		if r := readOwn(t, fs, "C:r"); r != (OwnRecord{"node_a", 1}) {
+		if r := readOwn(t, fs, "C:r"); r != (layout.OwnRecord{Node: "node_a", Epoch: 1}) {
 			t.Fatalf("record %+v", r)
 		}
 	})
 	t.Run("record missing", func(t *testing.T) {
 		fs, _, g := take(t)
-		if err := fs.Inner().Delete(ctx, OwnKey("C:r")); err != nil {
+		if err := fs.Inner().Delete(ctx, layout.OwnKey("C:r")); err != nil {
 			t.Fatal(err)
 		}
 		if err := g.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		released(t, g)
-		if _, err := fs.Inner().Get(ctx, OwnKey("C:r")); !store.IsNotFound(err) {
+		if _, err := fs.Inner().Get(ctx, layout.OwnKey("C:r")); !store.IsNotFound(err) {
 			t.Fatal("Release recreated a missing record")
 		}
 	})
 	t.Run("read fails", func(t *testing.T) {
 		fs, _, g := take(t)
-		fs.FailNext(faultstore.OpGet, OwnKey("C:r"))
+		fs.FailNext(faultstore.OpGet, layout.OwnKey("C:r"))
 		if err := g.Release(ctx); !errors.Is(err, faultstore.ErrInjected) {
 			t.Fatalf("Release = %v", err)
 		}
@@ -479,10 +480,10 @@ func TestReleasePaths(t *testing.T) {
 	})
 	t.Run("undecodable", func(t *testing.T) {
 		fs, _, g := take(t)
-		if _, err := fs.Inner().Put(ctx, OwnKey("C:r"), []byte("{"), store.PutOptions{}); err != nil {
+		if _, err := fs.Inner().Put(ctx, layout.OwnKey("C:r"), []byte("{"), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.Release(ctx); !errors.Is(err, ErrMalformedRecord) {
+		if err := g.Release(ctx); !errors.Is(err, layout.ErrMalformedRecord) {
 			t.Fatalf("Release = %v", err)
 		}
 		if fs.Stats().Put.Calls != 0 {
@@ -490,7 +491,7 @@ func TestReleasePaths(t *testing.T) {
 		}
 	})
 	t.Run("moved on", func(t *testing.T) {
-		for _, rec := range []OwnRecord{{"node_b", 2}, {"node_a", 2}, {"", 1}, {"node_b", 1}} {
+		for _, rec := range []layout.OwnRecord{{Node: "node_b", Epoch: 2}, {Node: "node_a", Epoch: 2}, {Node: "", Epoch: 1}, {Node: "node_b", Epoch: 1}} {
 			fs, _, g := take(t)
 			putOwn(t, fs.Inner(), "C:r", rec)
 			if err := g.Release(ctx); err != nil {
@@ -503,17 +504,17 @@ func TestReleasePaths(t *testing.T) {
 	})
 	t.Run("lost the race", func(t *testing.T) {
 		fs, _, g := take(t)
-		rs.before = func(string) { putOwn(t, fs.Inner(), "C:r", OwnRecord{"node_b", 2}) }
+		rs.before = func(string) { putOwn(t, fs.Inner(), "C:r", layout.OwnRecord{Node: "node_b", Epoch: 2}) }
 		if err := g.Release(ctx); err != nil {
 			t.Fatalf("a 412 is benign: %v", err)
 		}
-		if r := readOwn(t, fs, "C:r"); r != (OwnRecord{"node_b", 2}) {
+		if r := readOwn(t, fs, "C:r"); r != (layout.OwnRecord{Node: "node_b", Epoch: 2}) {
 			t.Fatalf("record %+v", r)
 		}
 	})
 	t.Run("write fails", func(t *testing.T) {
 		fs, _, g := take(t)
-		fs.FailNext(faultstore.OpPut, OwnKey("C:r"))
+		fs.FailNext(faultstore.OpPut, layout.OwnKey("C:r"))
 		if err := g.Release(ctx); !errors.Is(err, faultstore.ErrInjected) {
 			t.Fatalf("Release = %v", err)
 		}
@@ -523,33 +524,33 @@ func TestReleasePaths(t *testing.T) {
 	})
 	t.Run("ambiguous, applied", func(t *testing.T) {
 		fs, _, g := take(t)
-		fs.LoseNext(faultstore.OpPut, OwnKey("C:r"))
+		fs.LoseNext(faultstore.OpPut, layout.OwnKey("C:r"))
 		if err := g.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if n := fs.Stats().Put.Calls; n != 1 {
 			t.Fatalf("%d writes: the re-read shows the release applied", n)
 		}
-		if r := readOwn(t, fs, "C:r"); r != (OwnRecord{"", 1}) {
+		if r := readOwn(t, fs, "C:r"); r != (layout.OwnRecord{Node: "", Epoch: 1}) {
 			t.Fatalf("record %+v", r)
 		}
 	})
 	t.Run("ambiguous, not applied", func(t *testing.T) {
 		fs, _, g := take(t)
-		fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: OwnKey("C:r"), Fault: faultstore.Drop, Times: 2})
+		fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: layout.OwnKey("C:r"), Fault: faultstore.Drop, Times: 2})
 		if err := g.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if n := fs.Stats().Put.Calls; n != 3 {
 			t.Fatalf("%d writes, want 3", n)
 		}
-		if r := readOwn(t, fs, "C:r"); r != (OwnRecord{"", 1}) {
+		if r := readOwn(t, fs, "C:r"); r != (layout.OwnRecord{Node: "", Epoch: 1}) {
 			t.Fatalf("record %+v", r)
 		}
 	})
 	t.Run("ambiguous three times", func(t *testing.T) {
 		fs, _, g := take(t)
-		fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: OwnKey("C:r"), Fault: faultstore.Drop, Times: -1})
+		fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: layout.OwnKey("C:r"), Fault: faultstore.Drop, Times: -1})
 		err := g.Release(ctx)
 		if err == nil || err.Error() != "release cells/C:r/own.json: outcome still unknown" {
 			t.Fatalf("Release = %v", err)
@@ -568,7 +569,7 @@ func TestFencedNodeStopsRenewing(t *testing.T) {
 	s := memstore.New()
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	n := joinNode(t, s, clk, "node_a")
-	before, err := s.Get(ctx, NodeKey("node_a"))
+	before, err := s.Get(ctx, layout.NodeKey("node_a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +583,7 @@ func TestFencedNodeStopsRenewing(t *testing.T) {
 			return false
 		}
 	})
-	after, err := s.Get(ctx, NodeKey("node_a"))
+	after, err := s.Get(ctx, layout.NodeKey("node_a"))
 	if err != nil || after.Version != before.Version {
 		t.Fatalf("a fenced node renewed its lease: %v", err)
 	}
@@ -596,8 +597,8 @@ func TestAmbiguousRenewalAppliedIsAdopted(t *testing.T) {
 	fs := faultstore.New(memstore.New(), faultstore.Config{})
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	n := joinNode(t, fs, clk, "node_a")
-	fs.LoseNext(faultstore.OpPut, NodeKey("node_a"))
-	fs.FailNext(faultstore.OpGet, NodeKey("node_a"))
+	fs.LoseNext(faultstore.OpPut, layout.NodeKey("node_a"))
+	fs.FailNext(faultstore.OpGet, layout.NodeKey("node_a"))
 	step(t, clk, RenewInterval(DefaultTTL), n)
 	step(t, clk, RenewInterval(DefaultTTL), n)
 	if err := n.FenceErr(); err != nil {
@@ -607,11 +608,11 @@ func TestAmbiguousRenewalAppliedIsAdopted(t *testing.T) {
 	if err := n.writable("C:x"); err != nil {
 		t.Fatalf("after adopting it: %v", err)
 	}
-	obj, err := fs.Get(context.Background(), NodeKey("node_a"))
+	obj, err := fs.Get(context.Background(), layout.NodeKey("node_a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, _ := DecodeNodeLease(NodeKey("node_a"), obj.Data); l.ExpiresMs != uint64(clk.Now().Add(DefaultTTL).UnixMilli()) {
+	if l, _ := layout.DecodeNodeLease(layout.NodeKey("node_a"), obj.Data); l.ExpiresMs != uint64(clk.Now().Add(DefaultTTL).UnixMilli()) {
 		t.Fatalf("the lease was not renewed after adopting: %s", obj.Data)
 	}
 }

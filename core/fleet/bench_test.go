@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -39,7 +40,7 @@ func BenchmarkAcquireRequests(b *testing.B) {
 			}
 			if kind == "dead-owner" {
 				// The owner's lease is gone, as after a crash and expiry.
-				fs.Inner().Delete(ctx, NodeKey("node_b"))
+				fs.Inner().Delete(ctx, layout.NodeKey("node_b"))
 			}
 			before := fs.Stats().Calls()
 			b.ResetTimer()

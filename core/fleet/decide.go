@@ -3,6 +3,7 @@ package fleet
 import (
 	"time"
 
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -43,13 +44,13 @@ type AcquireState struct {
 	NowMs uint64
 
 	// Own is the ownership record, nil when the key is absent.
-	Own        *OwnRecord
+	Own        *layout.OwnRecord
 	OwnVersion store.Version
 
 	// OwnerLease is the lease of Own.Node when OwnerLeaseRead; nil when that
 	// key is absent.
 	OwnerLeaseRead bool
-	OwnerLease     *NodeLease
+	OwnerLease     *layout.NodeLease
 
 	// LTXListed is set once the cell's logs were listed (before any Create
 	// or Swap): LTX, changeset and backups alike, despite the names.
@@ -63,7 +64,7 @@ type AcquireState struct {
 type Action struct {
 	Kind ActionKind
 	// Record and Cond are the write for Create and Swap.
-	Record OwnRecord
+	Record layout.OwnRecord
 	Cond   store.Condition
 	// Owner and Addr name the live owner for OwnedElsewhere.
 	Owner, Addr string
@@ -97,7 +98,7 @@ func DecideAcquire(s AcquireState) Action {
 		if s.NewestLTXEpoch > 0 || s.NewestLTXKey != "" {
 			return Action{Kind: RecordLost, LostEpoch: s.NewestLTXEpoch}
 		}
-		return Action{Kind: Create, Record: OwnRecord{Node: s.Self, Epoch: 1}, Cond: store.IfAbsent}
+		return Action{Kind: Create, Record: layout.OwnRecord{Node: s.Self, Epoch: 1}, Cond: store.IfAbsent}
 	}
 	if s.Own.Node != s.Self && s.Own.Node != "" {
 		if !s.OwnerLeaseRead {
@@ -113,19 +114,19 @@ func DecideAcquire(s AcquireState) Action {
 	if !s.LTXListed {
 		return Action{Kind: ListLTX}
 	}
-	next := OwnRecord{Node: s.Self, Epoch: max(s.Own.Epoch, s.NewestLTXEpoch) + 1}
+	next := layout.OwnRecord{Node: s.Self, Epoch: max(s.Own.Epoch, s.NewestLTXEpoch) + 1}
 	return Action{Kind: Swap, Record: next, Cond: store.IfVersion(s.OwnVersion)}
 }
 
 // Reconciled reports whether an ambiguous Create or Swap of want in fact
 // applied, judged from a fresh read of the record (nil when absent).
-func Reconciled(want OwnRecord, read *OwnRecord) bool {
+func Reconciled(want layout.OwnRecord, read *layout.OwnRecord) bool {
 	return read != nil && *read == want
 }
 
 // MayRelease reports whether a node holding epoch may write the
 // released record over what it read: only its own record at its own epoch.
-func MayRelease(self string, epoch uint64, read *OwnRecord) bool {
+func MayRelease(self string, epoch uint64, read *layout.OwnRecord) bool {
 	return read != nil && read.Node == self && read.Epoch == epoch
 }
 

@@ -4,40 +4,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
 func TestDecideAcquire(t *testing.T) {
-	live := &NodeLease{Node: "b", ExpiresMs: 2000, Addr: "h:1"}
-	dead := &NodeLease{Node: "b", ExpiresMs: 1000, Addr: "h:1"}
-	deadWithLog := &NodeLease{Node: "b", ExpiresMs: 999, Log: &NodeLog{State: "open"}}
-	sealed := &NodeLease{Node: "b", ExpiresMs: 999, Log: &NodeLog{State: "sealed"}}
-	rec := func(node string, e uint64) *OwnRecord { return &OwnRecord{Node: node, Epoch: e} }
+	live := &layout.NodeLease{Node: "b", ExpiresMs: 2000, Addr: "h:1"}
+	dead := &layout.NodeLease{Node: "b", ExpiresMs: 1000, Addr: "h:1"}
+	deadWithLog := &layout.NodeLease{Node: "b", ExpiresMs: 999, Log: &layout.NodeLog{State: "open"}}
+	sealed := &layout.NodeLease{Node: "b", ExpiresMs: 999, Log: &layout.NodeLog{State: "sealed"}}
+	rec := func(node string, e uint64) *layout.OwnRecord { return &layout.OwnRecord{Node: node, Epoch: e} }
 	cases := []struct {
 		name string
 		s    AcquireState
 		want ActionKind
-		rec  OwnRecord
+		rec  layout.OwnRecord
 	}{
-		{"absent, unlisted", AcquireState{}, ListLTX, OwnRecord{}},
-		{"absent, no ltx", AcquireState{LTXListed: true}, Create, OwnRecord{"a", 1}},
-		{"absent, ltx", AcquireState{LTXListed: true, NewestLTXEpoch: 4}, RecordLost, OwnRecord{}},
-		{"self, unlisted", AcquireState{Own: rec("a", 3)}, ListLTX, OwnRecord{}},
-		{"released, unlisted", AcquireState{Own: rec("", 3)}, ListLTX, OwnRecord{}},
-		{"self", AcquireState{Own: rec("a", 3), LTXListed: true, NewestLTXEpoch: 3}, Swap, OwnRecord{"a", 4}},
-		{"released", AcquireState{Own: rec("", 9), LTXListed: true, NewestLTXEpoch: 8}, Swap, OwnRecord{"a", 10}},
-		{"released, no log", AcquireState{Own: rec("", 9), LTXListed: true}, Swap, OwnRecord{"a", 10}},
-		{"self, record behind the log", AcquireState{Own: rec("a", 3), LTXListed: true, NewestLTXEpoch: 7}, Swap, OwnRecord{"a", 8}},
-		{"released, record behind the log", AcquireState{Own: rec("", 3), LTXListed: true, NewestLTXEpoch: 4}, Swap, OwnRecord{"a", 5}},
-		{"other, dead, unlisted", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true}, ListLTX, OwnRecord{}},
-		{"other, dead, record behind the log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, LTXListed: true, NewestLTXEpoch: 6}, Swap, OwnRecord{"a", 7}},
-		{"other, live, record behind the log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: live, LTXListed: true, NewestLTXEpoch: 6}, OwnedElsewhere, OwnRecord{}},
-		{"other, unread", AcquireState{Own: rec("b", 2)}, ReadOwnerLease, OwnRecord{}},
-		{"other, live", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: live}, OwnedElsewhere, OwnRecord{}},
-		{"other, expiring exactly now", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: dead, LTXListed: true, NewestLTXEpoch: 2}, Swap, OwnRecord{"a", 3}},
-		{"other, lease missing", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, LTXListed: true, NewestLTXEpoch: 2}, Swap, OwnRecord{"a", 3}},
-		{"other, dead with open log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: deadWithLog}, OwnerNeedsRecovery, OwnRecord{}},
-		{"other, dead with sealed log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: sealed, LTXListed: true, NewestLTXEpoch: 2}, Swap, OwnRecord{"a", 3}},
+		{"absent, unlisted", AcquireState{}, ListLTX, layout.OwnRecord{}},
+		{"absent, no ltx", AcquireState{LTXListed: true}, Create, layout.OwnRecord{Node: "a", Epoch: 1}},
+		{"absent, ltx", AcquireState{LTXListed: true, NewestLTXEpoch: 4}, RecordLost, layout.OwnRecord{}},
+		{"self, unlisted", AcquireState{Own: rec("a", 3)}, ListLTX, layout.OwnRecord{}},
+		{"released, unlisted", AcquireState{Own: rec("", 3)}, ListLTX, layout.OwnRecord{}},
+		{"self", AcquireState{Own: rec("a", 3), LTXListed: true, NewestLTXEpoch: 3}, Swap, layout.OwnRecord{Node: "a", Epoch: 4}},
+		{"released", AcquireState{Own: rec("", 9), LTXListed: true, NewestLTXEpoch: 8}, Swap, layout.OwnRecord{Node: "a", Epoch: 10}},
+		{"released, no log", AcquireState{Own: rec("", 9), LTXListed: true}, Swap, layout.OwnRecord{Node: "a", Epoch: 10}},
+		{"self, record behind the log", AcquireState{Own: rec("a", 3), LTXListed: true, NewestLTXEpoch: 7}, Swap, layout.OwnRecord{Node: "a", Epoch: 8}},
+		{"released, record behind the log", AcquireState{Own: rec("", 3), LTXListed: true, NewestLTXEpoch: 4}, Swap, layout.OwnRecord{Node: "a", Epoch: 5}},
+		{"other, dead, unlisted", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true}, ListLTX, layout.OwnRecord{}},
+		{"other, dead, record behind the log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, LTXListed: true, NewestLTXEpoch: 6}, Swap, layout.OwnRecord{Node: "a", Epoch: 7}},
+		{"other, live, record behind the log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: live, LTXListed: true, NewestLTXEpoch: 6}, OwnedElsewhere, layout.OwnRecord{}},
+		{"other, unread", AcquireState{Own: rec("b", 2)}, ReadOwnerLease, layout.OwnRecord{}},
+		{"other, live", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: live}, OwnedElsewhere, layout.OwnRecord{}},
+		{"other, expiring exactly now", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: dead, LTXListed: true, NewestLTXEpoch: 2}, Swap, layout.OwnRecord{Node: "a", Epoch: 3}},
+		{"other, lease missing", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, LTXListed: true, NewestLTXEpoch: 2}, Swap, layout.OwnRecord{Node: "a", Epoch: 3}},
+		{"other, dead with open log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: deadWithLog}, OwnerNeedsRecovery, layout.OwnRecord{}},
+		{"other, dead with sealed log", AcquireState{Own: rec("b", 2), OwnerLeaseRead: true, OwnerLease: sealed, LTXListed: true, NewestLTXEpoch: 2}, Swap, layout.OwnRecord{Node: "a", Epoch: 3}},
 	}
 	for _, c := range cases {
 		c.s.Self, c.s.NowMs, c.s.OwnVersion = "a", 1000, "v1"
@@ -62,10 +63,10 @@ func TestDecideAcquire(t *testing.T) {
 }
 
 func TestReleaseAndReconcile(t *testing.T) {
-	if !MayRelease("a", 3, &OwnRecord{"a", 3}) || MayRelease("a", 3, &OwnRecord{"a", 4}) || MayRelease("a", 3, &OwnRecord{"b", 3}) || MayRelease("a", 3, nil) {
+	if !MayRelease("a", 3, &layout.OwnRecord{Node: "a", Epoch: 3}) || MayRelease("a", 3, &layout.OwnRecord{Node: "a", Epoch: 4}) || MayRelease("a", 3, &layout.OwnRecord{Node: "b", Epoch: 3}) || MayRelease("a", 3, nil) {
 		t.Fatal("MayRelease")
 	}
-	if !Reconciled(OwnRecord{"a", 2}, &OwnRecord{"a", 2}) || Reconciled(OwnRecord{"a", 2}, &OwnRecord{"b", 2}) || Reconciled(OwnRecord{"a", 2}, nil) {
+	if !Reconciled(layout.OwnRecord{Node: "a", Epoch: 2}, &layout.OwnRecord{Node: "a", Epoch: 2}) || Reconciled(layout.OwnRecord{Node: "a", Epoch: 2}, &layout.OwnRecord{Node: "b", Epoch: 2}) || Reconciled(layout.OwnRecord{Node: "a", Epoch: 2}, nil) {
 		t.Fatal("Reconciled")
 	}
 }

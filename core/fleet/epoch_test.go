@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -22,16 +23,16 @@ func TestRecordBehindTheLogMovesPastIt(t *testing.T) {
 	n := joinNode(t, s, clk, "node_a")
 	cases := []struct {
 		name   string
-		record OwnRecord
+		record layout.OwnRecord
 		newest uint64
 		want   uint64
 	}{
-		{"released record, mistyped repair", OwnRecord{"", 3}, 5, 6},
-		{"released record one behind", OwnRecord{"", 4}, 5, 6},
-		{"this node's own record behind", OwnRecord{"node_a", 2}, 9, 10},
-		{"a dead node's record behind", OwnRecord{"node_gone", 1}, 4, 5},
-		{"record ahead of the log", OwnRecord{"", 7}, 5, 8},
-		{"record at the log's newest", OwnRecord{"", 5}, 5, 6},
+		{"released record, mistyped repair", layout.OwnRecord{Node: "", Epoch: 3}, 5, 6},
+		{"released record one behind", layout.OwnRecord{Node: "", Epoch: 4}, 5, 6},
+		{"this node's own record behind", layout.OwnRecord{Node: "node_a", Epoch: 2}, 9, 10},
+		{"a dead node's record behind", layout.OwnRecord{Node: "node_gone", Epoch: 1}, 4, 5},
+		{"record ahead of the log", layout.OwnRecord{Node: "", Epoch: 7}, 5, 8},
+		{"record at the log's newest", layout.OwnRecord{Node: "", Epoch: 5}, 5, 6},
 	}
 	for i, c := range cases {
 		cell := "Counter:behind" + string(rune('a'+i))
@@ -43,7 +44,7 @@ func TestRecordBehindTheLogMovesPastIt(t *testing.T) {
 		if _, err := s.Put(ctx, ltx.Key(cell, c.newest, 0, 1, 1), []byte("x"), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Put(ctx, OwnKey(cell), c.record.Encode(), store.PutOptions{}); err != nil {
+		if _, err := s.Put(ctx, layout.OwnKey(cell), c.record.Encode(), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		g, err := n.TryAcquire(ctx, cell)
@@ -53,7 +54,7 @@ func TestRecordBehindTheLogMovesPastIt(t *testing.T) {
 		if g.Epoch() != c.want {
 			t.Errorf("%s: took epoch %d, want %d", c.name, g.Epoch(), c.want)
 		}
-		if r := readOwn(t, s, cell); r != (OwnRecord{"node_a", c.want}) {
+		if r := readOwn(t, s, cell); r != (layout.OwnRecord{Node: "node_a", Epoch: c.want}) {
 			t.Errorf("%s: record %+v", c.name, r)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -29,11 +30,11 @@ func TestOwnedElsewhereNamesTheOwnersIncarnation(t *testing.T) {
 		return n
 	}
 	published := func(n *Node) string {
-		obj, err := s.Get(ctx, NodeKey(n.ID()))
+		obj, err := s.Get(ctx, layout.NodeKey(n.ID()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := DecodeNodeLease(NodeKey(n.ID()), obj.Data)
+		l, err := layout.DecodeNodeLease(layout.NodeKey(n.ID()), obj.Data)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,8 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/cellb/cellb/core/logkeys"
-	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -13,10 +12,10 @@ import (
 type foundLog struct {
 	Epoch uint64 // 0: no log holds an epoch written under ownership
 	Key   string // one object of that epoch, for the lost-record message
-	What  string // which log (logkeys.Log.What)
+	What  string // which log (layout.Log.What)
 }
 
-// newestLog lists every log of cell (logkeys.All: the LTX log, the
+// newestLog lists every log of cell (layout.Logs: the LTX log, the
 // changeset log and backups; a lost ownership record is recognised by
 // whichever of them holds the cell's data) and returns its newest epoch
 // and one key in it. Epoch 0 (written without ownership, by lease.None) does not
@@ -25,14 +24,14 @@ type foundLog struct {
 func newestLog(ctx context.Context, s store.Store, cell string) (foundLog, error) {
 	var best foundLog
 	var bestPrefix string
-	for _, l := range logkeys.All() {
+	for _, l := range layout.Logs() {
 		prefix := l.Prefix(cell)
 		page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: prefix, Delimiter: "/"})
 		if err != nil {
 			return foundLog{}, err
 		}
 		for _, p := range page.Prefixes {
-			if e, ok := ltx.ParseEpochDir(strings.TrimPrefix(p, prefix)); ok && e > best.Epoch {
+			if e, ok := layout.ParseEpochDir(strings.TrimPrefix(p, prefix)); ok && e > best.Epoch {
 				best, bestPrefix = foundLog{Epoch: e, What: l.What}, p
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/cellb/cellb/core/backup"
 	"github.com/cellb/cellb/core/changeset"
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
@@ -66,11 +67,11 @@ func TestLostRecordRefusalInEveryLog(t *testing.T) {
 			if rl.Epoch != tc.epoch || rl.Log != tc.newest.what || rl.Newest != tc.newest.key {
 				t.Fatalf("error fields %+v", rl)
 			}
-			if _, err := s.Get(ctx, OwnKey(cell)); !store.IsNotFound(err) {
+			if _, err := s.Get(ctx, layout.OwnKey(cell)); !store.IsNotFound(err) {
 				t.Fatal("the refusal wrote a record: it must never guess")
 			}
 			// The repair the message names.
-			if _, err := s.Put(ctx, OwnKey(cell), OwnRecord{"", tc.epoch}.Encode(), store.PutOptions{}); err != nil {
+			if _, err := s.Put(ctx, layout.OwnKey(cell), layout.OwnRecord{Node: "", Epoch: tc.epoch}.Encode(), store.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			step(t, clk, 10*time.Second, n)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/store"
 )
@@ -151,7 +152,7 @@ type NodeRecordError struct {
 }
 
 func (e *NodeRecordError) Error() string {
-	return fmt.Sprintf("node lease nodes/%s.json carries a node log in state %q: a celld node must recover it before this id can be used", e.Node, e.State)
+	return fmt.Sprintf("node lease %s carries a node log in state %q: a celld node must recover it before this id can be used", layout.NodeKey(e.Node), e.State)
 }
 
 // Join runs celld's start-up probe on the bucket, then installs the node
@@ -188,7 +189,7 @@ func newNode(ctx context.Context, opts Options, r rules) (*Node, error) {
 		}
 		opts.Node = "node_" + hex.EncodeToString(b[:])
 	}
-	if err := store.ValidateKey(NodeKey(opts.Node)); err != nil {
+	if err := store.ValidateKey(layout.NodeKey(opts.Node)); err != nil {
 		return nil, fmt.Errorf("fleet: node id %q: %w", opts.Node, err)
 	}
 	if opts.Addr == "" {
@@ -266,16 +267,16 @@ func (n *Node) Addr() string { return n.opts.Addr }
 // for the previous incarnation are refused.
 func (n *Node) Generation() string { return n.pubkey }
 
-func (n *Node) record(expiresMs uint64) NodeLease {
+func (n *Node) record(expiresMs uint64) layout.NodeLease {
 	n.mu.Lock()
 	owned := uint64(len(n.grants))
 	n.mu.Unlock()
 	now := uint64(n.clock.Now().UnixMilli())
-	return NodeLease{
+	return layout.NodeLease{
 		Node: n.opts.Node, ExpiresMs: expiresMs, Addr: n.opts.Addr,
 		ProbePublicKey: n.pubkey, PeerProtocol: 0, PacedHandoff: true,
 		OwnershipIndexGeneration: n.pubkey,
-		Load: &NodeLoad{
+		Load: &layout.NodeLoad{
 			SampledMs: now, OwnedCells: owned, ResidentCells: owned,
 			PlacementWeight: 0, BucketFormat: 1, MemoryHeadroom: true,
 		},
@@ -285,7 +286,7 @@ func (n *Node) record(expiresMs uint64) NodeLease {
 // install writes the first node lease: create-only when absent, otherwise
 // over the previous generation's record (a restart with the same id).
 func (n *Node) install(ctx context.Context) error {
-	key := NodeKey(n.opts.Node)
+	key := layout.NodeKey(n.opts.Node)
 	for attempt := 0; attempt < 5; attempt++ {
 		cond := store.IfAbsent
 		obj, err := n.opts.Store.Get(ctx, key)
@@ -294,7 +295,7 @@ func (n *Node) install(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("fleet: read %s: %w", key, err)
 		default:
-			old, derr := DecodeNodeLease(key, obj.Data)
+			old, derr := layout.DecodeNodeLease(key, obj.Data)
 			if derr == nil && old.Log.NeedsRecovery() {
 				return &NodeRecordError{Node: n.opts.Node, State: old.Log.State}
 			}
@@ -456,7 +457,7 @@ func (n *Node) renew() bool {
 	if n.isFenced() {
 		return false
 	}
-	n.renewOnce(NodeKey(n.opts.Node))
+	n.renewOnce(layout.NodeKey(n.opts.Node))
 	return !n.isFenced()
 }
 
@@ -561,7 +562,7 @@ func (n *Node) Close(ctx context.Context) error {
 	n.mu.Lock()
 	fenced, v := n.fenced != nil, n.version
 	n.mu.Unlock()
-	key := NodeKey(n.opts.Node)
+	key := layout.NodeKey(n.opts.Node)
 	if !fenced {
 		if err := n.opts.Store.Delete(ctx, key); err != nil {
 			errs = append(errs, fmt.Errorf("delete node lease: %w", err))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
@@ -116,13 +117,13 @@ func heldGrants(n *Node) []*grant {
 	return gs
 }
 
-func readOwn(t *testing.T, s store.Store, cell string) OwnRecord {
+func readOwn(t *testing.T, s store.Store, cell string) layout.OwnRecord {
 	t.Helper()
-	obj, err := s.Get(context.Background(), OwnKey(cell))
+	obj, err := s.Get(context.Background(), layout.OwnKey(cell))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := DecodeOwnRecord("", obj.Data)
+	r, err := layout.DecodeOwnRecord("", obj.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestNodeLeaseRecordAndRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := DecodeNodeLease("nodes/node_a.json", obj.Data)
+	l, err := layout.DecodeNodeLease("nodes/node_a.json", obj.Data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestNodeLeaseRecordAndRenewal(t *testing.T) {
 	}
 	step(t, clk, RenewInterval(DefaultTTL), n)
 	o, _ := s.Get(context.Background(), "nodes/node_a.json")
-	if l, _ := DecodeNodeLease("nodes/node_a.json", o.Data); l.ExpiresMs != 1_000_000+3333+10_000 {
+	if l, _ := layout.DecodeNodeLease("nodes/node_a.json", o.Data); l.ExpiresMs != 1_000_000+3333+10_000 {
 		t.Fatalf("renewed lease %s", o.Data)
 	}
 	if err := n.Close(context.Background()); err != nil {
@@ -205,7 +206,7 @@ func TestTakeReleaseAndTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ga.Epoch() != 1 || !ga.BucketWins() || readOwn(t, s, cell) != (OwnRecord{"node_a", 1}) {
+	if ga.Epoch() != 1 || !ga.BucketWins() || readOwn(t, s, cell) != (layout.OwnRecord{Node: "node_a", Epoch: 1}) {
 		t.Fatalf("first take: epoch %d, record %+v", ga.Epoch(), readOwn(t, s, cell))
 	}
 	_, err = b.TryAcquire(ctx, cell)
@@ -226,7 +227,7 @@ func TestTakeReleaseAndTakeover(t *testing.T) {
 	if err := ga2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := readOwn(t, s, cell); r != (OwnRecord{"", 2}) {
+	if r := readOwn(t, s, cell); r != (layout.OwnRecord{Node: "", Epoch: 2}) {
 		t.Fatalf("released record %+v", r)
 	}
 	gb, err := b.TryAcquire(ctx, cell)
@@ -298,11 +299,11 @@ func TestLostRecordRefusal(t *testing.T) {
 	if !strings.HasPrefix(msg, "ownership record lost: cells/Counter:lost/own.json is missing, but the bucket holds LTX") || !strings.Contains(msg, `{"node":"","epoch":3}`) {
 		t.Fatalf("message %q", msg)
 	}
-	if _, err := s.Get(ctx, OwnKey(cell)); !store.IsNotFound(err) {
+	if _, err := s.Get(ctx, layout.OwnKey(cell)); !store.IsNotFound(err) {
 		t.Fatal("the refusal wrote a record: it must never guess")
 	}
 	// The operator repairs it; the refusal still holds for 10 s.
-	if _, err := s.Put(ctx, OwnKey(cell), OwnRecord{"", 3}.Encode(), store.PutOptions{}); err != nil {
+	if _, err := s.Put(ctx, layout.OwnKey(cell), layout.OwnRecord{Node: "", Epoch: 3}.Encode(), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.TryAcquire(ctx, cell); !errors.As(err, &rl) {
@@ -320,16 +321,16 @@ func TestAmbiguousClaimIsReconciled(t *testing.T) {
 	fs := faultstore.New(memstore.New(), faultstore.Config{})
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	n := joinNode(t, fs, clk, "node_a")
-	fs.LoseNext(faultstore.OpPut, OwnKey("C:1"))
+	fs.LoseNext(faultstore.OpPut, layout.OwnKey("C:1"))
 	g, err := n.TryAcquire(ctx, "C:1")
 	if err != nil || g.Epoch() != 1 {
 		t.Fatalf("lost response not reconciled: %v", err)
 	}
-	fs.DropNext(faultstore.OpPut, OwnKey("C:2"))
+	fs.DropNext(faultstore.OpPut, layout.OwnKey("C:2"))
 	if _, err := n.TryAcquire(ctx, "C:2"); err != nil {
 		t.Fatalf("dropped request not retried: %v", err)
 	}
-	if r := readOwn(t, fs, "C:2"); r != (OwnRecord{"node_a", 1}) {
+	if r := readOwn(t, fs, "C:2"); r != (layout.OwnRecord{Node: "node_a", Epoch: 1}) {
 		t.Fatalf("record %+v", r)
 	}
 }
@@ -352,7 +353,7 @@ func TestVerifyOwnerOnAck(t *testing.T) {
 	if err := lease.CheckAck(ctx, g); err != nil {
 		t.Fatalf("own record: %v", err)
 	}
-	if _, err := s.Put(ctx, OwnKey("C:v"), OwnRecord{"node_x", 9}.Encode(), store.PutOptions{}); err != nil {
+	if _, err := s.Put(ctx, layout.OwnKey("C:v"), layout.OwnRecord{Node: "node_x", Epoch: 9}.Encode(), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var le *lease.LeaseLapsedError

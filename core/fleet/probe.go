@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -21,7 +22,7 @@ func probeBucket(ctx context.Context, opts Options) error {
 		return nil // join reports it
 	}
 	p := store.Prober{Clock: opts.Clock}
-	if opts.Node != "" && store.ValidateKey(NodeKey(opts.Node)) == nil {
+	if opts.Node != "" && store.ValidateKey(layout.NodeKey(opts.Node)) == nil {
 		p.Tag = opts.Node
 	}
 	if opts.Rand != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -109,7 +110,7 @@ func TestJoinProbesFirst(t *testing.T) {
 			t.Fatalf("the probe made more than %d requests: %v", store.ProbeRequests, order)
 		}
 	}
-	if want := []string{"get " + NodeKey("node_a"), "put " + NodeKey("node_a")}; order[store.ProbeRequests] != want[0] || order[store.ProbeRequests+1] != want[1] {
+	if want := []string{"get " + layout.NodeKey("node_a"), "put " + layout.NodeKey("node_a")}; order[store.ProbeRequests] != want[0] || order[store.ProbeRequests+1] != want[1] {
 		t.Fatalf("after the probe %v, want %v", order[store.ProbeRequests:], want)
 	}
 	if inner.Len() != 1 {

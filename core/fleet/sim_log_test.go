@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
@@ -238,16 +239,16 @@ func (w *world) operatorFault() {
 		// record is released or names a crashed node), and only where the
 		// record is at the log's newest epoch, so every epoch up to it
 		// holds files and the take that follows has a log to go by.
-		obj, err := inner.Get(ctx, OwnKey(cell))
+		obj, err := inner.Get(ctx, layout.OwnKey(cell))
 		if err != nil {
 			return
 		}
-		rec, err := DecodeOwnRecord("", obj.Data)
+		rec, err := layout.DecodeOwnRecord("", obj.Data)
 		if err != nil || rec.Epoch < 2 || rec.Epoch != newest || !w.quiet(rec) {
 			return
 		}
-		stale := OwnRecord{Node: rec.Node, Epoch: 1 + w.r.Uint64N(rec.Epoch-1)}
-		if _, err := inner.Put(ctx, OwnKey(cell), stale.Encode(), store.PutOptions{}); err == nil {
+		stale := layout.OwnRecord{Node: rec.Node, Epoch: 1 + w.r.Uint64N(rec.Epoch-1)}
+		if _, err := inner.Put(ctx, layout.OwnKey(cell), stale.Encode(), store.PutOptions{}); err == nil {
 			w.lowered[cell] = stale.Epoch
 			w.logf("operator put back a stale record %+v for %s (log at epoch %d)", stale, cell, newest)
 		}
@@ -278,11 +279,11 @@ func (w *world) operatorFault() {
 		if _, err := ltx.PlanEpochs(files); !errors.As(err, new(*ltx.MissingSnapshotError)) {
 			return
 		}
-		obj, err := inner.Get(ctx, OwnKey(cell))
+		obj, err := inner.Get(ctx, layout.OwnKey(cell))
 		if err != nil {
 			return
 		}
-		if rec, err := DecodeOwnRecord("", obj.Data); err != nil || rec.Epoch < newest || !w.quiet(rec) {
+		if rec, err := layout.DecodeOwnRecord("", obj.Data); err != nil || rec.Epoch < newest || !w.quiet(rec) {
 			return
 		}
 		for _, f := range files {
@@ -315,7 +316,7 @@ func (w *world) operatorFault() {
 
 // quiet reports whether nobody can be writing under rec: it is released
 // or names a node that crashed.
-func (w *world) quiet(rec OwnRecord) bool {
+func (w *world) quiet(rec layout.OwnRecord) bool {
 	if rec.Node == "" {
 		return true
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
@@ -118,7 +119,7 @@ func (s simStore) Get(ctx context.Context, key string) (*store.Object, error) {
 	obj, err := s.w.fs.Get(ctx, key)
 	// Another node's lease (its own is read back inside a renewal, and
 	// renewals do not overlap).
-	if strings.HasPrefix(key, "nodes/") && key != NodeKey(s.n.name) {
+	if strings.HasPrefix(key, "nodes/") && key != layout.NodeKey(s.n.name) {
 		s.w.maybePauseInside(s.n, "reading "+key)
 	}
 	return obj, err
@@ -332,11 +333,11 @@ func (w *world) step(t simT) {
 		w.logf("%s paused", n.name)
 	case k < 89:
 		// The bucket becomes unreachable for this node's renewals for a while.
-		w.fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: NodeKey(n.name), Fault: faultstore.Fail, Times: 2 + w.r.IntN(6)})
+		w.fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: layout.NodeKey(n.name), Fault: faultstore.Fail, Times: 2 + w.r.IntN(6)})
 		w.logf("%s cut off from its lease for a while", n.name)
 	case k < 95:
-		if obj, err := w.fs.Inner().Get(ctx, NodeKey(n.name)); err == nil {
-			if l, err := DecodeNodeLease(NodeKey(n.name), obj.Data); err == nil {
+		if obj, err := w.fs.Inner().Get(ctx, layout.NodeKey(n.name)); err == nil {
+			if l, err := layout.DecodeNodeLease(layout.NodeKey(n.name), obj.Data); err == nil {
 				w.lapsed[n.name] = l.ExpiresMs
 			}
 		}
@@ -374,8 +375,8 @@ func (w *world) checkWorld(t simT, lastEpoch map[string]uint64) {
 		if _, seen := w.lapsed[n.name]; seen || n.crashed || n.node == nil || n.node.FenceErr() == nil {
 			continue
 		}
-		if obj, err := w.fs.Inner().Get(ctx, NodeKey(n.name)); err == nil {
-			if l, err := DecodeNodeLease(NodeKey(n.name), obj.Data); err == nil {
+		if obj, err := w.fs.Inner().Get(ctx, layout.NodeKey(n.name)); err == nil {
+			if l, err := layout.DecodeNodeLease(layout.NodeKey(n.name), obj.Data); err == nil {
 				w.lapsed[n.name] = l.ExpiresMs
 			}
 		}
@@ -398,19 +399,19 @@ func (w *world) checkWorld(t simT, lastEpoch map[string]uint64) {
 			if !live || g.Err() != nil {
 				continue
 			}
-			obj, err := w.fs.Inner().Get(ctx, OwnKey(g.cell))
+			obj, err := w.fs.Inner().Get(ctx, layout.OwnKey(g.cell))
 			if err != nil {
 				t.Fatalf("seed %d: %s holds %s epoch %d, but own.json is gone: %v\n%s", w.seed, n.name, g.cell, g.epoch, err, w.dump())
 			}
 			// (A later epoch of its own is an ambiguous re-take of its own
 			// whose answer it never read.)
-			if rec, err := DecodeOwnRecord("", obj.Data); err != nil || rec.Node != n.name || rec.Epoch < g.epoch {
+			if rec, err := layout.DecodeOwnRecord("", obj.Data); err != nil || rec.Node != n.name || rec.Epoch < g.epoch {
 				t.Fatalf("seed %d: live %s's cell %s (epoch %d) was taken: own.json is %s\n%s", w.seed, n.name, g.cell, g.epoch, obj.Data, w.dump())
 			}
 		}
 	}
 	for name, exp := range w.lapsed {
-		obj, err := w.fs.Inner().Get(ctx, NodeKey(name))
+		obj, err := w.fs.Inner().Get(ctx, layout.NodeKey(name))
 		if err != nil {
 			continue
 		}
@@ -427,11 +428,11 @@ func (w *world) checkWorld(t simT, lastEpoch map[string]uint64) {
 	}
 	w.checkLogFiles(t)
 	for i := 0; i < simCells; i++ {
-		obj, err := w.fs.Inner().Get(ctx, OwnKey(cellName(i)))
+		obj, err := w.fs.Inner().Get(ctx, layout.OwnKey(cellName(i)))
 		if err != nil {
 			continue
 		}
-		rec, err := DecodeOwnRecord("", obj.Data)
+		rec, err := layout.DecodeOwnRecord("", obj.Data)
 		if err != nil {
 			t.Fatalf("seed %d: own.json undecodable: %v", w.seed, err)
 		}
@@ -597,7 +598,7 @@ func TestSimulationCatchesBrokenVariants(t *testing.T) {
 		"takes a live owner's cell": {acquire: func(s AcquireState) Action {
 			a := DecideAcquire(s)
 			if a.Kind == OwnedElsewhere {
-				return Action{Kind: Swap, Record: OwnRecord{Node: s.Self, Epoch: s.Own.Epoch + 1}, Cond: store.IfVersion(s.OwnVersion)}
+				return Action{Kind: Swap, Record: layout.OwnRecord{Node: s.Self, Epoch: s.Own.Epoch + 1}, Cond: store.IfVersion(s.OwnVersion)}
 			}
 			return a
 		}},

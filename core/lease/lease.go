@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/cellb/cellb/core/layout"
 )
 
 // Lease hands out per-cell write grants.
@@ -111,9 +113,10 @@ func (e *RecordLostError) Error() string {
 	if what == "" {
 		what = "LTX"
 	}
-	return fmt.Sprintf("ownership record lost: cells/%s/own.json is missing, but the bucket holds %s (%s); "+
-		"write the released record {\"node\":\"\",\"epoch\":%d} to cells/%s/own.json to repair it",
-		e.Scope, what, e.Newest, e.Epoch, e.Scope)
+	own := layout.OwnKey(e.Scope)
+	return fmt.Sprintf("ownership record lost: %s is missing, but the bucket holds %s (%s); "+
+		"write the released record {\"node\":\"\",\"epoch\":%d} to %s to repair it",
+		own, what, e.Newest, e.Epoch, own)
 }
 
 // LeaseLapsedError is the self-fencing refusal.

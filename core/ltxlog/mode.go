@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cellb/cellb/core/durability"
-	"github.com/cellb/cellb/core/logkeys"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 )
@@ -14,7 +14,7 @@ import (
 // cells/<cell>/ltx/, restorable to any TXID or time.
 func Mode() durability.Mode {
 	return durability.Mode{
-		Log:         logkeys.LTX(),
+		Log:         layout.LTX(),
 		PointInTime: true,
 		Open: func(o durability.OpenOptions) (durability.Log, error) {
 			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})

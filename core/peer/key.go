@@ -16,47 +16,19 @@ package peer
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"regexp"
 
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
-// KeyRecord is where the shared key lives.
-const KeyRecord = "fleet/peer-auth.json"
+// KeyRecord is where the shared key lives: fleet/peer-auth.json.
+const KeyRecord = layout.PeerAuthKey
 
-// ErrBadKeyRecord: fleet/peer-auth.json exists but is not a valid record.
-// CellB never overwrites it.
-var ErrBadKeyRecord = errors.New("malformed fleet/peer-auth.json")
-
-var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-type keyRecord struct {
-	Version int    `json:"version"`
-	Key     string `json:"key"`
-}
-
-// decodeKey parses the record strictly, as celld does: exactly version 1 and
-// a 64-hex key, nothing else.
-func decodeKey(data []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytesReader(data))
-	dec.DisallowUnknownFields()
-	var r keyRecord
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadKeyRecord, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data", ErrBadKeyRecord)
-	}
-	if r.Version != 1 || !hex64.MatchString(r.Key) {
-		return nil, fmt.Errorf("%w: want version 1 and a 64-hex key", ErrBadKeyRecord)
-	}
-	return hex.DecodeString(r.Key)
-}
+// ErrBadKeyRecord: fleet/peer-auth.json exists but is not a valid record
+// (layout.ErrBadPeerAuth). CellB never overwrites it.
+var ErrBadKeyRecord = layout.ErrBadPeerAuth
 
 // LoadOrCreateKey reads the fleet's peer key, creating it create-only when
 // absent (a concurrent creator's key wins). rnd defaults to crypto/rand.
@@ -67,7 +39,7 @@ func LoadOrCreateKey(ctx context.Context, s store.Store, rnd io.Reader) ([]byte,
 	for attempt := 0; attempt < 4; attempt++ {
 		obj, err := s.Get(ctx, KeyRecord)
 		if err == nil {
-			return decodeKey(obj.Data)
+			return layout.DecodePeerAuth(obj.Data)
 		}
 		if !store.IsNotFound(err) {
 			return nil, err
@@ -76,8 +48,7 @@ func LoadOrCreateKey(ctx context.Context, s store.Store, rnd io.Reader) ([]byte,
 		if _, err := io.ReadFull(rnd, k[:]); err != nil {
 			return nil, err
 		}
-		body, _ := json.Marshal(keyRecord{Version: 1, Key: hex.EncodeToString(k[:])})
-		_, err = s.Put(ctx, KeyRecord, body, store.PutOptions{Condition: store.IfAbsent})
+		_, err = s.Put(ctx, KeyRecord, layout.EncodePeerAuth(k[:]), store.PutOptions{Condition: store.IfAbsent})
 		if err == nil {
 			return k[:], nil
 		}
@@ -86,5 +57,5 @@ func LoadOrCreateKey(ctx context.Context, s store.Store, rnd io.Reader) ([]byte,
 		}
 		// Someone else created it, or ours may have applied: read it.
 	}
-	return nil, errors.New("peer: fleet/peer-auth.json could not be read or created")
+	return nil, errors.New("peer: " + layout.PeerAuthKey + " could not be read or created")
 }

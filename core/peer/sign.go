@@ -91,8 +91,6 @@ type Target struct {
 	Addr        string // its peer address, host:port
 }
 
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
-
 // mac covers everything the receiver acts on except the body itself, which
 // it covers by length and hash: the receiver verifies it before reading
 // the body.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/layout"
 )
 
 // ProbeStep is one step of the start-up probe, in the order they run.
@@ -137,7 +138,7 @@ func (p Prober) Run(ctx context.Context, s Store) (ProbeResult, error) {
 	if tag == "" {
 		tag = "cellb"
 	}
-	key := fmt.Sprintf("probe/cas-%d-%s-%016x", clk.Now().UnixNano(), tag, random())
+	key := layout.ProbeKey(clk.Now().UnixNano(), tag, random())
 	if strings.Contains(tag, "/") {
 		return ProbeResult{}, &OpError{Op: "probe", Key: key, Err: fmt.Errorf("%w: probe tag %q contains '/'", ErrInvalidKey, tag)}
 	}

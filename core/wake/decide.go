@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
 
 // DecideRetire is one round of celld's certificate CAS loop (at most three
@@ -40,7 +40,7 @@ func DecideRetire(stored *Retired, ours Retired) (write bool, err error) {
 // writer authority over the epoch of id, the last proof before a
 // certificate may be written: a node that lost the cell must not retire what
 // the new owner may have published.
-func MayRetire(self string, id Identity, own *fleet.OwnRecord) bool {
+func MayRetire(self string, id Identity, own *layout.OwnRecord) bool {
 	return own != nil && own.Node == self && own.Epoch == id.Epoch
 }
 
@@ -73,7 +73,7 @@ func SupersededEntryKey(cell string, previous *Retired, ours Retired) (key strin
 // A live lease is expires_ms > nowMs (the reader's clock), as celld reads it.
 // When the owner read fails, celld's elected node keeps the entry (the
 // activation's own resolution decides) and other nodes drop it.
-func DecideWake(self string, elected bool, own *fleet.OwnRecord, ownerLease *fleet.NodeLease, nowMs uint64) bool {
+func DecideWake(self string, elected bool, own *layout.OwnRecord, ownerLease *layout.NodeLease, nowMs uint64) bool {
 	if own != nil && own.Node == self {
 		return true
 	}
@@ -87,15 +87,15 @@ func DecideWake(self string, elected bool, own *fleet.OwnRecord, ownerLease *fle
 }
 
 // DuePrefixes picks, from the minute prefixes a delimiter LIST of
-// EntriesPrefix returned ("wake/entries/<minute>/"), those whose minute
-// has begun by nowMs, sorted (oldest first) and without duplicates. Prefixes
+// layout.WakeEntriesPrefix returned (layout.WakeMinutePrefix:
+// "wake/entries/<minute>/"), those whose minute has begun by nowMs, sorted (oldest first) and without duplicates. Prefixes
 // that are not canonical minutes are dropped: their entries could never be
 // parsed anyway. Parsing each prefix, rather than trusting the store's
 // order, keeps discovery independent of the provider.
 func DuePrefixes(listedMinutePrefixes []string, nowMs int64) []string {
 	var due []string
 	for _, p := range listedMinutePrefixes {
-		minute, ok := strings.CutPrefix(p, EntriesPrefix)
+		minute, ok := strings.CutPrefix(p, layout.WakeEntriesPrefix)
 		if !ok {
 			continue
 		}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
 
 func TestDecideRetire(t *testing.T) {
@@ -45,15 +45,15 @@ func TestDecideRetire(t *testing.T) {
 func TestMayRetire(t *testing.T) {
 	id := Identity{5, 10}
 	for _, tc := range []struct {
-		own  *fleet.OwnRecord
+		own  *layout.OwnRecord
 		want bool
 	}{
-		{&fleet.OwnRecord{Node: "me", Epoch: 5}, true},
+		{&layout.OwnRecord{Node: "me", Epoch: 5}, true},
 		{nil, false},
-		{&fleet.OwnRecord{Node: "", Epoch: 5}, false},
-		{&fleet.OwnRecord{Node: "other", Epoch: 5}, false},
-		{&fleet.OwnRecord{Node: "me", Epoch: 6}, false},
-		{&fleet.OwnRecord{Node: "me", Epoch: 4}, false},
+		{&layout.OwnRecord{Node: "", Epoch: 5}, false},
+		{&layout.OwnRecord{Node: "other", Epoch: 5}, false},
+		{&layout.OwnRecord{Node: "me", Epoch: 6}, false},
+		{&layout.OwnRecord{Node: "me", Epoch: 4}, false},
 	} {
 		if got := MayRetire("me", id, tc.own); got != tc.want {
 			t.Errorf("MayRetire(%+v) = %v, want %v", tc.own, got, tc.want)
@@ -84,15 +84,15 @@ func TestSupersededEntryKey(t *testing.T) {
 
 func TestDecideWake(t *testing.T) {
 	const now = 10_000
-	live := &fleet.NodeLease{Node: "other", ExpiresMs: now + 1}
-	expired := &fleet.NodeLease{Node: "other", ExpiresMs: now} // expires_ms <= now is dead
-	mine := &fleet.OwnRecord{Node: "me", Epoch: 3}
-	theirs := &fleet.OwnRecord{Node: "other", Epoch: 3}
-	released := &fleet.OwnRecord{Node: "", Epoch: 3}
+	live := &layout.NodeLease{Node: "other", ExpiresMs: now + 1}
+	expired := &layout.NodeLease{Node: "other", ExpiresMs: now} // expires_ms <= now is dead
+	mine := &layout.OwnRecord{Node: "me", Epoch: 3}
+	theirs := &layout.OwnRecord{Node: "other", Epoch: 3}
+	released := &layout.OwnRecord{Node: "", Epoch: 3}
 	for _, tc := range []struct {
 		name       string
-		own        *fleet.OwnRecord
-		lease      *fleet.NodeLease
+		own        *layout.OwnRecord
+		lease      *layout.NodeLease
 		elected    bool
 		notElected bool
 	}{

@@ -20,8 +20,8 @@
 // can never remove a newer installation. Entries are deleted only once a
 // retirement certificate makes them obsolete (Obsolete).
 //
-// Malformed records are *fleet.RecordError (errors.Is(err,
-// fleet.ErrMalformedRecord)), shared with the other celld records; malformed
+// Malformed records are *layout.RecordError (errors.Is(err,
+// layout.ErrMalformedRecord)), shared with the other celld records; malformed
 // keys are *KeyError (ErrMalformedKey).
 //
 // # Where celld's code and the spec text differ

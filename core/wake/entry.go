@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
 
 // Format is the wake-index format this package reads and writes.
@@ -59,7 +59,7 @@ func (e Entry) Encode() []byte {
 // and the same cell, identity and minute as the key.
 func DecodeEntry(key string, data []byte) (Entry, error) {
 	bad := func(reason string, err error) (Entry, error) {
-		return Entry{}, &fleet.RecordError{Key: key, Reason: reason, Err: err}
+		return Entry{}, &layout.RecordError{Key: key, Reason: reason, Err: err}
 	}
 	ref, err := ParseEntryKey(key)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
 
 const (
@@ -113,9 +113,9 @@ func TestDecodeEntryRejects(t *testing.T) {
 		{"bad key", "wake/entries/x/Room:abc/0000000000000007-000000000000002a", obj(c, d, f, id)},
 	} {
 		_, err := DecodeEntry(tc.key, []byte(tc.body))
-		var re *fleet.RecordError
-		if !errors.As(err, &re) || !errors.Is(err, fleet.ErrMalformedRecord) || re.Key != tc.key {
-			t.Errorf("%s: DecodeEntry(%s) = %v, want a *fleet.RecordError", tc.name, tc.body, err)
+		var re *layout.RecordError
+		if !errors.As(err, &re) || !errors.Is(err, layout.ErrMalformedRecord) || re.Key != tc.key {
+			t.Errorf("%s: DecodeEntry(%s) = %v, want a *layout.RecordError", tc.name, tc.body, err)
 		}
 	}
 }

@@ -1,10 +1,10 @@
 package wake
 
-import "strings"
+import (
+	"strings"
 
-// EntriesPrefix is where alarm publications live:
-// wake/entries/<minute>/<cell>/<identity>.
-const EntriesPrefix = "wake/entries/"
+	"github.com/cellb/cellb/core/layout"
+)
 
 // seedMinute and seedLeaf name a migration seed. The seed's own leaf cannot
 // collide with a writer's identity, and its 1970 minute is due at once.
@@ -16,14 +16,14 @@ const (
 // EntryKey is the immutable key of one alarm installation:
 // wake/entries/<Minute(dueMs)>/<cell>/<id>. cell must be a valid cell key.
 func EntryKey(cell string, dueMs int64, id Identity) string {
-	return EntriesPrefix + Minute(dueMs) + "/" + cell + "/" + id.String()
+	return layout.WakeEntryKey(Minute(dueMs), cell, id.String())
 }
 
 // MigrationSeedKey is the discovery seed celld's offline migration writes
 // for every cell: wake/entries/1970-01-01T00:00/<cell>/migration. It is an
 // inventory hint, never an installation; its identity is (0,0).
 func MigrationSeedKey(cell string) string {
-	return EntriesPrefix + seedMinute + "/" + cell + "/" + seedLeaf
+	return layout.WakeEntryKey(seedMinute, cell, seedLeaf)
 }
 
 // EntryRef is what a listed entry key says.
@@ -44,7 +44,7 @@ func (r EntryRef) Key() string {
 	if r.Seed {
 		return MigrationSeedKey(r.Cell)
 	}
-	return EntriesPrefix + r.Minute + "/" + r.Cell + "/" + r.Identity.String()
+	return layout.WakeEntryKey(r.Minute, r.Cell, r.Identity.String())
 }
 
 // ParseEntryKey classifies a listed key under wake/entries/. It rejects
@@ -53,9 +53,9 @@ func (r EntryRef) Key() string {
 // epoch 0, the migration leaf outside 1970-01-01T00:00, and a cell key
 // outside celld's fence. A rejected key must never be deleted or woken.
 func ParseEntryKey(key string) (EntryRef, error) {
-	rest, ok := strings.CutPrefix(key, EntriesPrefix)
+	rest, ok := strings.CutPrefix(key, layout.WakeEntriesPrefix)
 	if !ok {
-		return EntryRef{}, &KeyError{Key: key, Reason: "not under " + EntriesPrefix}
+		return EntryRef{}, &KeyError{Key: key, Reason: "not under " + layout.WakeEntriesPrefix}
 	}
 	parts := strings.Split(rest, "/")
 	if len(parts) != 3 {

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cellb/cellb/core/layout"
 )
 
 // Malformed bucket records (entry bodies, retirement certificates, the
-// format marker, the waker role) are reported as *fleet.RecordError, like
+// format marker, the waker role) are reported as *layout.RecordError, like
 // every other celld record CellB reads, so one errors.Is(err,
-// fleet.ErrMalformedRecord) covers them all.
+// layout.ErrMalformedRecord) covers them all.
 
 // ErrMalformedKey is matched by every *KeyError.
 var ErrMalformedKey = errors.New("malformed wake key")
@@ -115,9 +117,9 @@ type FormatBlockedError struct {
 func (e *FormatBlockedError) Error() string {
 	switch e.Block {
 	case BlockOtherFormat:
-		return fmt.Sprintf("%s: %s has format %d; this build reads only format %d", ErrFormatBlocked, FormatKey, e.Format, Format)
+		return fmt.Sprintf("%s: %s has format %d; this build reads only format %d", ErrFormatBlocked, layout.WakeFormatKey, e.Format, Format)
 	case BlockUnmarkedData:
-		return fmt.Sprintf("%s: %s is missing but wake data exists under %s", ErrFormatBlocked, FormatKey, strings.Join(e.Found, ", "))
+		return fmt.Sprintf("%s: %s is missing but wake data exists under %s", ErrFormatBlocked, layout.WakeFormatKey, strings.Join(e.Found, ", "))
 	}
 	return ErrFormatBlocked.Error()
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/durability"
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -41,14 +41,14 @@ func publicationsUnderFaults(t *testing.T, seed uint64) {
 	var acks []acked
 	var highest Identity
 	checkRetired := func(when string) *Retired {
-		obj, err := inner.Get(ctx, RetiredKey(cellA))
+		obj, err := inner.Get(ctx, layout.WakeRetiredKey(cellA))
 		if store.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		ret, err := DecodeRetired(RetiredKey(cellA), obj.Data)
+		ret, err := DecodeRetired(layout.WakeRetiredKey(cellA), obj.Data)
 		if err != nil {
 			t.Fatalf("%s: unreadable certificate: %v", when, err)
 		}
@@ -72,7 +72,7 @@ func publicationsUnderFaults(t *testing.T, seed uint64) {
 	now := t0
 	for epoch := uint64(1); epoch <= 5; epoch++ {
 		node := fmt.Sprintf("n%d", epoch%3)
-		if _, err := inner.Put(ctx, fleet.OwnKey(cellA), fleet.OwnRecord{Node: node, Epoch: epoch}.Encode(), store.PutOptions{}); err != nil {
+		if _, err := inner.Put(ctx, layout.OwnKey(cellA), layout.OwnRecord{Node: node, Epoch: epoch}.Encode(), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		svc, err := New(Options{Store: faulty, Node: node, Clock: clock.NewReal(), Retries: 2, RetryDelay: time.Millisecond})

@@ -3,23 +3,8 @@ package wake
 import (
 	"fmt"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
-
-// FormatKey is the wake index's format marker.
-const FormatKey = "wake/format.json"
-
-// LegacyFormatKey is an experimental marker of pre-release builds; its
-// presence blocks startup.
-const LegacyFormatKey = "wake-format.json"
-
-// UnmarkedDataPrefixes are the prefixes that must be empty when FormatKey is
-// missing: experimental layouts, and format-2 data written without a marker.
-// The legacy v0.3 layout (wake/<minute>/<cell>) is not among them: it is
-// what initialization imports from. A fresh slice is returned each call.
-func UnmarkedDataPrefixes() []string {
-	return []string{"wake-v2/", "wake-retired-v2/", EntriesPrefix, "wake/retired/"}
-}
 
 // FormatRecord is wake/format.json. Migrating is set while a starter seeds
 // the index; the marker is created that way (create-only) and then swapped
@@ -48,7 +33,7 @@ func (r FormatRecord) Encode() []byte {
 // startup; celld refuses it at the same point.
 func DecodeFormat(data []byte) (FormatRecord, error) {
 	bad := func(reason string, err error) (FormatRecord, error) {
-		return FormatRecord{}, &fleet.RecordError{Key: FormatKey, Reason: reason, Err: err}
+		return FormatRecord{}, &layout.RecordError{Key: layout.WakeFormatKey, Reason: reason, Err: err}
 	}
 	f, err := readObject(data)
 	if err != nil {
@@ -106,9 +91,10 @@ func (a FormatAction) String() string {
 	return "?"
 }
 
-// CheckFormat decides startup from the marker (nil when FormatKey is
-// absent) and, when it is absent, from legacyFound: LegacyFormatKey if that
-// key exists, and each of UnmarkedDataPrefixes holding at least one object.
+// CheckFormat decides startup from the marker (nil when
+// layout.WakeFormatKey is absent) and, when it is absent, from legacyFound:
+// layout.WakeLegacyFormatKey if that key exists, and each of
+// layout.WakeUnmarkedDataPrefixes holding at least one object.
 // It returns a *FormatBlockedError when startup must stop. A concurrent
 // starter can publish its marker and seeds while this one scans, so read
 // the marker again before acting on BlockUnmarkedData, as celld does.

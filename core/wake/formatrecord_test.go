@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
 
 // The goldens are serde_json::to_vec of celld's FormatRecord, whose
@@ -59,9 +59,9 @@ func TestDecodeFormat(t *testing.T) {
 		`2`,
 	} {
 		_, err := DecodeFormat([]byte(body))
-		var re *fleet.RecordError
-		if !errors.As(err, &re) || re.Key != FormatKey {
-			t.Errorf("DecodeFormat(%s) = %v, want a *fleet.RecordError", body, err)
+		var re *layout.RecordError
+		if !errors.As(err, &re) || re.Key != layout.WakeFormatKey {
+			t.Errorf("DecodeFormat(%s) = %v, want a *layout.RecordError", body, err)
 		}
 	}
 }
@@ -78,11 +78,11 @@ func TestCheckFormat(t *testing.T) {
 		block  FormatBlock
 	}{
 		{"ready", ready, nil, FormatReady, 0},
-		{"ready ignores the legacy scan", ready, []string{EntriesPrefix}, FormatReady, 0},
+		{"ready ignores the legacy scan", ready, []string{layout.WakeEntriesPrefix}, FormatReady, 0},
 		{"migrating is resumed", migrating, nil, FormatResume, 0},
 		{"fresh bucket", nil, nil, FormatInitialize, 0},
-		{"experimental marker", nil, []string{LegacyFormatKey}, 0, BlockUnmarkedData},
-		{"unmarked entries", nil, []string{EntriesPrefix}, 0, BlockUnmarkedData},
+		{"experimental marker", nil, []string{layout.WakeLegacyFormatKey}, 0, BlockUnmarkedData},
+		{"unmarked entries", nil, []string{layout.WakeEntriesPrefix}, 0, BlockUnmarkedData},
 		{"unmarked v2 data", nil, []string{"wake-v2/", "wake-retired-v2/"}, 0, BlockUnmarkedData},
 		{"other format", other, nil, 0, BlockOtherFormat},
 		{"format 1", &FormatRecord{Format: 1}, nil, 0, BlockOtherFormat},
@@ -113,12 +113,12 @@ func TestCheckFormat(t *testing.T) {
 
 func TestUnmarkedDataPrefixes(t *testing.T) {
 	want := []string{"wake-v2/", "wake-retired-v2/", "wake/entries/", "wake/retired/"}
-	got := UnmarkedDataPrefixes()
+	got := layout.WakeUnmarkedDataPrefixes()
 	if !slices.Equal(got, want) {
-		t.Fatalf("UnmarkedDataPrefixes() = %v, want %v", got, want)
+		t.Fatalf("layout.WakeUnmarkedDataPrefixes() = %v, want %v", got, want)
 	}
 	got[0] = "changed"
-	if UnmarkedDataPrefixes()[0] != want[0] {
-		t.Error("UnmarkedDataPrefixes shares its slice")
+	if layout.WakeUnmarkedDataPrefixes()[0] != want[0] {
+		t.Error("layout.WakeUnmarkedDataPrefixes shares its slice")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wakeport"
 )
@@ -115,7 +116,7 @@ func (s *Service) elect(ctx context.Context) (bool, error) {
 	ttl := uint64(RoleTTL(s.opts.Tick).Milliseconds())
 	var rec *WakerRecord
 	var ver store.Version
-	obj, err := s.opts.Store.Get(ctx, WakerKey)
+	obj, err := s.opts.Store.Get(ctx, layout.WakerKey)
 	switch {
 	case store.IsNotFound(err):
 	case err != nil:
@@ -143,7 +144,7 @@ func (s *Service) elect(ctx context.Context) (bool, error) {
 		s.setElected(false)
 		return false, nil
 	}
-	if _, err := s.opts.Store.Put(ctx, WakerKey, mine.Encode(), store.PutOptions{Condition: cond}); err != nil {
+	if _, err := s.opts.Store.Put(ctx, layout.WakerKey, mine.Encode(), store.PutOptions{Condition: cond}); err != nil {
 		s.setElected(false)
 		if store.IsPreconditionFailed(err) {
 			return false, nil // another node moved first
@@ -164,7 +165,7 @@ func (s *Service) setElected(v bool) {
 // this node owns, and, when asWaker, those nobody live owns.
 func (s *Service) pollOnce(ctx context.Context, w wakeport.Waker, asWaker bool) error {
 	now := s.clk.Now().UnixMilli()
-	minutes, err := s.listPrefixes(ctx, EntriesPrefix)
+	minutes, err := s.listPrefixes(ctx, layout.WakeEntriesPrefix)
 	if err != nil {
 		return err
 	}
@@ -221,7 +222,7 @@ func (s *Service) pollOnce(ctx context.Context, w wakeport.Waker, asWaker bool) 
 
 // cleanup deletes every obsolete entry in the index, a page at a time.
 func (s *Service) cleanup(ctx context.Context) error {
-	return s.listObjects(ctx, EntriesPrefix, func(keys []string) error {
+	return s.listObjects(ctx, layout.WakeEntriesPrefix, func(keys []string) error {
 		byCell := map[string][]EntryRef{}
 		var cells []string
 		for _, key := range keys {
@@ -253,24 +254,13 @@ func (s *Service) cleanup(ctx context.Context) error {
 
 // readOwner reads a cell's ownership record and its owner's node lease
 // (each nil when absent).
-func (s *Service) readOwner(ctx context.Context, cellKey string) (*fleet.OwnRecord, *fleet.NodeLease, error) {
+func (s *Service) readOwner(ctx context.Context, cellKey string) (*layout.OwnRecord, *layout.NodeLease, error) {
 	own, err := s.readOwn(ctx, cellKey)
 	if err != nil || own == nil || own.Node == "" {
 		return own, nil, err
 	}
-	key := fleet.NodeKey(own.Node)
-	obj, err := s.opts.Store.Get(ctx, key)
-	if store.IsNotFound(err) {
-		return own, nil, nil
-	}
-	if err != nil {
-		return own, nil, err
-	}
-	lease, err := fleet.DecodeNodeLease(key, obj.Data)
-	if err != nil {
-		return own, nil, err
-	}
-	return own, &lease, nil
+	lease, _, err := fleet.ReadNodeLease(ctx, s.opts.Store, own.Node)
+	return own, lease, err
 }
 
 // eachCell runs fn for the cells, cellsAtOnce at a time, and returns the

@@ -7,13 +7,13 @@ import (
 	"strings"
 
 	"github.com/cellb/cellb/core/clock"
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
 
 // ErrNotReady is returned by CheckReady (and so by Service.Run) for a
 // bucket whose wake index Prepare has not made ready.
-var ErrNotReady = errors.New("wake: the bucket's wake index is not ready (wake/format.json is missing or says migrating)")
+var ErrNotReady = errors.New("wake: the bucket's wake index is not ready (" + layout.WakeFormatKey + " is missing or says migrating)")
 
 // LiveNodesError refuses to initialize the wake index while nodes are
 // live: celld seeds the index only when no node can be writing cells.
@@ -96,12 +96,12 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 			if err := probe(); err != nil {
 				return err
 			}
-			ver, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format, Migrating: true}.Encode(), store.PutOptions{Condition: store.IfAbsent})
+			ver, err = s.Put(ctx, layout.WakeFormatKey, FormatRecord{Format: Format, Migrating: true}.Encode(), store.PutOptions{Condition: store.IfAbsent})
 			if store.IsPreconditionFailed(err) {
 				continue // another starter is initializing: read its marker
 			}
 			if err != nil {
-				return fmt.Errorf("wake: create %s: %w", FormatKey, err)
+				return fmt.Errorf("wake: create %s: %w", layout.WakeFormatKey, err)
 			}
 		case FormatResume:
 			if moved, err := noLiveNodes(ctx, s, clk, ver); moved {
@@ -121,13 +121,13 @@ func Prepare(ctx context.Context, s store.Store, clk clock.Clock) error {
 		} else if err != nil {
 			return err
 		}
-		_, err = s.Put(ctx, FormatKey, FormatRecord{Format: Format}.Encode(), store.PutOptions{Condition: store.IfVersion(ver)})
+		_, err = s.Put(ctx, layout.WakeFormatKey, FormatRecord{Format: Format}.Encode(), store.PutOptions{Condition: store.IfVersion(ver)})
 		if err == nil || !store.IsPreconditionFailed(err) {
 			return err
 		}
 		// Another starter finished first: read what it wrote.
 	}
-	return errors.New("wake: wake/format.json keeps changing under this starter")
+	return errors.New("wake: " + layout.WakeFormatKey + " keeps changing under this starter")
 }
 
 // noLiveNodes applies celld's rule — no node lease may be live while the
@@ -168,12 +168,12 @@ func CheckReady(ctx context.Context, s store.Store) error {
 }
 
 func readFormat(ctx context.Context, s store.Store) (*FormatRecord, store.Version, error) {
-	obj, err := s.Get(ctx, FormatKey)
+	obj, err := s.Get(ctx, layout.WakeFormatKey)
 	if store.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("wake: read %s: %w", FormatKey, err)
+		return nil, "", fmt.Errorf("wake: read %s: %w", layout.WakeFormatKey, err)
 	}
 	rec, err := DecodeFormat(obj.Data)
 	if err != nil {
@@ -186,12 +186,12 @@ func readFormat(ctx context.Context, s store.Store) (*FormatRecord, store.Versio
 // that no marker accounts for.
 func legacyFound(ctx context.Context, s store.Store) ([]string, error) {
 	var found []string
-	if _, err := s.Get(ctx, LegacyFormatKey); err == nil {
-		found = append(found, LegacyFormatKey)
+	if _, err := s.Get(ctx, layout.WakeLegacyFormatKey); err == nil {
+		found = append(found, layout.WakeLegacyFormatKey)
 	} else if !store.IsNotFound(err) {
 		return nil, err
 	}
-	for _, p := range UnmarkedDataPrefixes() {
+	for _, p := range layout.WakeUnmarkedDataPrefixes() {
 		page, err := s.List(ctx, store.ListOptions{Prefix: p, Limit: 1})
 		if err != nil {
 			return nil, err
@@ -205,7 +205,7 @@ func legacyFound(ctx context.Context, s store.Store) ([]string, error) {
 
 // requireNoLiveNodes refuses while any node lease is live.
 func requireNoLiveNodes(ctx context.Context, s store.Store, clk clock.Clock) error {
-	page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: "nodes/"})
+	page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: layout.NodesPrefix})
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func requireNoLiveNodes(ctx context.Context, s store.Store, clk clock.Clock) err
 		if err != nil {
 			return err
 		}
-		lease, err := fleet.DecodeNodeLease(o.Key, obj.Data)
+		lease, err := layout.DecodeNodeLease(o.Key, obj.Data)
 		if err != nil {
 			// An unreadable lease may belong to a live node of another
 			// build: do not seed under it.
@@ -240,13 +240,13 @@ func requireNoLiveNodes(ctx context.Context, s store.Store, clk clock.Clock) err
 func seedEveryCell(ctx context.Context, s store.Store) error {
 	token := ""
 	for {
-		page, err := s.List(ctx, store.ListOptions{Prefix: "cells/", Delimiter: "/", Token: token})
+		page, err := s.List(ctx, store.ListOptions{Prefix: layout.CellsPrefix, Delimiter: "/", Token: token})
 		if err != nil {
 			return err
 		}
 		for _, p := range page.Prefixes {
-			cellKey := strings.TrimSuffix(strings.TrimPrefix(p, "cells/"), "/")
-			if cellKeyProblem(cellKey) != "" {
+			cellKey, ok := layout.CellOfPrefix(p)
+			if !ok || cellKeyProblem(cellKey) != "" {
 				continue
 			}
 			e := Entry{Cell: cellKey, MigrationSeed: true}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -67,7 +68,7 @@ func (f *fixture) startNode(s store.Store, name string) error {
 
 func (f *fixture) requireReady() {
 	f.t.Helper()
-	obj, err := f.s.Get(f.ctx, FormatKey)
+	obj, err := f.s.Get(f.ctx, layout.WakeFormatKey)
 	if err != nil || string(obj.Data) != string(FormatRecord{Format: Format}.Encode()) {
 		f.t.Fatalf("format marker %q, %v; want the final marker", describeObject(obj), err)
 	}
@@ -104,8 +105,8 @@ func TestPrepareWhileAnotherStarterJoins(t *testing.T) {
 	t.Run("after seeding a migration the first starter finished", func(t *testing.T) {
 		f := newFixture(t)
 		f.own(cellA, "gone", 1)
-		a := newPauseAt(f.s, "put", FormatKey, 2) // a's swap to the final marker
-		b := newPauseAt(f.s, "list", "nodes/", 2) // b's check after its seeds
+		a := newPauseAt(f.s, "put", layout.WakeFormatKey, 2) // a's swap to the final marker
+		b := newPauseAt(f.s, "list", "nodes/", 2)            // b's check after its seeds
 		errA, errB := make(chan error, 1), make(chan error, 1)
 		go func() { errA <- f.startNode(a, "node_a") }()
 		<-a.reached // a holds {"format":2,"migrating":true}
@@ -130,7 +131,7 @@ func TestPrepareWhileAnotherStarterJoins(t *testing.T) {
 		if err := f.startNode(f.s, "node_b"); !errors.As(err, &live) {
 			t.Fatalf("started under a live node that did not prepare the index: %v", err)
 		}
-		if _, err := f.s.Get(f.ctx, FormatKey); !store.IsNotFound(err) {
+		if _, err := f.s.Get(f.ctx, layout.WakeFormatKey); !store.IsNotFound(err) {
 			t.Fatal("a refused initialization wrote the marker")
 		}
 	})
@@ -198,7 +199,7 @@ func TestPrepareProbesBeforeWriting(t *testing.T) {
 			f := newFixture(t)
 			f.own(cellA, "gone", 1)
 			if marker != nil {
-				f.s.Put(f.ctx, FormatKey, marker, store.PutOptions{})
+				f.s.Put(f.ctx, layout.WakeFormatKey, marker, store.PutOptions{})
 			}
 			before := f.keys("")
 			b := &ignoresIfNoneMatch{Store: f.s}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wakeport"
 )
@@ -87,7 +88,7 @@ func (s *Service) retire(ctx context.Context, cellKey string, ours Retired) erro
 		s.log.Debug("wake: not retiring: the cell's ownership moved on", "cell", cellKey, "identity", ours.Identity.String())
 		return nil
 	}
-	key := RetiredKey(cellKey)
+	key := layout.WakeRetiredKey(cellKey)
 	var current Retired
 	for attempt := 0; ; attempt++ {
 		stored, ver, err := s.readRetired(ctx, cellKey)
@@ -158,26 +159,15 @@ func (s *Service) deleteObsolete(ctx context.Context, cellKey string, r Retired)
 	return first
 }
 
-// readOwn reads cells/<cell>/own.json; nil when there is none.
-func (s *Service) readOwn(ctx context.Context, cellKey string) (*fleet.OwnRecord, error) {
-	key := fleet.OwnKey(cellKey)
-	obj, err := s.opts.Store.Get(ctx, key)
-	if store.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	rec, err := fleet.DecodeOwnRecord(key, obj.Data)
-	if err != nil {
-		return nil, err
-	}
-	return &rec, nil
+// readOwn reads the cell's ownership record; nil when there is none.
+func (s *Service) readOwn(ctx context.Context, cellKey string) (*layout.OwnRecord, error) {
+	own, _, err := fleet.ReadOwn(ctx, s.opts.Store, cellKey)
+	return own, err
 }
 
 // readRetired reads the cell's retirement; nil when there is none.
 func (s *Service) readRetired(ctx context.Context, cellKey string) (*Retired, store.Version, error) {
-	key := RetiredKey(cellKey)
+	key := layout.WakeRetiredKey(cellKey)
 	obj, err := s.opts.Store.Get(ctx, key)
 	if store.IsNotFound(err) {
 		return nil, "", nil

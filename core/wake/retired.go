@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
-
-// RetiredKey is a cell's retirement certificate: wake/retired/<cell>.json.
-func RetiredKey(cell string) string { return "wake/retired/" + cell + ".json" }
 
 // Retired is a retirement certificate: the newest installation whose
 // state (due at AtMs, or no alarm when nil) is proven durable and owned.
@@ -43,7 +40,7 @@ func (r Retired) Encode() []byte {
 // defaults an absent Option. key is only used in errors.
 func DecodeRetired(key string, data []byte) (Retired, error) {
 	bad := func(reason string, err error) (Retired, error) {
-		return Retired{}, &fleet.RecordError{Key: key, Reason: reason, Err: err}
+		return Retired{}, &layout.RecordError{Key: key, Reason: reason, Err: err}
 	}
 	f, err := readObject(data)
 	if err != nil {

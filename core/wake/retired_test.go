@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
 
 func ms(v int64) *int64 { return &v }
@@ -12,8 +12,8 @@ func ms(v int64) *int64 { return &v }
 // The goldens are serde_json::to_vec of celld's RetirementRecord: members in
 // declaration order (format, identity, at_ms), None as null.
 func TestRetiredEncodeGolden(t *testing.T) {
-	if got, want := RetiredKey("Room:abc"), "wake/retired/Room:abc.json"; got != want {
-		t.Errorf("RetiredKey = %q, want %q", got, want)
+	if got, want := layout.WakeRetiredKey("Room:abc"), "wake/retired/Room:abc.json"; got != want {
+		t.Errorf("layout.WakeRetiredKey = %q, want %q", got, want)
 	}
 	for _, tc := range []struct {
 		r    Retired
@@ -60,9 +60,9 @@ func TestDecodeRetired(t *testing.T) {
 		`[2,"0000000000000007-000000000000002a",1]`,
 	} {
 		_, err := DecodeRetired("wake/retired/Room:abc.json", []byte(body))
-		var re *fleet.RecordError
+		var re *layout.RecordError
 		if !errors.As(err, &re) || re.Key != "wake/retired/Room:abc.json" {
-			t.Errorf("DecodeRetired(%s) = %v, want a *fleet.RecordError", body, err)
+			t.Errorf("DecodeRetired(%s) = %v, want a *layout.RecordError", body, err)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 	"github.com/cellb/cellb/core/wakeport"
@@ -46,15 +47,15 @@ func (f *fixture) service(node string) *Service {
 
 func (f *fixture) own(cellKey, node string, epoch uint64) {
 	f.t.Helper()
-	if _, err := f.s.Put(f.ctx, fleet.OwnKey(cellKey), fleet.OwnRecord{Node: node, Epoch: epoch}.Encode(), store.PutOptions{}); err != nil {
+	if _, err := f.s.Put(f.ctx, layout.OwnKey(cellKey), layout.OwnRecord{Node: node, Epoch: epoch}.Encode(), store.PutOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
 func (f *fixture) lease(node string, expires time.Time) {
 	f.t.Helper()
-	l := fleet.NodeLease{Node: node, ExpiresMs: uint64(expires.UnixMilli()), Addr: fleet.UnroutableAddr(node)}
-	if _, err := f.s.Put(f.ctx, fleet.NodeKey(node), l.Encode(), store.PutOptions{}); err != nil {
+	l := layout.NodeLease{Node: node, ExpiresMs: uint64(expires.UnixMilli()), Addr: fleet.UnroutableAddr(node)}
+	if _, err := f.s.Put(f.ctx, layout.NodeKey(node), l.Encode(), store.PutOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -74,14 +75,14 @@ func (f *fixture) keys(prefix string) []string {
 
 func (f *fixture) retired(cellKey string) *Retired {
 	f.t.Helper()
-	obj, err := f.s.Get(f.ctx, RetiredKey(cellKey))
+	obj, err := f.s.Get(f.ctx, layout.WakeRetiredKey(cellKey))
 	if store.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	r, err := DecodeRetired(RetiredKey(cellKey), obj.Data)
+	r, err := DecodeRetired(layout.WakeRetiredKey(cellKey), obj.Data)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -144,13 +145,13 @@ func TestPublishWritesTheEntryThenRetiresOlderOnes(t *testing.T) {
 	// pass knows it. This one deletes its own; the waker cleans the rest.
 	settle(t, svc)
 	key2 := EntryKey(cellA, due2.UnixMilli(), Identity{3, 2})
-	if got := f.keys(EntriesPrefix); !slices.Contains(got, key2) {
+	if got := f.keys(layout.WakeEntriesPrefix); !slices.Contains(got, key2) {
 		t.Fatalf("entries %v, want %s among them", got, key2)
 	}
 	if err := svc.cleanup(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.keys(EntriesPrefix); !slices.Equal(got, []string{key2}) {
+	if got := f.keys(layout.WakeEntriesPrefix); !slices.Equal(got, []string{key2}) {
 		t.Fatalf("after cleanup entries %v, want only %s", got, key2)
 	}
 
@@ -166,7 +167,7 @@ func TestPublishWritesTheEntryThenRetiresOlderOnes(t *testing.T) {
 	if err := svc.cleanup(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.keys(EntriesPrefix); len(got) != 0 {
+	if got := f.keys(layout.WakeEntriesPrefix); len(got) != 0 {
 		t.Fatalf("entries left after the alarm was deleted: %v", got)
 	}
 }
@@ -183,7 +184,7 @@ func TestPublishDeletesItsOwnReplacedEntries(t *testing.T) {
 	}
 	settle(t, svc)
 	want := EntryKey(cellA, t0.Add(4*time.Minute).UnixMilli(), Identity{1, 4})
-	if got := f.keys(EntriesPrefix); !slices.Equal(got, []string{want}) {
+	if got := f.keys(layout.WakeEntriesPrefix); !slices.Equal(got, []string{want}) {
 		t.Fatalf("entries %v, want only the newest %s", got, want)
 	}
 }
@@ -226,7 +227,7 @@ func (s failingPuts) Put(ctx context.Context, key string, data []byte, opts stor
 
 func TestPublishFailsWhenTheEntryCannotBeWritten(t *testing.T) {
 	f := newFixture(t)
-	svc, err := New(Options{Store: failingPuts{f.s, EntriesPrefix}, Node: "n1", Clock: clock.NewReal(), Retries: 1})
+	svc, err := New(Options{Store: failingPuts{f.s, layout.WakeEntriesPrefix}, Node: "n1", Clock: clock.NewReal(), Retries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestPublishFailsWhenTheEntryCannotBeWritten(t *testing.T) {
 
 // A node that lost the cell must not retire the new owner's entries.
 func TestRetirementNeedsCurrentOwnership(t *testing.T) {
-	for name, own := range map[string]fleet.OwnRecord{
+	for name, own := range map[string]layout.OwnRecord{
 		"other node":  {Node: "n2", Epoch: 2},
 		"later epoch": {Node: "n1", Epoch: 2},
 	} {
@@ -261,7 +262,7 @@ func TestStaleRetirementLeavesTheNewerOne(t *testing.T) {
 	f := newFixture(t)
 	f.own(cellA, "n1", 4)
 	newer := Retired{Identity: Identity{4, 9}}
-	if _, err := f.s.Put(f.ctx, RetiredKey(cellA), newer.Encode(), store.PutOptions{}); err != nil {
+	if _, err := f.s.Put(f.ctx, layout.WakeRetiredKey(cellA), newer.Encode(), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	svc := f.service("n1")
@@ -272,7 +273,7 @@ func TestStaleRetirementLeavesTheNewerOne(t *testing.T) {
 	if r := f.retired(cellA); r == nil || r.Identity != (Identity{4, 9}) {
 		t.Fatalf("retired %+v, want the newer 4-9 kept", r)
 	}
-	if got := f.keys(EntriesPrefix); len(got) != 0 {
+	if got := f.keys(layout.WakeEntriesPrefix); len(got) != 0 {
 		t.Fatalf("the stale entry survived: %v", got)
 	}
 }
@@ -339,7 +340,7 @@ func TestPollWakesDueCells(t *testing.T) {
 	f.entry(later, t0.Add(time.Hour), Identity{1, 1})
 	f.own(obsolete, "n1", 1)
 	stale := f.entry(obsolete, past, Identity{1, 1})
-	if _, err := f.s.Put(f.ctx, RetiredKey(obsolete), Retired{Identity: Identity{1, 2}}.Encode(), store.PutOptions{}); err != nil {
+	if _, err := f.s.Put(f.ctx, layout.WakeRetiredKey(obsolete), Retired{Identity: Identity{1, 2}}.Encode(), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -361,11 +362,11 @@ func TestPollWakesDueCells(t *testing.T) {
 	if err := svc.cleanup(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(f.keys(EntriesPrefix), stale) {
+	if slices.Contains(f.keys(layout.WakeEntriesPrefix), stale) {
 		t.Fatal("cleanup kept an obsolete entry")
 	}
-	if len(f.keys(EntriesPrefix)) != 6 {
-		t.Fatalf("cleanup deleted live entries: %v", f.keys(EntriesPrefix))
+	if len(f.keys(layout.WakeEntriesPrefix)) != 6 {
+		t.Fatalf("cleanup deleted live entries: %v", f.keys(layout.WakeEntriesPrefix))
 	}
 }
 
@@ -429,11 +430,11 @@ func TestPrepare(t *testing.T) {
 		if err := Prepare(f.ctx, f.s, f.clk); err != nil {
 			t.Fatal(err)
 		}
-		obj, err := f.s.Get(f.ctx, FormatKey)
+		obj, err := f.s.Get(f.ctx, layout.WakeFormatKey)
 		if err != nil || string(obj.Data) != string(FormatRecord{Format: 2}.Encode()) {
 			t.Fatalf("format marker %q, %v", obj.Data, err)
 		}
-		if got := f.keys(EntriesPrefix); !slices.Equal(got, []string{MigrationSeedKey(cellA)}) {
+		if got := f.keys(layout.WakeEntriesPrefix); !slices.Equal(got, []string{MigrationSeedKey(cellA)}) {
 			t.Fatalf("entries %v, want one migration seed for %s", got, cellA)
 		}
 		if err := CheckReady(f.ctx, f.s); err != nil {
@@ -450,14 +451,14 @@ func TestPrepare(t *testing.T) {
 		if err := Prepare(f.ctx, f.s, f.clk); !errors.As(err, &live) {
 			t.Fatalf("initialized under a live node: %v", err)
 		}
-		if _, err := f.s.Get(f.ctx, FormatKey); !store.IsNotFound(err) {
+		if _, err := f.s.Get(f.ctx, layout.WakeFormatKey); !store.IsNotFound(err) {
 			t.Fatal("a refused initialization wrote the marker")
 		}
 	})
 	t.Run("unfinished migration", func(t *testing.T) {
 		f := newFixture(t)
 		f.own(cellB, "gone", 1)
-		f.s.Put(f.ctx, FormatKey, FormatRecord{Format: 2, Migrating: true}.Encode(), store.PutOptions{})
+		f.s.Put(f.ctx, layout.WakeFormatKey, FormatRecord{Format: 2, Migrating: true}.Encode(), store.PutOptions{})
 		if err := CheckReady(f.ctx, f.s); !errors.Is(err, ErrNotReady) {
 			t.Fatalf("CheckReady mid-migration: %v", err)
 		}
@@ -467,14 +468,14 @@ func TestPrepare(t *testing.T) {
 		if err := CheckReady(f.ctx, f.s); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.keys(EntriesPrefix); !slices.Equal(got, []string{MigrationSeedKey(cellB)}) {
+		if got := f.keys(layout.WakeEntriesPrefix); !slices.Equal(got, []string{MigrationSeedKey(cellB)}) {
 			t.Fatalf("entries %v", got)
 		}
 	})
 	refuse := map[string]func(f *fixture){
-		"other format":     func(f *fixture) { f.s.Put(f.ctx, FormatKey, []byte(`{"format":3}`), store.PutOptions{}) },
+		"other format":     func(f *fixture) { f.s.Put(f.ctx, layout.WakeFormatKey, []byte(`{"format":3}`), store.PutOptions{}) },
 		"unmarked entries": func(f *fixture) { f.entry(cellA, t0, Identity{1, 1}) },
-		"legacy marker":    func(f *fixture) { f.s.Put(f.ctx, LegacyFormatKey, []byte(`{}`), store.PutOptions{}) },
+		"legacy marker":    func(f *fixture) { f.s.Put(f.ctx, layout.WakeLegacyFormatKey, []byte(`{}`), store.PutOptions{}) },
 	}
 	for name, prepare := range refuse {
 		t.Run(name, func(t *testing.T) {

@@ -6,11 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
-
-// WakerKey is the fleet's single waker-role lease.
-const WakerKey = "wake/waker.json"
 
 // DefaultTick is celld's waker tick (CELLD_WAKER_TICK_MS): the period of the
 // due scan and of cleanup.
@@ -49,7 +46,7 @@ func (r WakerRecord) Encode() []byte {
 // TakeOver (an If-Match write over what it read).
 func DecodeWaker(data []byte) (WakerRecord, error) {
 	bad := func(reason string, err error) (WakerRecord, error) {
-		return WakerRecord{}, &fleet.RecordError{Key: WakerKey, Reason: reason, Err: err}
+		return WakerRecord{}, &layout.RecordError{Key: layout.WakerKey, Reason: reason, Err: err}
 	}
 	f, err := readObject(data)
 	if err != nil {

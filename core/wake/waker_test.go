@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
 )
 
 // The golden is celld's format!("{{\"node\":{node:?},\"expires_ms\":{expires}}}").
@@ -46,9 +46,9 @@ func TestDecodeWaker(t *testing.T) {
 		`[]`,
 	} {
 		_, err := DecodeWaker([]byte(body))
-		var re *fleet.RecordError
-		if !errors.As(err, &re) || re.Key != WakerKey {
-			t.Errorf("DecodeWaker(%s) = %v, want a *fleet.RecordError", body, err)
+		var re *layout.RecordError
+		if !errors.As(err, &re) || re.Key != layout.WakerKey {
+			t.Errorf("DecodeWaker(%s) = %v, want a *layout.RecordError", body, err)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // runtimeSide are the runtime and its logs: the fleet (ownership) reaches
 // none of them, even indirectly; it learns the logs' names and prefixes
-// from core/logkeys.
+// from core/layout.
 var runtimeSide = []string{prefix + "core/cell", prefix + "core/ltxlog", prefix + "core/changeset", prefix + "core/backup"}
 
 func TestFleetImportsNoRuntimeNorLog(t *testing.T) {

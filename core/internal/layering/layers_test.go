@@ -48,12 +48,14 @@ var layerRules = []layerRule{
 		why: "the KV value codec is a format: it imports no port and nothing of the runtime"},
 	// ltx and wal carry pages as driver.Page (and wal recycles them through
 	// driver.PagePool), so core/driver is the one port they may link;
-	// logkeys is the bucket's key layout (names only, no I/O), which the
-	// LTX keys are part of.
-	{pkgs: []string{"ltx", "wal"}, forbidden: []string{"*"}, allowed: []string{"driver", "logkeys"},
+	// layout is the bucket's key layout (names and record codecs, no
+	// I/O), which the LTX keys are part of.
+	{pkgs: []string{"ltx", "wal"}, forbidden: []string{"*"}, allowed: []string{"driver", "layout"},
 		why: "formats import no port (but for core/driver's page types) and nothing of the runtime or the fleet"},
-	{pkgs: []string{"logkeys"}, forbidden: []string{"*"},
-		why: "the key layout is names only: it imports no CellB package"},
+	{pkgs: []string{"layout"}, forbidden: []string{"*"},
+		why: "the bucket layout is a leaf (key names and record codecs): it imports no CellB package"},
+	{pkgs: fleet, forbidden: []string{"ltx"},
+		why: "ownership does not know the LTX format: it learns every log's keys from core/layout"},
 	{pkgs: []string{"wakeport"}, forbidden: append(append([]string{}, runtimePkgs...), fleet...),
 		why: "a port imports neither of the sides it connects"},
 }
@@ -109,8 +111,9 @@ func TestLayersInsideCore(t *testing.T) {
 }
 
 // TestLayerRulesCatchTheOldGraph feeds the rules the dependencies core had
-// before the wake port and the KV value codec left core/cell: each broken
-// layer must be reported.
+// before the wake port and the KV value codec left core/cell (and before
+// the fleet learned the LTX keys from core/layout): each broken layer must
+// be reported.
 func TestLayerRulesCatchTheOldGraph(t *testing.T) {
 	c := func(names ...string) []string {
 		var out []string
@@ -125,7 +128,7 @@ func TestLayerRulesCatchTheOldGraph(t *testing.T) {
 	old := []pkg{
 		p("cell", c("clock", "driver", "durability", "lease", "store"), c("clock", "driver", "durability", "lease", "store")),
 		p("wake", c("cell", "clock", "durability", "fleet", "store"), c("cell", "clock", "driver", "durability", "fleet", "lease", "store")),
-		p("fleet", c("lease", "store"), c("lease", "store")),
+		p("fleet", c("lease", "ltx", "store"), c("driver", "lease", "ltx", "store")),
 		p("peer", nil, nil),
 		p("shard", nil, nil),
 		p("ltx", c("driver"), c("driver")),
@@ -139,12 +142,14 @@ func TestLayerRulesCatchTheOldGraph(t *testing.T) {
 		"core/kvvalue: no such package",
 		"core/wakeport: no such package",
 		"core/wal links core/store: formats import no port",
+		"core/fleet links core/ltx: ownership does not know the LTX format",
+		"core/layout: no such package",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the rules do not report %q; they report:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "core/ltx") {
+	if strings.Contains(got, "core/ltx links") {
 		t.Errorf("ltx's use of core/driver is reported:\n%s", got)
 	}
 }

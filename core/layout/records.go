@@ -1,11 +1,10 @@
-package fleet
+package layout
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // ErrMalformedRecord is matched by every *RecordError.
@@ -41,9 +40,6 @@ type OwnRecord struct {
 	Epoch uint64 `json:"epoch"`
 }
 
-// OwnKey is the ownership record's key.
-func OwnKey(cell string) string { return "cells/" + cell + "/own.json" }
-
 // DecodeOwnRecord decodes own.json; both fields are required, as in celld.
 func DecodeOwnRecord(key string, data []byte) (OwnRecord, error) {
 	var raw struct {
@@ -64,9 +60,6 @@ func (r OwnRecord) Encode() []byte {
 	b, _ := json.Marshal(r)
 	return b
 }
-
-// NodeKey is a node lease's key.
-func NodeKey(node string) string { return "nodes/" + node + ".json" }
 
 // NodeLease is nodes/<node>.json. CellB writes every field celld decodes;
 // fields it does not know are kept in Extra when a record is read, so a
@@ -174,7 +167,7 @@ func DecodeNodeLease(key string, data []byte) (NodeLease, error) {
 	if err := json.Unmarshal(data, &nl); err != nil {
 		return NodeLease{}, &RecordError{Key: key, Reason: "fields of the wrong type", Err: err}
 	}
-	if want := strings.TrimSuffix(strings.TrimPrefix(key, "nodes/"), ".json"); strings.HasPrefix(key, "nodes/") && nl.Node != want {
+	if want, ok := NodeOfKey(key); ok && nl.Node != want {
 		return NodeLease{}, &RecordError{Key: key, Reason: fmt.Sprintf("record names node %q, key names %q", nl.Node, want)}
 	}
 	for k, v := range all {
@@ -208,8 +201,3 @@ func (l NodeLease) Encode() []byte {
 	_ = enc.Encode(m)
 	return bytes.TrimRight(buf.Bytes(), "\n")
 }
-
-// UnroutableAddr is the address a node that does not speak celld's peer
-// protocol advertises: celld routes to it, fails, and refuses the call,
-// instead of treating the live owner as dead. ".invalid" never resolves.
-func UnroutableAddr(node string) string { return node + ".cellb.invalid:9" }
