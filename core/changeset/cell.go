@@ -254,7 +254,7 @@ func (c *cellLog) uploadFile(batch []*entry, createOnly bool) error {
 	if createOnly {
 		popts.Condition = store.IfAbsent
 	}
-	err = durability.PutRetrying(c.opts.Store, key, data, popts, durability.Retry{
+	err = store.PutRetrying(c.opts.Store, key, data, popts, store.Retry{
 		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
 		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
 	})

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
-	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -191,46 +189,6 @@ func (p *Pipeline[T]) run() {
 		if p.opts.After != nil {
 			p.opts.After()
 		}
-	}
-}
-
-// Retry is how PutRetrying retries a failed write.
-type Retry struct {
-	// Retries after the first attempt; Delay before the first retry,
-	// doubled after each; Timeout per attempt.
-	Retries int
-	Delay   time.Duration
-	Timeout time.Duration
-	Clock   clock.Clock
-	// Stop, when it reports true, ends the retries (the log was
-	// abandoned).
-	Stop   func() bool
-	Logger *slog.Logger
-}
-
-// PutRetrying writes an object, retrying failures as r says; it returns
-// the last error once the retries are spent or r.Stop says to stop. A
-// failed condition (store.ErrPreconditionFailed) is returned at once: the
-// object is there, and asking again cannot change that.
-func PutRetrying(s store.Store, key string, data []byte, opts store.PutOptions, r Retry) error {
-	clk := clock.Or(r.Clock)
-	delay := r.Delay
-	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), r.Timeout)
-		_, err := s.Put(ctx, key, data, opts)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if attempt >= r.Retries || store.IsPreconditionFailed(err) || (r.Stop != nil && r.Stop()) {
-			return err
-		}
-		if r.Logger != nil {
-			r.Logger.Warn("upload failed; retrying", "key", key, "attempt", attempt+1, "err", err)
-		}
-		t := clk.NewTimer(delay)
-		<-t.C()
-		delay *= 2
 	}
 }
 

@@ -7,9 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/cellb/cellb/core/store"
-	"github.com/cellb/cellb/core/store/memstore"
 )
 
 var errClosed = errors.New("closed")
@@ -143,28 +140,5 @@ func TestPipelineClose(t *testing.T) {
 	}
 	if err := waitDone(t, d); err != nil {
 		t.Fatalf("a final Close did not flush: %v", err)
-	}
-}
-
-type countingStore struct {
-	store.Store
-	puts int
-}
-
-func (c *countingStore) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	c.puts++
-	return c.Store.Put(ctx, key, data, opts)
-}
-
-// TestPutRetryingDoesNotRetryAFailedCondition: a create-only write that
-// finds the object there fails at once; retrying cannot change the answer.
-func TestPutRetryingDoesNotRetryAFailedCondition(t *testing.T) {
-	s := &countingStore{Store: memstore.New()}
-	if _, err := s.Store.Put(context.Background(), "k", []byte("theirs"), store.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	err := PutRetrying(s, "k", []byte("ours"), store.PutOptions{Condition: store.IfAbsent}, Retry{Retries: 3, Delay: time.Millisecond, Timeout: time.Second})
-	if !store.IsPreconditionFailed(err) || s.puts != 1 {
-		t.Fatalf("err = %v after %d puts, want a precondition failure after 1", err, s.puts)
 	}
 }

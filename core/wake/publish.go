@@ -56,21 +56,12 @@ func (s *Service) publish(p wakeport.Publication, durable durability.Durable, f 
 }
 
 func (s *Service) putWithRetries(key string, body []byte) error {
-	var err error
-	delay := s.opts.RetryDelay
-	for attempt := 0; attempt <= s.opts.Retries; attempt++ {
-		if attempt > 0 {
-			t := s.clk.NewTimer(delay)
-			<-t.C()
-			delay *= 2
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-		_, err = s.opts.Store.Put(ctx, key, body, store.PutOptions{})
-		cancel()
-		if err == nil {
-			return nil
-		}
-		s.log.Warn("wake: entry write failed", "key", key, "attempt", attempt+1, "err", err)
+	err := store.PutRetrying(s.opts.Store, key, body, store.PutOptions{}, store.Retry{
+		Retries: s.opts.Retries, Delay: s.opts.RetryDelay, Timeout: publishTimeout,
+		Clock: s.clk, Logger: s.log,
+	})
+	if err != nil {
+		s.log.Warn("wake: entry write failed", "key", key, "err", err)
 	}
 	return err
 }

@@ -236,6 +236,48 @@ func TestPublishFailsWhenTheEntryCannotBeWritten(t *testing.T) {
 	}
 }
 
+// flakyEntries fails the first fail writes of entries, then passes them on.
+type flakyEntries struct {
+	store.Store
+	mu   sync.Mutex
+	fail int
+	puts int
+}
+
+func (s *flakyEntries) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	if len(key) >= len(EntriesPrefix) && key[:len(EntriesPrefix)] == EntriesPrefix {
+		s.mu.Lock()
+		s.puts++
+		failing := s.puts <= s.fail
+		s.mu.Unlock()
+		if failing {
+			return "", errors.New("bucket unavailable")
+		}
+	}
+	return s.Store.Put(ctx, key, data, opts)
+}
+
+// A failed entry write is retried, Retries times, before the publication
+// fails.
+func TestPublishRetriesTheEntryWrite(t *testing.T) {
+	f := newFixture(t)
+	flaky := &flakyEntries{Store: f.s, fail: 2}
+	svc, err := New(Options{Store: flaky, Node: "n1", Clock: clock.NewReal(), Retries: 2, RetryDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := wakeport.Publication{Cell: cellA, Epoch: 1, Seq: 1, AtMs: atMs(t0)}
+	if err := wait(t, svc.Publish(p, durability.Resolved(nil))); err != nil {
+		t.Fatalf("a publication whose entry was written on the third attempt failed: %v", err)
+	}
+	if flaky.puts != 3 {
+		t.Fatalf("%d entry writes, want 3", flaky.puts)
+	}
+	if _, err := f.s.Get(context.Background(), EntryKey(cellA, *p.AtMs, Identity{Epoch: 1, Seq: 1})); err != nil {
+		t.Fatalf("the entry is not there: %v", err)
+	}
+}
+
 // A node that lost the cell must not retire the new owner's entries.
 func TestRetirementNeedsCurrentOwnership(t *testing.T) {
 	for name, own := range map[string]layout.OwnRecord{

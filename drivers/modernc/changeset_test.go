@@ -358,6 +358,50 @@ func TestChangesetLogUploadFailureBreaksTheChain(t *testing.T) {
 	}
 }
 
+// flakyPuts fails the next failNext puts, counting every put.
+type flakyPuts struct {
+	store.Store
+	failNext atomic.Int32
+	puts     atomic.Int32
+}
+
+func (f *flakyPuts) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	f.puts.Add(1)
+	if f.failNext.Add(-1) >= 0 {
+		return "", errors.New("bucket unreachable")
+	}
+	return f.Store.Put(ctx, key, data, opts)
+}
+
+// A failed upload is retried, UploadRetries times, before its commit
+// fails.
+func TestChangesetLogRetriesAFailedUpload(t *testing.T) {
+	ctx := context.Background()
+	s := &flakyPuts{Store: memstore.New()}
+	lg, _ := changeset.New(changeset.Options{Store: s, Logger: csQuiet, UploadRetries: 2, RetryDelay: time.Millisecond})
+	src := openT(t, "src.db", false)
+	cl, err := lg.Open(ctx, openReq(csCell, 1, src, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(ctx, false)
+	w := &csWorkload{t: t, c: src, r: rand.New(rand.NewPCG(6, 6))}
+	w.setup()
+	if err := waitDurable(t, cl.Append(durability.Commit{Seq: 1})); err != nil {
+		t.Fatal(err)
+	}
+	for !w.step() {
+	}
+	before := s.puts.Load()
+	s.failNext.Store(2)
+	if err := waitDurable(t, cl.Append(durability.Commit{Seq: 2})); err != nil {
+		t.Fatalf("a commit whose upload succeeded on the third attempt failed: %v", err)
+	}
+	if n := s.puts.Load() - before; n != 3 {
+		t.Fatalf("%d puts for one upload, want 3", n)
+	}
+}
+
 // Restore refuses a chain with a missing file or a damaged one.
 func TestChangesetRestoreRefusesGapsAndDamage(t *testing.T) {
 	ctx := context.Background()
