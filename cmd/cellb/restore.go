@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cellb/cellb/core/atomicfile"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/store"
@@ -152,51 +152,27 @@ func pointInTimeModes(modes durability.Modes) []string {
 // restoreToFile has the mode restore straight into a temporary file next
 // to out (the LTX log lays pages at their offsets as it decodes them, so
 // no image-sized buffer is needed), then makes it out atomically
-// (writeAtomically).
+// (atomicfile.Write: a failure leaves out as it was). It returns the
+// file's size.
 func restoreToFile(ctx context.Context, mode durability.Mode, s store.Store, cellKey string, req durability.RestoreRequest, out string) (durability.Restored, int64, error) {
 	var res durability.Restored
-	n, err := writeAtomically(out, func(f *os.File) error {
+	var n int64
+	err := atomicfile.Write(out, 0o600, func(f *os.File) error {
 		var err error
-		res, err = mode.Restore(ctx, s, cellKey, req, f)
-		return err
+		if res, err = mode.Restore(ctx, s, cellKey, req, f); err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		n = st.Size()
+		return nil
 	})
-	return res, n, err
-}
-
-// writeAtomically has write fill a temporary file next to out, then makes
-// it out: fsync, rename, fsync of the directory. A failure leaves out
-// untouched. It returns the file's size.
-func writeAtomically(out string, write func(f *os.File) error) (int64, error) {
-	dir := filepath.Dir(out)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
 	if err != nil {
-		return 0, err
+		return durability.Restored{}, 0, err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := write(f); err != nil {
-		f.Close()
-		return 0, err
-	}
-	st, err := f.Stat()
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return 0, err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer d.Close()
-	return st.Size(), d.Sync()
+	return res, n, nil
 }
 
 // parseTime accepts RFC 3339 or Unix milliseconds.

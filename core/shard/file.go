@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/cellb/cellb/core/atomicfile"
 )
 
 // MaxShards bounds the shard count: each held shard keeps a file open.
@@ -97,37 +99,18 @@ func create(dir string, n int) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+layoutName+".*")
+	tmp, err := atomicfile.Temp(dir, "."+layoutName+".*", func(f *os.File) error {
+		_, err := f.Write(append(body, '\n'))
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(body, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, filepath.Join(dir, layoutName)); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	if err := os.Link(tmp.Name(), filepath.Join(dir, layoutName)); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return atomicfile.SyncDir(dir)
 }
 
 // A shard file holds the shard's last granted epoch in two 16-byte slots,

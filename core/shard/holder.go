@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/cellb/cellb/core/atomicfile"
 )
 
 // Holder is who holds a shard, as the holder itself recorded it in
@@ -26,18 +28,14 @@ func holderPath(dir string, i int) string {
 }
 
 // writeHolder records h as shard i's holder; the caller holds the lock.
-// The record is written to a temporary file and renamed, so a reader sees
-// a whole record or the previous one.
+// The record replaces the old one atomically (atomicfile), so a reader
+// sees a whole record or the previous one, also after a crash.
 func writeHolder(dir string, i int, h Holder) error {
 	data, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
-	tmp := holderPath(dir, i) + ".tmp-" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, holderPath(dir, i))
+	return atomicfile.WriteFile(holderPath(dir, i), data, 0o644)
 }
 
 // clearHolder removes shard i's record; the caller still holds the lock.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cellb/cellb/core/atomicfile"
+
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -85,47 +87,20 @@ func (c *conn) Restore(ctx context.Context, image []byte) error {
 
 // writeTemp writes b to a new file in dir and syncs it.
 func writeTemp(dir, pattern string, b []byte) (string, error) {
-	f, err := os.CreateTemp(dir, pattern)
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(name)
-		return "", err
-	}
-	return name, nil
+	return atomicfile.Temp(dir, pattern, func(f *os.File) error {
+		_, err := f.Write(b)
+		return err
+	})
 }
 
 // replaceDatabase renames tmp over path. The old database's WAL, shared
 // memory and journal go first: left behind, SQLite would apply them to the
 // new file.
 func replaceDatabase(path, tmp string) error {
-	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.RemoveIfExist(path+"-wal", path+"-shm", path+"-journal"); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Commit(tmp, path)
 }
 
 // restoreMemory replaces an in-memory database. mattn's Deserialize makes

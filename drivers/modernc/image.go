@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"github.com/cellb/cellb/core/atomicfile"
 
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -192,52 +192,14 @@ func checkImage(img []byte) error {
 	return nil
 }
 
-// replaceFile atomically makes path hold data. The WAL, shared-memory and
+// replaceFile atomically makes path hold data (atomicfile.WriteFile; the
+// new file keeps the old one's permissions). The WAL, shared-memory and
 // rollback-journal files of the old database go first: left beside the new
 // file, SQLite would replay them onto it. (Closing the connection has
 // already checkpointed and removed the WAL.)
 func replaceFile(path string, data []byte) error {
-	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
-		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".restore-*")
-	if err != nil {
+	if err := atomicfile.RemoveIfExist(path+"-wal", path+"-shm", path+"-journal"); err != nil {
 		return err
 	}
-	tmpName := tmp.Name()
-	ok := false
-	if fi, err := os.Stat(path); err == nil {
-		_ = tmp.Chmod(fi.Mode().Perm()) // keep the old file's permissions
-	}
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return err
-	}
-	ok = true
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.WriteFile(path, data, 0o600)
 }

@@ -2,12 +2,12 @@ package wasm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+
+	"github.com/cellb/cellb/core/atomicfile"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -175,22 +175,10 @@ func (c *Conn) restoreFile(ctx context.Context, img []byte) error {
 
 // writeTemp writes data to a new file in dir and syncs it.
 func writeTemp(dir, pattern string, data []byte) (string, error) {
-	f, err := os.CreateTemp(dir, pattern)
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
+	return atomicfile.Temp(dir, pattern, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
 }
 
 // checkDatabaseFile opens path read-only and reads its schema. The file is
@@ -211,25 +199,8 @@ func checkDatabaseFile(ctx context.Context, path string) error {
 // go first: a journal left next to the new file could be taken for a hot
 // journal and "roll back" the new content with old pages.
 func replaceFile(tmp, path string) error {
-	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.RemoveIfExist(path+"-journal", path+"-wal", path+"-shm"); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return atomicfile.Commit(tmp, path)
 }
