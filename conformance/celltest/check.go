@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cellb/cellb/conformance/internal/suite"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
@@ -24,39 +25,24 @@ type checkT struct {
 	h   Harness
 	dir string
 
+	rec *suite.Recorder
+
 	mu       sync.Mutex
-	res      *CaseResult
 	cleanups []func()
 	nrt      int
 }
 
-func (c *checkT) errorf(format string, args ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.res.Failures = append(c.res.Failures, fmt.Sprintf(format, args...))
-}
+func (c *checkT) errorf(format string, args ...any) { c.rec.Errorf(format, args...) }
 
 // fatalf records a failure and ends the case; call it only from the
 // case's own goroutine.
-func (c *checkT) fatalf(format string, args ...any) {
-	c.errorf(format, args...)
-	panic(abortCase{})
-}
+func (c *checkT) fatalf(format string, args ...any) { c.rec.Fatalf(format, args...) }
 
 // skipf ends a case that does not apply to the harness; call it only from
 // the case's own goroutine.
-func (c *checkT) skipf(format string, args ...any) {
-	c.mu.Lock()
-	c.res.Skipped = fmt.Sprintf(format, args...)
-	c.mu.Unlock()
-	panic(skipCase{})
-}
+func (c *checkT) skipf(format string, args ...any) { c.rec.Skipf(format, args...) }
 
-func (c *checkT) logf(format string, args ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.res.Log = append(c.res.Log, fmt.Sprintf(format, args...))
-}
+func (c *checkT) logf(format string, args ...any) { c.rec.Logf(format, args...) }
 
 func (c *checkT) defer_(fn func()) {
 	c.mu.Lock()
@@ -69,11 +55,16 @@ func (c *checkT) cleanup() {
 	fns := c.cleanups
 	c.cleanups = nil
 	c.mu.Unlock()
+	// Each cleanup runs in a goroutine of its own, so that one that
+	// panics or ends its case (fatalf) does not stop the others.
 	for i := len(fns) - 1; i >= 0; i-- {
-		func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
 			defer func() { recover() }()
 			fns[i]()
 		}()
+		<-done
 	}
 }
 

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/conformance/internal/suite"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
@@ -41,17 +42,7 @@ type Harness struct {
 	Timeout time.Duration
 }
 
-func (h Harness) selects(name string) bool {
-	if len(h.Cases) == 0 {
-		return true
-	}
-	for _, c := range h.Cases {
-		if c == name || (strings.HasSuffix(c, "/") && strings.HasPrefix(name, c)) {
-			return true
-		}
-	}
-	return false
-}
+func (h Harness) selects(name string) bool { return suite.Selects(h.Cases, name) }
 
 // Report is the outcome of RunReport.
 type Report struct {
@@ -95,9 +86,11 @@ func (r Report) String() string {
 }
 
 // CaseNames lists every case, in run order.
-func CaseNames() []string {
+func CaseNames() []string { return caseNames(allCases()) }
+
+func caseNames(cases []caseDef) []string {
 	var names []string
-	for _, c := range allCases() {
+	for _, c := range cases {
 		names = append(names, c.name)
 	}
 	return names
@@ -112,23 +105,10 @@ func Run(t *testing.T, h Harness) {
 	if h.Dir == "" {
 		h.Dir = t.TempDir()
 	}
-	for _, def := range allCases() {
-		if !h.selects(def.name) {
-			continue
-		}
-		t.Run(def.name, func(t *testing.T) {
-			res := runCase(t.Context(), h, def)
-			for _, l := range res.Log {
-				t.Log(l)
-			}
-			for _, f := range res.Failures {
-				t.Error(f)
-			}
-			if res.Skipped != "" && !res.Failed() {
-				t.Skip(res.Skipped)
-			}
-		})
-	}
+	cases := allCases()
+	suite.Subtests(t, caseNames(cases), h.Cases, func(ctx context.Context, name string) suite.Outcome {
+		return runCase(ctx, h, cases[slices.IndexFunc(cases, func(d caseDef) bool { return d.name == name })])
+	}, nil)
 }
 
 // RunReport runs the suite without a testing.T and returns what each case
@@ -145,17 +125,15 @@ func RunReport(ctx context.Context, h Harness) (Report, error) {
 		defer os.RemoveAll(dir)
 		h.Dir = dir
 	}
+	cases := allCases()
+	ran, err := suite.Collect(ctx, caseNames(cases), h.Cases, func(ctx context.Context, name string) suite.Outcome {
+		return runCase(ctx, h, cases[slices.IndexFunc(cases, func(d caseDef) bool { return d.name == name })])
+	})
 	var rep Report
-	for _, def := range allCases() {
-		if !h.selects(def.name) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		rep.Results = append(rep.Results, runCase(ctx, h, def))
+	for _, r := range ran {
+		rep.Results = append(rep.Results, CaseResult{Name: r.Name, Failures: r.Failures, Log: r.Log, Skipped: r.Reason})
 	}
-	return rep, nil
+	return rep, err
 }
 
 type caseDef struct {
@@ -179,36 +157,26 @@ func allCases() []caseDef {
 	return all
 }
 
-type abortCase struct{}
-
-type skipCase struct{}
-
-func runCase(ctx context.Context, h Harness, def caseDef) (res CaseResult) {
-	res.Name = def.name
-	ctx, cancel := context.WithCancel(ctx)
-	c := &checkT{ctx: ctx, h: h, res: &res}
-	if c.h.Timeout <= 0 {
-		c.h.Timeout = 10 * time.Second
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			_, abort := r.(abortCase)
-			_, skip := r.(skipCase)
-			if !abort && !skip {
-				res.Failures = append(res.Failures, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
+// runCase runs one case in its own directory (suite.RunCase: Fatalf and
+// skips end the case, a panic is a failure), then runs the case's
+// cleanups and removes the directory.
+func runCase(ctx context.Context, h Harness, def caseDef) suite.Outcome {
+	return suite.RunCase(ctx, suite.Limits{}, true, func(ctx context.Context, rec *suite.Recorder) {
+		c := &checkT{ctx: ctx, h: h, rec: rec}
+		if c.h.Timeout <= 0 {
+			c.h.Timeout = 10 * time.Second
+		}
+		defer func() {
+			c.cleanup()
+			if c.dir != "" {
+				os.RemoveAll(c.dir)
 			}
+		}()
+		dir, err := os.MkdirTemp(h.Dir, strings.ReplaceAll(def.name, "/", "-")+"-")
+		if err != nil {
+			c.fatalf("cannot create the case directory: %v", err)
 		}
-		c.cleanup()
-		cancel()
-		if c.dir != "" {
-			os.RemoveAll(c.dir)
-		}
-	}()
-	dir, err := os.MkdirTemp(h.Dir, strings.ReplaceAll(def.name, "/", "-")+"-")
-	if err != nil {
-		c.fatalf("cannot create the case directory: %v", err)
-	}
-	c.dir = dir
-	def.run(c)
-	return res
+		c.dir = dir
+		def.run(c)
+	})
 }

@@ -3,10 +3,10 @@ package celltest
 import (
 	"context"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cellb/cellb/conformance/internal/suite"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
@@ -119,19 +119,30 @@ func RunTwins(t *testing.T, h Harness) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			failed := rep.Failed()
-			for _, name := range tw.CaughtBy {
-				if why := skipped(rep, name); why != "" {
-					t.Logf("case %s does not apply here: %s", name, why)
-					continue
-				}
-				if !slices.Contains(failed, name) {
+			ran := rep.named()
+			for i, v := range suite.Judge(tw.CaughtBy, ran) {
+				name := tw.CaughtBy[i]
+				switch v {
+				case suite.NotApplicable:
+					t.Logf("case %s does not apply here: %s", name, skipped(rep, name))
+				case suite.Missed, suite.NotRun:
 					t.Errorf("twin %s passed case %s, which must reject it", tw.Name, name)
 				}
 			}
-			t.Logf("twin %s rejected by: %s", tw.Name, strings.Join(failed, ", "))
+			t.Logf("twin %s rejected by: %s", tw.Name, strings.Join(rep.Failed(), ", "))
 		})
 	}
+}
+
+// named is rep's results as the shared runner's outcomes.
+func (r Report) named() []suite.Named {
+	var out []suite.Named
+	for _, c := range r.Results {
+		out = append(out, suite.Named{Name: c.Name, Outcome: suite.Outcome{
+			Failures: c.Failures, Log: c.Log, Skipped: c.Skipped != "" && !c.Failed(), Reason: c.Skipped,
+		}})
+	}
+	return out
 }
 
 // skipped says why the named case was skipped in rep ("" if it ran).

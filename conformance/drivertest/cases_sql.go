@@ -605,7 +605,7 @@ func caseContext(c *checkT) {
 	if got := c.queryOne(conn, "SELECT count(*) FROM t"); got != int64(0) {
 		c.errorf("Exec with a cancelled context still wrote: %v rows", got)
 	}
-	if c.res.Failed() {
+	if c.rec.Failed() {
 		return // a driver that ignores a cancelled context would run the long statements below to the end
 	}
 

@@ -3,6 +3,8 @@ package drivertest
 import (
 	"slices"
 	"testing"
+
+	"github.com/cellb/cellb/conformance/internal/suite"
 )
 
 // RunTwins shows the suite rejects every applicable negative twin of the
@@ -82,14 +84,15 @@ func ExpectRejected(t *testing.T, h Harness, cases ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range cases {
-		res, ok := rep.Result(name)
-		switch {
-		case !ok:
+	for i, v := range suite.Judge(cases, rep.named()) {
+		name := cases[i]
+		res, _ := rep.Result(name)
+		switch v {
+		case suite.NotRun:
 			t.Errorf("%s: case %s did not run", h.Driver.Name(), name)
-		case res.Skipped:
+		case suite.NotApplicable:
 			t.Errorf("%s: case %s was skipped (%s), so it cannot reject the twin", h.Driver.Name(), name, res.Reason)
-		case !res.Failed():
+		case suite.Missed:
 			t.Errorf("%s: case %s passed; the suite failed to reject this broken driver (seed %d)", h.Driver.Name(), name, rep.Seed)
 		default:
 			t.Logf("%s rejected by %s: %s", h.Driver.Name(), name, clip(res.Failures[0]))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellb/cellb/conformance/internal/suite"
 	"github.com/cellb/cellb/core/driver"
 )
 
@@ -77,9 +78,11 @@ func (r Report) String() string {
 }
 
 // CaseNames lists every case of the suite, in run order.
-func CaseNames() []string {
-	names := make([]string, 0, len(allCases()))
-	for _, c := range allCases() {
+func CaseNames() []string { return caseNames(allCases()) }
+
+func caseNames(cases []caseDef) []string {
+	names := make([]string, 0, len(cases))
+	for _, c := range cases {
 		names = append(names, c.name)
 	}
 	return names
@@ -98,26 +101,14 @@ func Run(t *testing.T, h Harness) {
 		h.Dir = t.TempDir()
 	}
 	t.Logf("drivertest %s: seed %d (replay with %s=%d)", h.Driver.Name(), h.Seed, SeedEnv, h.Seed)
-	for _, def := range allCases() {
-		if !h.selects(def.name) {
-			continue
+	cases := allCases()
+	suite.Subtests(t, caseNames(cases), h.Cases, func(ctx context.Context, name string) suite.Outcome {
+		return runCase(ctx, h, caseNamed(cases, name))
+	}, func(t *testing.T, o suite.Outcome) {
+		if o.Failed() {
+			t.Logf("seed %d: replay with %s=%d", h.Seed, SeedEnv, h.Seed)
 		}
-		t.Run(def.name, func(t *testing.T) {
-			res := runCase(t.Context(), h, def)
-			for _, l := range res.Log {
-				t.Log(l)
-			}
-			if res.Skipped {
-				t.Skip(res.Reason)
-			}
-			for _, f := range res.Failures {
-				t.Error(f)
-			}
-			if res.Failed() {
-				t.Logf("seed %d: replay with %s=%d", h.Seed, SeedEnv, h.Seed)
-			}
-		})
-	}
+	})
 }
 
 // RunReport runs the suite without a testing.T and returns what each case
@@ -137,17 +128,28 @@ func RunReport(ctx context.Context, h Harness) (Report, error) {
 		defer os.RemoveAll(dir)
 		h.Dir = dir
 	}
+	cases := allCases()
+	ran, err := suite.Collect(ctx, caseNames(cases), h.Cases, func(ctx context.Context, name string) suite.Outcome {
+		return runCase(ctx, h, caseNamed(cases, name))
+	})
 	rep := Report{Driver: h.Driver.Name(), Seed: h.Seed}
-	for _, def := range allCases() {
-		if !h.selects(def.name) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		rep.Results = append(rep.Results, runCase(ctx, h, def))
+	for _, r := range ran {
+		rep.Results = append(rep.Results, CaseResult{Name: r.Name, Skipped: r.Skipped, Reason: r.Reason, Failures: r.Failures, Log: r.Log})
 	}
-	return rep, nil
+	return rep, err
+}
+
+// named is rep's results as the shared runner's outcomes.
+func (r Report) named() []suite.Named {
+	var out []suite.Named
+	for _, c := range r.Results {
+		out = append(out, suite.Named{Name: c.Name, Outcome: suite.Outcome{Failures: c.Failures, Log: c.Log, Skipped: c.Skipped, Reason: c.Reason}})
+	}
+	return out
+}
+
+func caseNamed(cases []caseDef, name string) caseDef {
+	return cases[slices.IndexFunc(cases, func(d caseDef) bool { return d.name == name })]
 }
 
 // caseDef is one named check.
@@ -169,45 +171,34 @@ func allCases() []caseDef {
 	return all
 }
 
-// abortCase and skipCase unwind a case after a fatal failure or a skip; the
-// runner recovers them.
-type (
-	abortCase struct{}
-	skipCase  struct{}
-)
-
-// runCase runs one case in its own directory, turning a panic in the driver
-// into a failure and closing every connection the case opened.
-func runCase(ctx context.Context, h Harness, def caseDef) (res CaseResult) {
-	res.Name = def.name
-	c := &checkT{ctx: ctx, h: h, caps: h.Driver.Capabilities(), res: &res}
-	c.rng = rand.New(rand.NewPCG(uint64(h.Seed), nameHash(def.name)))
-	defer func() {
-		if r := recover(); r != nil {
-			switch r.(type) {
-			case abortCase, skipCase:
-			default:
-				res.Failures = append(res.Failures, fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
+// runCase runs one case in its own directory (suite.RunCase: fatalf and
+// skip end the case, a panic in the driver is a failure), closing every
+// connection the case opened. A failed case's directory is kept.
+func runCase(ctx context.Context, h Harness, def caseDef) suite.Outcome {
+	return suite.RunCase(ctx, suite.Limits{}, true, func(ctx context.Context, rec *suite.Recorder) {
+		c := &checkT{ctx: ctx, h: h, caps: h.Driver.Capabilities(), rec: rec}
+		c.rng = rand.New(rand.NewPCG(uint64(h.Seed), nameHash(def.name)))
+		defer func() {
+			if p := recover(); p != nil {
+				// Recorded here, so the case counts as failed below.
+				rec.Errorf("panic: %v\n%s", p, debug.Stack())
 			}
-		}
-		c.closeAll()
-		if res.Failed() {
-			// A skip after a failure must not hide the failure.
-			res.Skipped, res.Reason = false, ""
-			if c.dir != "" {
-				res.Log = append(res.Log, "the case's databases are kept in "+c.dir)
+			c.closeAll()
+			if rec.Failed() {
+				if c.dir != "" {
+					rec.Logf("the case's databases are kept in %s", c.dir)
+				}
+			} else if c.dir != "" {
+				os.RemoveAll(c.dir)
 			}
-		} else if c.dir != "" {
-			os.RemoveAll(c.dir)
+		}()
+		dir, err := os.MkdirTemp(h.Dir, strings.ReplaceAll(def.name, "/", "-")+"-")
+		if err != nil {
+			c.fatalf("cannot create the case directory: %v", err)
 		}
-	}()
-	dir, err := os.MkdirTemp(h.Dir, strings.ReplaceAll(def.name, "/", "-")+"-")
-	if err != nil {
-		c.fatalf("cannot create the case directory: %v", err)
-	}
-	c.dir = dir
-	def.run(c)
-	return res
+		c.dir = dir
+		def.run(c)
+	})
 }
 
 func nameHash(s string) uint64 {
@@ -225,28 +216,17 @@ type checkT struct {
 	caps  driver.Capabilities
 	rng   *rand.Rand
 	dir   string
-	res   *CaseResult
+	rec   *suite.Recorder
 	conns []driver.Conn
 }
 
-func (c *checkT) errorf(format string, args ...any) {
-	c.res.Failures = append(c.res.Failures, fmt.Sprintf(format, args...))
-}
+func (c *checkT) errorf(format string, args ...any) { c.rec.Errorf(format, args...) }
 
-func (c *checkT) fatalf(format string, args ...any) {
-	c.errorf(format, args...)
-	panic(abortCase{})
-}
+func (c *checkT) fatalf(format string, args ...any) { c.rec.Fatalf(format, args...) }
 
-func (c *checkT) logf(format string, args ...any) {
-	c.res.Log = append(c.res.Log, fmt.Sprintf(format, args...))
-}
+func (c *checkT) logf(format string, args ...any) { c.rec.Logf(format, args...) }
 
-func (c *checkT) skip(format string, args ...any) {
-	c.res.Skipped = true
-	c.res.Reason = fmt.Sprintf(format, args...)
-	panic(skipCase{})
-}
+func (c *checkT) skip(format string, args ...any) { c.rec.Skipf(format, args...) }
 
 // path names a file in the case's directory.
 func (c *checkT) path(name string) string { return filepath.Join(c.dir, name) }

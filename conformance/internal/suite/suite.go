@@ -1,0 +1,266 @@
+// Package suite is the runner the conformance suites (celltest,
+// drivertest, leasetest, storetest) share: case selection, running one
+// case with or without a *testing.T (a Recorder that stands in for it,
+// Fatalf and Skipf ending the case's goroutine as testing.T's do, a panic
+// turned into a failure, an optional time limit), reporting an outcome
+// onto a *testing.T, and judging a negative twin's run. Each suite keeps
+// its own public API (Run, RunReport, Report, Twins) on top of it.
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Selects reports whether a case filter admits name: an empty filter
+// admits every case; an entry selects the case of that exact name, or
+// every case under it when it ends in "/" (e.g. "capture/").
+func Selects(filter []string, name string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, c := range filter {
+		if c == name || (strings.HasSuffix(c, "/") && strings.HasPrefix(name, c)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Outcome is what one case found.
+type Outcome struct {
+	// Failures are the broken claims, in the order they were reported.
+	Failures []string
+	// Log is informational output.
+	Log []string
+	// Skipped is set when the case ended with Skipf and reported no
+	// failure (a skip never hides a failure); Reason says why.
+	Skipped bool
+	Reason  string
+}
+
+// Failed reports whether the case reported a failure.
+func (o Outcome) Failed() bool { return len(o.Failures) > 0 }
+
+// Recorder is the stand-in for a *testing.T that a case reports to. It is
+// safe for concurrent use; Fatalf and Skipf end the calling goroutine
+// (runtime.Goexit, as testing.T's do), so call them only from the case's
+// own goroutine.
+type Recorder struct {
+	mu       sync.Mutex
+	failures []string
+	logs     []string
+	skipped  bool
+	reason   string
+}
+
+// Helper does nothing; it is there so a Recorder fits testing.TB-like
+// interfaces.
+func (*Recorder) Helper() {}
+
+// Errorf records a failure; the case goes on.
+func (r *Recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+// Fatalf records a failure and ends the case.
+func (r *Recorder) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// Logf records informational output.
+func (r *Recorder) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+
+// Skipf ends a case that does not apply, saying why.
+func (r *Recorder) Skipf(format string, args ...any) {
+	r.mu.Lock()
+	r.skipped, r.reason = true, fmt.Sprintf(format, args...)
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+
+// Failed reports whether a failure was recorded.
+func (r *Recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.failures) > 0
+}
+
+// Outcome is what the Recorder holds now.
+func (r *Recorder) Outcome() Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := Outcome{Failures: slices.Clone(r.failures), Log: slices.Clone(r.logs)}
+	if r.skipped && len(r.failures) == 0 {
+		o.Skipped, o.Reason = true, r.reason
+	}
+	return o
+}
+
+// Limits bound a case's run time. The zero value sets no limit.
+type Limits struct {
+	// Timeout, when positive, ends the case's context after this long; a
+	// case still running then fails with "did not finish within
+	// <Timeout>".
+	Timeout time.Duration
+	// Grace is how long a case whose context ended is waited for before
+	// it is abandoned, failing with "did not finish within <Timeout> and
+	// ignored the end of its context; abandoned".
+	Grace time.Duration
+}
+
+// RunCase runs body in its own goroutine with a fresh Recorder and a
+// context derived from ctx (ended when the case returns, or at the
+// Timeout), turns a panic into a failure carrying the stack when stack
+// is set, and returns what the case recorded. The case's deferred
+// functions run on every way out (return, Fatalf, Skipf, panic).
+func RunCase(ctx context.Context, lim Limits, stack bool, body func(ctx context.Context, rec *Recorder)) Outcome {
+	rec := &Recorder{}
+	cctx, cancel := context.WithCancel(ctx)
+	if lim.Timeout > 0 {
+		cancel()
+		cctx, cancel = context.WithTimeout(ctx, lim.Timeout)
+	}
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				if stack {
+					rec.Errorf("panic: %v\n%s", p, debug.Stack())
+				} else {
+					rec.Errorf("panic: %v", p)
+				}
+			}
+		}()
+		body(cctx, rec)
+	}()
+	if lim.Timeout <= 0 {
+		<-done
+		return rec.Outcome()
+	}
+	select {
+	case <-done:
+		return rec.Outcome()
+	case <-cctx.Done():
+	}
+	grace := time.NewTimer(lim.Grace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			rec.Errorf("did not finish within %v", lim.Timeout)
+		}
+	case <-grace.C:
+		rec.Errorf("did not finish within %v and ignored the end of its context; abandoned", lim.Timeout)
+	}
+	return rec.Outcome()
+}
+
+// Emit reports o onto t: its log lines, each failure as an error, and a
+// skip when the case was skipped.
+func Emit(t testing.TB, o Outcome) {
+	t.Helper()
+	for _, l := range o.Log {
+		t.Log(l)
+	}
+	for _, f := range o.Failures {
+		t.Error(f)
+	}
+	if o.Skipped {
+		t.Skip(o.Reason)
+	}
+}
+
+// Named is one case's outcome under its name.
+type Named struct {
+	Name string
+	Outcome
+}
+
+// Subtests runs, as subtests of t in the order given, each name filter
+// admits, reporting each outcome run returns (Emit); after calls it, when
+// set, with the subtest and the outcome (for a suite's own notes).
+func Subtests(t *testing.T, names, filter []string, run func(ctx context.Context, name string) Outcome, after func(t *testing.T, o Outcome)) {
+	t.Helper()
+	for _, name := range names {
+		if !Selects(filter, name) {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			o := run(t.Context(), name)
+			if after != nil {
+				after(t, o)
+			}
+			Emit(t, o)
+		})
+	}
+}
+
+// Collect runs, in the order given, each name filter admits and returns
+// the outcomes. When ctx ends it stops and returns what ran and ctx's
+// error.
+func Collect(ctx context.Context, names, filter []string, run func(ctx context.Context, name string) Outcome) ([]Named, error) {
+	var out []Named
+	for _, name := range names {
+		if !Selects(filter, name) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		out = append(out, Named{Name: name, Outcome: run(ctx, name)})
+	}
+	return out, nil
+}
+
+// Verdict is how one case a twin must fail fared on the twin.
+type Verdict int
+
+// The verdicts.
+const (
+	// Rejected: the case failed on the twin, as it must.
+	Rejected Verdict = iota
+	// Missed: the case passed on the twin.
+	Missed
+	// NotApplicable: the case skipped itself on the twin.
+	NotApplicable
+	// NotRun: the case is not in the twin's results.
+	NotRun
+)
+
+// Judge gives the verdict for each case in caughtBy, in order, from a
+// twin's outcomes.
+func Judge(caughtBy []string, results []Named) []Verdict {
+	out := make([]Verdict, len(caughtBy))
+	for i, name := range caughtBy {
+		j := slices.IndexFunc(results, func(r Named) bool { return r.Name == name })
+		switch {
+		case j < 0:
+			out[i] = NotRun
+		case results[j].Failed():
+			out[i] = Rejected
+		case results[j].Skipped:
+			out[i] = NotApplicable
+		default:
+			out[i] = Missed
+		}
+	}
+	return out
+}
