@@ -2,9 +2,9 @@ package leasetest
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
+
+	"github.com/cellb/cellb/conformance/internal/suite"
 )
 
 // Run runs every case as a subtest of t.
@@ -43,55 +43,14 @@ func (r Report) Failed() []string {
 func RunReport(ctx context.Context, h Harness) Report {
 	var rep Report
 	for _, c := range allCases {
-		rt := &reportT{}
-		func() {
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					if r := recover(); r != nil && r != errStop {
-						rt.fail(fmt.Sprintf("panic: %v", r))
-					}
-				}()
-				c.run(rt, ctx, h)
-			}()
-			wg.Wait()
-		}()
-		rep.Results = append(rep.Results, Result{Case: c.name, Passed: !rt.failed, Skipped: rt.skipped, Message: rt.msg})
+		o := suite.RunCase(ctx, suite.Limits{}, false, func(ctx context.Context, rec *suite.Recorder) {
+			c.run(rec, ctx, h)
+		})
+		res := Result{Case: c.name, Passed: !o.Failed(), Skipped: o.Skipped, Message: o.Reason}
+		if o.Failed() {
+			res.Message = o.Failures[0]
+		}
+		rep.Results = append(rep.Results, res)
 	}
 	return rep
-}
-
-type stop struct{}
-
-var errStop = stop{}
-
-type reportT struct {
-	mu      sync.Mutex
-	failed  bool
-	skipped bool
-	msg     string
-}
-
-func (r *reportT) fail(msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.failed {
-		r.msg = msg
-	}
-	r.failed = true
-}
-
-func (r *reportT) Helper() {}
-func (r *reportT) Fatalf(format string, args ...any) {
-	r.fail(fmt.Sprintf(format, args...))
-	panic(errStop)
-}
-func (r *reportT) Errorf(format string, args ...any) { r.fail(fmt.Sprintf(format, args...)) }
-func (r *reportT) Skipf(format string, args ...any) {
-	r.mu.Lock()
-	r.skipped, r.msg = true, fmt.Sprintf(format, args...)
-	r.mu.Unlock()
-	panic(errStop)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/conformance/internal/suite"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -101,15 +102,14 @@ func RunReport(ctx context.Context, h Harness, opts ...Option) Report {
 		if cfg.progress != nil {
 			cfg.progress(tc.name, "running")
 		}
-		rec := &recorder{}
 		start := time.Now()
-		runCase(ctx, cfg, rec, func(cctx context.Context) {
+		o := suite.RunCase(ctx, suite.Limits{Timeout: cfg.caseTimeout, Grace: abandonGrace}, false, func(cctx context.Context, rec *suite.Recorder) {
 			e := cl.env(cctx, cfg, run, tc.name)
 			defer e.cleanup(rec)
 			tc.run(rec, e)
 		})
 		res.Elapsed = time.Since(start)
-		res.Failures, res.Log = rec.snapshot()
+		res.Failures, res.Log = o.Failures, o.Log
 		res.Status = Passed
 		if len(res.Failures) > 0 {
 			res.Status, res.Reason = Failed, res.Failures[0]
@@ -125,38 +125,6 @@ func RunReport(ctx context.Context, h Harness, opts ...Option) Report {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d keys left under %s", n, run))
 	}
 	return rep
-}
-
-// runCase runs body in its own goroutine (so Fatalf can end it), turns a
-// panic into a failure, and abandons a case that outlives its timeout.
-func runCase(ctx context.Context, cfg *config, rec *recorder, body func(context.Context)) {
-	cctx, cancel := context.WithTimeout(ctx, cfg.caseTimeout)
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() {
-			if p := recover(); p != nil {
-				rec.Errorf("panic: %v", p)
-			}
-		}()
-		body(cctx)
-	}()
-	select {
-	case <-done:
-		return
-	case <-cctx.Done():
-	}
-	grace := time.NewTimer(abandonGrace)
-	defer grace.Stop()
-	select {
-	case <-done:
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			rec.Errorf("did not finish within %v", cfg.caseTimeout)
-		}
-	case <-grace.C:
-		rec.Errorf("did not finish within %v and ignored the end of its context; abandoned", cfg.caseTimeout)
-	}
 }
 
 // clients are the stores the harness made for one run.
