@@ -245,7 +245,7 @@ type flakyEntries struct {
 }
 
 func (s *flakyEntries) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	if len(key) >= len(EntriesPrefix) && key[:len(EntriesPrefix)] == EntriesPrefix {
+	if len(key) >= len(layout.WakeEntriesPrefix) && key[:len(layout.WakeEntriesPrefix)] == layout.WakeEntriesPrefix {
 		s.mu.Lock()
 		s.puts++
 		failing := s.puts <= s.fail
