@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -148,6 +149,11 @@ func TestRestoredImageEqualsLiveImage(t *testing.T) {
 					res, err := ltxlog.Restore(ctx, s, "Prop:x", ltxlog.RestoreOptions{})
 					if err != nil {
 						t.Fatalf("step %d: restore: %v", i, err)
+					}
+					// The bucket carries page 1 in WAL mode, whatever the
+					// driver's journal mode (ltx.WALHeaderPage).
+					if len(live) >= 100 {
+						live = append(ltx.WALHeaderPage(1, live[:100]), live[100:]...)
 					}
 					if !bytes.Equal(res.Image, live) {
 						t.Fatalf("step %d: restored image (%d bytes, TXID %d) differs from the live image (%d bytes)", i, len(res.Image), res.TXID, len(live))

@@ -170,7 +170,8 @@ var ErrInvalidInput = errors.New("invalid LTX input")
 // Encode writes an LTX file holding pages (ascending, each PageSize bytes).
 // A zero Flags field is replaced by HeaderFlagNoChecksum, as celld writes;
 // with NoChecksum the checksums are zero. A snapshot (MinTXID 1) must hold
-// every page 1..Commit except the lock page.
+// every page 1..Commit except the lock page. Page 1 is written in WAL mode
+// (WALHeaderPage), as celld writes it, whatever the local journal mode.
 func Encode(h Header, pages []driver.Page) ([]byte, error) {
 	if h.Flags == 0 {
 		h.Flags = HeaderFlagNoChecksum
@@ -220,7 +221,7 @@ func Encode(h Header, pages []driver.Page) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
 	for _, p := range pages {
-		if err := enc.EncodePage(sf.PageHeader{Pgno: p.Pgno}, p.Data); err != nil {
+		if err := enc.EncodePage(sf.PageHeader{Pgno: p.Pgno}, WALHeaderPage(p.Pgno, p.Data)); err != nil {
 			return nil, fmt.Errorf("encode page %d: %w", p.Pgno, err)
 		}
 	}
