@@ -1,0 +1,53 @@
+package r2test_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/cellb/cellb/conformance/r2test"
+	"github.com/cellb/cellb/core/store/memstore"
+)
+
+func TestMemstorePasses(t *testing.T) {
+	r2test.Run(t, memstore.New(), r2test.Real)
+}
+
+// caughtBy names, for each twin, the cases that must fail on it.
+var caughtBy = map[string][]string{
+	"drops-envelope": {"put-get", "format", "multipart"},
+	"ignores-onlyif": {"conditional-put", "conditional-get"},
+	"stale-etag":     {"etag", "conditional-put"},
+}
+
+func TestEveryTwinFailsTheSuite(t *testing.T) {
+	twins := r2test.Twins()
+	if len(twins) != len(caughtBy) {
+		t.Fatalf("%d twins, %d expectations", len(twins), len(caughtBy))
+	}
+	for _, twin := range twins {
+		t.Run(twin.Name, func(t *testing.T) {
+			want, ok := caughtBy[twin.Name]
+			if !ok {
+				t.Fatalf("no expectation for twin %q", twin.Name)
+			}
+			failed := r2test.Check(t.Context(), memstore.New(), twin.Bind)
+			if len(failed) == 0 {
+				t.Fatalf("the suite passed a binding that %s", twin.Flaw)
+			}
+			for _, name := range want {
+				if !slices.Contains(r2test.CaseNames(), name) {
+					t.Fatalf("expectation names unknown case %q", name)
+				}
+				if _, ok := failed[name]; !ok {
+					t.Errorf("case %s passed a binding that %s", name, twin.Flaw)
+				}
+			}
+			for name, f := range failed {
+				t.Logf("%s: %v", name, f)
+			}
+		})
+	}
+	if failed := r2test.Check(t.Context(), memstore.New(), r2test.Real); len(failed) != 0 {
+		t.Fatalf("Check fails core/r2 itself: %v", failed)
+	}
+}
