@@ -1,0 +1,69 @@
+package azure_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+
+	"github.com/cellb/cellb/adapters/azure"
+	"github.com/cellb/cellb/conformance/r2test"
+	"github.com/cellb/cellb/core/r2"
+)
+
+// TestR2Conformance runs the R2 binding's suite (core/r2 in celld's
+// format) over Azurite.
+func TestR2Conformance(t *testing.T) {
+	r2test.Run(t, openServer(t, nil), r2test.Real)
+}
+
+// TestR2AzureSpelling: celld stores the record as celld_r2 on Azure. An
+// object written that way by another Azure client reads back with its
+// record, and the binding's own record is celld_r2 on the wire.
+func TestR2AzureSpelling(t *testing.T) {
+	ctx := t.Context()
+	raw, err := azure.New(ctx, serverOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := "azr2-" + randomHex(6)
+	key := "r2/" + bucket + "/fixture"
+	rec := `{"custom":{"owner":"ren\u00e9"},"http":{"contentType":"image/png","cacheExpiry":1780109201091},"storageClass":"Standard"}`
+	if _, err := raw.Client().NewBlockBlobClient(key).UploadBuffer(ctx, []byte("a"), &blockblob.UploadBufferOptions{
+		Metadata: map[string]*string{"celld_r2": &rec},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		raw.Delete(context.Background(), key)
+		raw.Delete(context.Background(), "r2/"+bucket+"/mine")
+	})
+	b, err := r2.New(raw, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := b.Head(ctx, "fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.CustomMetadata["owner"] != "rené" || h.HTTPMetadata.ContentType != "image/png" || h.HTTPMetadata.CacheExpiry.UnixMilli() != 1780109201091 {
+		t.Errorf("celld's Azure object read as %+v", h)
+	}
+	if _, err := b.Put(ctx, "mine", strings.NewReader("b"), r2.PutOptions{CustomMetadata: map[string]string{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	props, err := raw.Client().NewBlobClient("r2/"+bucket+"/mine").GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for k, v := range props.Metadata {
+		if strings.EqualFold(k, "celld_r2") && v != nil && strings.Contains(*v, `"custom":{"k":"v"}`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("stored metadata %v, want celld_r2", props.Metadata)
+	}
+}

@@ -1,0 +1,21 @@
+//go:build unix
+
+package fs_test
+
+import (
+	"testing"
+
+	"github.com/cellb/cellb/adapters/fs"
+	"github.com/cellb/cellb/conformance/r2test"
+)
+
+// TestR2Conformance runs the R2 binding's suite (core/r2 in celld's
+// format) over the local-files store.
+func TestR2Conformance(t *testing.T) {
+	s, err := fs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r2test.Run(t, s, r2test.Real)
+}
