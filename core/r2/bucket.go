@@ -123,25 +123,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts GetOptions) (*ObjectB
 	if err := b.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	var off, n int64 = 0, -1
-	if rg := opts.Range; rg != nil {
-		switch {
-		case rg.Suffix > 0:
-			head, err := b.Head(ctx, key)
-			if err != nil {
-				return nil, err
-			}
-			off = max(head.Size-rg.Suffix, 0)
-		case rg.Offset < 0 || rg.Length < 0:
-			return nil, &MetadataError{Bucket: b.name, Key: key, Reason: fmt.Sprintf("invalid range %+v", *rg)}
-		default:
-			off = rg.Offset
-			if rg.Length > 0 {
-				n = rg.Length
-			}
-		}
-	}
-	r, o, err := b.open(ctx, key, off, n)
+	r, o, err := b.openRange(ctx, key, opts.Range)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +135,37 @@ func (b *Bucket) Get(ctx context.Context, key string, opts GetOptions) (*ObjectB
 		o.Range = &Range{Offset: r.Offset, Length: r.Length}
 	}
 	return &ObjectBody{Object: o, Body: r}, nil
+}
+
+// openRange opens the range rg (nil: the whole body) of key. A suffix
+// needs the object's size first: when the object is replaced between that
+// read and the ranged one, the range is computed again for the new
+// version, so the bytes always come from the version the record describes.
+func (b *Bucket) openRange(ctx context.Context, key string, rg *Range) (*store.Reader, *Object, error) {
+	if rg == nil {
+		return b.open(ctx, key, 0, -1)
+	}
+	if rg.Offset < 0 || rg.Length < 0 || rg.Suffix < 0 {
+		return nil, nil, &MetadataError{Bucket: b.name, Key: key, Reason: fmt.Sprintf("invalid range %+v", *rg)}
+	}
+	if rg.Suffix == 0 {
+		n := rg.Length
+		if n == 0 {
+			n = -1
+		}
+		return b.open(ctx, key, rg.Offset, n)
+	}
+	for attempt := 1; ; attempt++ {
+		head, err := b.Head(ctx, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, o, err := b.open(ctx, key, max(head.Size-rg.Suffix, 0), -1)
+		if err != nil || o.Version == head.Version || attempt == maxPutAttempts {
+			return r, o, err
+		}
+		r.Close()
+	}
 }
 
 // PutOptions are Put's options.
@@ -207,7 +220,7 @@ func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, opts PutOp
 		if err != nil {
 			return nil, err
 		}
-		cb := newChecked(b, key, body, opts.Checksums)
+		cb := newChecked(b, key, body, opts.Checksums, size)
 		v, err := store.PutFrom(ctx, b.s, b.Key(key), cb, size, store.PutOptions{Condition: cond, Metadata: md})
 		if cerr := cb.mismatch; cerr != nil {
 			return nil, cerr
@@ -270,13 +283,15 @@ type checked struct {
 	want    map[string][]byte
 	hashes  map[string]hash.Hash
 	n       int64
+	size    int64 // declared, or -1
 	started bool
 	// mismatch is set when the body ended with a wrong checksum.
 	mismatch *ChecksumError
+	verified bool
 }
 
-func newChecked(b *Bucket, key string, r io.Reader, sums Checksums) *checked {
-	c := &checked{b: b, key: key, r: r, want: map[string][]byte{}, hashes: map[string]hash.Hash{}}
+func newChecked(b *Bucket, key string, r io.Reader, sums Checksums, size int64) *checked {
+	c := &checked{b: b, key: key, r: r, size: size, want: map[string][]byte{}, hashes: map[string]hash.Hash{}}
 	news := map[string]func() hash.Hash{"md5": md5.New, "sha1": sha1.New, "sha256": sha256.New, "sha384": sha512.New384, "sha512": sha512.New}
 	for name, v := range sums.byName() {
 		if len(v) > 0 {
@@ -288,13 +303,20 @@ func newChecked(b *Bucket, key string, r io.Reader, sums Checksums) *checked {
 }
 
 func (c *checked) Read(p []byte) (int, error) {
+	if c.mismatch != nil {
+		return 0, c.mismatch
+	}
 	c.started = true
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	for _, h := range c.hashes {
 		h.Write(p[:n])
 	}
-	if err == io.EOF {
+	// The checksums are checked at the end of the body, and already when
+	// it reaches its declared size: a store that stops reading there must
+	// not publish a body that fails them.
+	if (err == io.EOF || (c.size >= 0 && c.n == c.size)) && c.mismatch == nil && !c.verified {
+		c.verified = true
 		for _, name := range checksumNames {
 			h, ok := c.hashes[name]
 			if !ok {
@@ -303,7 +325,10 @@ func (c *checked) Read(p []byte) (int, error) {
 			if got := h.Sum(nil); string(got) != string(c.want[name]) {
 				c.mismatch = &ChecksumError{Bucket: c.b.name, Key: c.key, Algorithm: name,
 					Want: hex.EncodeToString(c.want[name]), Got: hex.EncodeToString(got)}
-				return n, c.mismatch
+				// The last bytes are withheld: a reader that drops an
+				// error coming with a full buffer (io.ReadFull) still
+				// sees the body fail.
+				return 0, c.mismatch
 			}
 		}
 	}

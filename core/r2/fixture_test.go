@@ -269,3 +269,39 @@ func TestConditionalPutsRace(t *testing.T) {
 		t.Errorf("object holds %q, the winner wrote %d bytes", body, won+1)
 	}
 }
+
+// exactReader is a streaming store that reads a body of declared size
+// with io.ReadFull and never asks for its end, as an adapter cutting
+// fixed-size parts may.
+type exactReader struct{ *memstore.Store }
+
+func (e exactReader) NewRangeReader(ctx context.Context, key string, off, n int64) (*store.Reader, error) {
+	return e.Store.NewRangeReader(ctx, key, off, n)
+}
+
+func (e exactReader) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	if size < 0 {
+		return store.PutFrom(ctx, e.Store, key, r, size, opts)
+	}
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return "", &store.OpError{Op: "put", Key: key, Err: err}
+	}
+	return e.Store.Put(ctx, key, buf, opts)
+}
+
+// TestChecksumCheckedAtDeclaredSize: a wrong checksum fails the body when
+// it reaches its declared size, before a store that reads no further
+// publishes it.
+func TestChecksumCheckedAtDeclaredSize(t *testing.T) {
+	ctx := t.Context()
+	b, _ := New(exactReader{memstore.New()}, "b")
+	wrong := make([]byte, 32)
+	_, err := b.Put(ctx, "k", strings.NewReader("body"), PutOptions{Size: 4, Checksums: Checksums{SHA256: wrong}})
+	if !errors.Is(err, ErrChecksumMismatch) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := b.Head(ctx, "k"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the object was published: %v", err)
+	}
+}
