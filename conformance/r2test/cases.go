@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cellb/cellb/core/r2"
@@ -22,6 +23,7 @@ var cases = []testCase{
 	{"no-envelope", "an object without celld-r2 reads with its user metadata as custom metadata", caseNoEnvelope},
 	{"etag", "the ETag and version are the store's version of the object, and change with it", caseEtag},
 	{"conditional-put", "a Put whose onlyIf fails writes nothing and says so with a typed error", caseConditionalPut},
+	{"conditional-race", "of 20 writers putting on the same ETag at once, exactly one wins", caseConditionalRace},
 	{"conditional-get", "a Get whose onlyIf fails returns the record and no body", caseConditionalGet},
 	{"range", "ranged Gets: offset and length, offset to the end, suffix", caseRange},
 	{"checksums", "given checksums are verified; a mismatch writes nothing", caseChecksums},
@@ -455,5 +457,37 @@ func caseMultipart(t tb, e *env) {
 	}
 	if _, err := aborted.Complete(e.ctx, []r2.UploadedPart{p}); !errors.Is(err, r2.ErrNoSuchUpload) {
 		t.Errorf("complete after abort: got %v, want r2.ErrNoSuchUpload", err)
+	}
+}
+
+func caseConditionalRace(t tb, e *env) {
+	first := put(t, e, "race", "start", r2.PutOptions{})
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = e.b.Put(e.ctx, "race", strings.NewReader(fmt.Sprintf("writer %d", i)), r2.PutOptions{OnlyIf: &r2.Conditional{EtagMatches: first.ETag}})
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("writers %d and %d both won a put conditional on one ETag", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, r2.ErrPreconditionFailed):
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no writer won")
+	}
+	if _, got := readAll(t, e, "race", r2.GetOptions{}); got != fmt.Sprintf("writer %d", won) {
+		t.Errorf("the object holds %q; writer %d won", got, won)
 	}
 }
