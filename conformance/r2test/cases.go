@@ -72,6 +72,7 @@ var fullOpts = r2.PutOptions{
 		ContentEncoding: "identity", CacheControl: "max-age=60", CacheExpiry: time.UnixMilli(1780109201091).UTC(),
 	},
 	CustomMetadata: map[string]string{"owner": "café ☕", "n": "1", "<tag>": "a&b"},
+	StorageClass:   "InfrequentAccess",
 }
 
 func sameRecord(t tb, what string, got *r2.Object, want r2.PutOptions) {
@@ -100,7 +101,7 @@ func casePutGet(t tb, e *env) {
 		t.Fatalf("%v", err)
 	}
 	sameRecord(t, "head", h, fullOpts)
-	if h.Size != int64(len(body)) || h.StorageClass != "Standard" || h.Uploaded.IsZero() {
+	if h.Size != int64(len(body)) || h.StorageClass != "InfrequentAccess" || h.Uploaded.IsZero() {
 		t.Errorf("head: size %d class %q uploaded %v", h.Size, h.StorageClass, h.Uploaded)
 	}
 	empty := put(t, e, "empty", "", r2.PutOptions{})
@@ -145,13 +146,17 @@ func caseFormat(t tb, e *env) {
 	if !maps.Equal(rec.HTTP, want) {
 		t.Errorf("record http %v, want %v", rec.HTTP, want)
 	}
-	if rec.Class != "Standard" {
+	if rec.Class != "InfrequentAccess" {
 		t.Errorf("record storageClass %q", rec.Class)
 	}
-	// Empty parts are left out.
-	put(t, e, "bare", "x", r2.PutOptions{})
-	if v := raw(t, e, "bare").Metadata[r2.MetadataName]; strings.Contains(v, `"custom"`) || strings.Contains(v, `"http"`) || strings.Contains(v, `"checksums"`) {
-		t.Errorf("a bare object's record %s holds empty parts", v)
+	// As celld writes a bare put: "http" always, empty parts and an
+	// absent storage class left out, the body's MD5 recorded.
+	bare := put(t, e, "bare", "x", r2.PutOptions{})
+	if v := raw(t, e, "bare").Metadata[r2.MetadataName]; v != `{"http":{},"checksums":{"md5":"9dd4e461268c8034f5c8564e155c67a6"}}` {
+		t.Errorf("a bare object's record is %s", v)
+	}
+	if h, err := e.b.Head(e.ctx, "bare"); err != nil || h.StorageClass != "Standard" || bare.StorageClass != "Standard" {
+		t.Errorf("a bare object's storage class: head %v (%v), put %q", h, err, bare.StorageClass)
 	}
 }
 
@@ -287,6 +292,10 @@ func caseChecksums(t tb, e *env) {
 	if !bytes.Equal(h.Checksums.MD5, m[:]) || !bytes.Equal(h.Checksums.SHA256, s[:]) || !bytes.Equal(o.Checksums.MD5, m[:]) {
 		t.Errorf("checksums read back %+v", h.Checksums)
 	}
+	plain := put(t, e, "plain", body, r2.PutOptions{})
+	if h, err := e.b.Head(e.ctx, "plain"); err != nil || !bytes.Equal(h.Checksums.MD5, m[:]) || !bytes.Equal(plain.Checksums.MD5, m[:]) {
+		t.Errorf("a small put without checksums does not record its MD5 (head %v, %v)", h, err)
+	}
 	bad := sha256.Sum256([]byte("another body"))
 	_, err = e.b.Put(e.ctx, "bad", strings.NewReader(body), r2.PutOptions{Checksums: r2.Checksums{SHA256: bad[:]}, Size: int64(len(body))})
 	var ce *r2.ChecksumError
@@ -295,6 +304,24 @@ func caseChecksums(t tb, e *env) {
 	}
 	if _, err := e.b.Head(e.ctx, "bad"); !errors.Is(err, r2.ErrNotFound) {
 		t.Errorf("a put with a wrong checksum left an object (head: %v)", err)
+	}
+	// A body larger than one request streams: a wrong checksum fails it
+	// before the store publishes it, and the record of a right one holds
+	// the given checksums only (no computed MD5, as celld's streamed puts).
+	big := strings.Repeat("b", r2.SinglePutMax+1)
+	bigSum := sha256.Sum256([]byte(big))
+	_, err = e.b.Put(e.ctx, "big", strings.NewReader(big), r2.PutOptions{Checksums: r2.Checksums{SHA256: bad[:]}, Size: int64(len(big))})
+	if !errors.Is(err, r2.ErrChecksumMismatch) {
+		t.Errorf("streamed put with a wrong sha256: got %v", err)
+	}
+	if _, err := e.b.Head(e.ctx, "big"); !errors.Is(err, r2.ErrNotFound) {
+		t.Errorf("a streamed put with a wrong checksum left an object (head: %v)", err)
+	}
+	if _, err := e.b.Put(e.ctx, "big", strings.NewReader(big), r2.PutOptions{Checksums: r2.Checksums{SHA256: bigSum[:]}}); err != nil {
+		t.Fatalf("streamed put with the right sha256: %v", err)
+	}
+	if h, err := e.b.Head(e.ctx, "big"); err != nil || h.Size != int64(len(big)) || !bytes.Equal(h.Checksums.SHA256, bigSum[:]) || h.Checksums.MD5 != nil {
+		t.Errorf("streamed object: %+v (%v)", h, err)
 	}
 	_, err = e.b.Put(e.ctx, "k", strings.NewReader("replaced"), r2.PutOptions{Checksums: r2.Checksums{MD5: m[:]}})
 	if !errors.Is(err, r2.ErrChecksumMismatch) {

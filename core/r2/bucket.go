@@ -1,6 +1,7 @@
 package r2
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"crypto/sha1"
@@ -176,7 +177,8 @@ type PutOptions struct {
 	// Checksums the body must have; each one given is verified while the
 	// body streams, and a mismatch writes nothing (*ChecksumError).
 	Checksums Checksums
-	// StorageClass is recorded as given ("Standard" when empty).
+	// StorageClass is recorded when given (objects without one read as
+	// "Standard").
 	StorageClass string
 	// Size is the body's exact length when known; 0 or negative: unknown
 	// (the store then streams without a declared length).
@@ -187,8 +189,9 @@ type PutOptions struct {
 // changed between the check and the write.
 const maxPutAttempts = 8
 
-// Put writes the object from body (streamed: store.PutFrom) and returns
-// its record. A condition that fails gives *PreconditionFailedError and
+// Put writes the object from body and returns its record: a body of at
+// most SinglePutMax bytes in one request with its MD5 recorded, a larger
+// one streamed (store.PutFrom). A condition that fails gives *PreconditionFailedError and
 // writes nothing. Conditions are atomic: the write is made conditional on
 // the exact version they were checked against (or on no object), and
 // re-checked if the object changed meanwhile.
@@ -196,11 +199,36 @@ func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, opts PutOp
 	if err := b.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	class := opts.StorageClass
-	if class == "" {
-		class = "Standard"
+	if body == nil {
+		body = strings.NewReader("")
 	}
-	rec, err := encodeRecord(opts.CustomMetadata, opts.HTTPMetadata, opts.Checksums, class)
+	// A body of at most SinglePutMax bytes is one request with its MD5
+	// recorded, as celld (and R2) record it; a larger one streams, and its
+	// record carries only the checksums the caller gave, since the record
+	// is written before the body.
+	head := make([]byte, SinglePutMax+1)
+	n, err := io.ReadFull(body, head)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return b.putOnce(ctx, key, head[:n], opts)
+	case err != nil:
+		return nil, store.BodyError("put", b.Key(key), err)
+	}
+	size := opts.Size
+	if size <= 0 {
+		size = -1
+	}
+	return b.putStream(ctx, key, io.MultiReader(bytes.NewReader(head), body), size, opts)
+}
+
+// SinglePutMax is the largest body Put reads whole (celld's part size):
+// it is written in one request and its MD5 is recorded.
+const SinglePutMax = 8 << 20
+
+// record renders opts' record with checksums sums, checked against the
+// store's metadata rules.
+func (b *Bucket) record(key string, opts PutOptions, sums Checksums) (map[string]string, error) {
+	rec, err := encodeRecord(opts.CustomMetadata, opts.HTTPMetadata, sums, opts.StorageClass)
 	if err != nil {
 		return nil, &MetadataError{Bucket: b.name, Key: key, Reason: err.Error()}
 	}
@@ -208,24 +236,67 @@ func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, opts PutOp
 	if err := store.ValidateMetadata(md); err != nil {
 		return nil, &MetadataError{Bucket: b.name, Key: key, Reason: fmt.Sprintf("the record does not fit the store's metadata (%d bytes): %v", len(rec), err)}
 	}
-	if body == nil {
-		body = strings.NewReader("")
+	return md, nil
+}
+
+// putOnce writes a small body in one request, its checksums computed
+// (MD5 always) and checked before anything is sent.
+func (b *Bucket) putOnce(ctx context.Context, key string, data []byte, opts PutOptions) (*Object, error) {
+	if opts.Size > 0 && opts.Size != int64(len(data)) {
+		return nil, store.BodyError("put", b.Key(key), fmt.Errorf("%w: %d bytes, declared %d", store.ErrBodySize, len(data), opts.Size))
 	}
-	size := opts.Size
-	if size <= 0 {
-		size = -1
+	cb := newChecked(b, key, bytes.NewReader(data), opts.Checksums, int64(len(data)))
+	sum := md5.New()
+	if _, err := io.Copy(sum, cb); err != nil {
+		return nil, err
 	}
+	sums := opts.Checksums
+	sums.MD5 = sum.Sum(nil)
+	md, err := b.record(key, opts, sums)
+	if err != nil {
+		return nil, err
+	}
+	return b.putWith(ctx, key, opts, sums, func(cond store.Condition) (store.Version, int64, bool, error) {
+		v, err := b.s.Put(ctx, b.Key(key), data, store.PutOptions{Condition: cond, Metadata: md})
+		return v, int64(len(data)), false, err
+	})
+}
+
+// putStream streams a large body, checking the given checksums on the
+// way; a mismatch fails the body so the store publishes nothing.
+func (b *Bucket) putStream(ctx context.Context, key string, body io.Reader, size int64, opts PutOptions) (*Object, error) {
+	md, err := b.record(key, opts, opts.Checksums)
+	if err != nil {
+		return nil, err
+	}
+	return b.putWith(ctx, key, opts, opts.Checksums, func(cond store.Condition) (store.Version, int64, bool, error) {
+		cb := newChecked(b, key, body, opts.Checksums, size)
+		v, err := store.PutFrom(ctx, b.s, b.Key(key), cb, size, store.PutOptions{Condition: cond, Metadata: md})
+		if cb.mismatch != nil {
+			return "", cb.n, cb.started, cb.mismatch
+		}
+		return v, cb.n, cb.started, err
+	})
+}
+
+// putWith runs write under opts.OnlyIf: the condition is checked against
+// the current object and the write is made conditional on that exact
+// state, and checked again when the object changed in between (while the
+// body has not been read yet). write returns the new version, the bytes
+// written and whether it read any of the body.
+func (b *Bucket) putWith(ctx context.Context, key string, opts PutOptions, sums Checksums,
+	write func(store.Condition) (store.Version, int64, bool, error)) (*Object, error) {
 	for attempt := 1; ; attempt++ {
 		cond, err := b.putCondition(ctx, key, opts.OnlyIf)
 		if err != nil {
 			return nil, err
 		}
-		cb := newChecked(b, key, body, opts.Checksums, size)
-		v, err := store.PutFrom(ctx, b.s, b.Key(key), cb, size, store.PutOptions{Condition: cond, Metadata: md})
-		if cerr := cb.mismatch; cerr != nil {
-			return nil, cerr
+		v, size, started, err := write(cond)
+		var ce *ChecksumError
+		if errors.As(err, &ce) {
+			return nil, ce
 		}
-		if store.IsPreconditionFailed(err) && opts.OnlyIf != nil && !cb.started && attempt < maxPutAttempts {
+		if store.IsPreconditionFailed(err) && opts.OnlyIf != nil && !started && attempt < maxPutAttempts {
 			continue // the object changed between the check and the write
 		}
 		if store.IsPreconditionFailed(err) {
@@ -235,8 +306,11 @@ func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, opts PutOp
 			return nil, err
 		}
 		o := &Object{
-			Key: key, Version: string(v), ETag: etagOf(string(v)), Size: cb.n,
-			HTTPMetadata: opts.HTTPMetadata, Checksums: opts.Checksums, StorageClass: class,
+			Key: key, Version: string(v), ETag: etagOf(string(v)), Size: size,
+			HTTPMetadata: opts.HTTPMetadata, Checksums: sums, StorageClass: opts.StorageClass,
+		}
+		if o.StorageClass == "" {
+			o.StorageClass = "Standard"
 		}
 		o.HTTPETag = `"` + o.ETag + `"`
 		if len(opts.CustomMetadata) > 0 {

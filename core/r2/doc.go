@@ -18,7 +18,9 @@
 //	 "contentDisposition":…,"contentEncoding":…,"cacheControl":…,
 //	 "cacheExpiry":<ms>},"checksums":{"md5":"<hex>",…},"storageClass":"…"}
 //
-// with empty maps and fields left out. An object without the entry reads
+// with "http" always present and empty maps and absent fields left out.
+// A body of at most SinglePutMax bytes is written in one request with its
+// MD5 recorded, as celld does. An object without the entry reads
 // with its whole user metadata as custom metadata. Version and ETag are the
 // store's version (its ETag or generation). See docs/r2.md for what is not
 // supported and why.

@@ -20,7 +20,7 @@ const metadataNameAzure = "celld_r2"
 // envelope is the record as celld writes it; field order is celld's.
 type envelope struct {
 	Custom       map[string]string `json:"custom,omitempty"`
-	HTTP         *envelopeHTTP     `json:"http,omitempty"`
+	HTTP         envelopeHTTP      `json:"http"` // always written, as celld does
 	Checksums    map[string]string `json:"checksums,omitempty"`
 	StorageClass string            `json:"storageClass,omitempty"`
 }
@@ -37,25 +37,24 @@ type envelopeHTTP struct {
 // checksumNames are the record's checksum names, in R2's order.
 var checksumNames = []string{"md5", "sha1", "sha256", "sha384", "sha512"}
 
-// encodeRecord renders the record of o (custom and HTTP metadata,
-// checksums, storage class) as the "celld-r2" value: compact JSON, HTML
-// characters left as they are, every byte outside printable ASCII escaped.
+// encodeRecord renders the record (custom and HTTP metadata, checksums,
+// storage class) as the "celld-r2" value, as celld's serde writes it:
+// compact JSON in celld's field order, "http" always present, empty maps
+// and absent fields left out, HTML characters left as they are, every
+// byte outside printable ASCII escaped.
 func encodeRecord(custom map[string]string, h HTTPMetadata, sums Checksums, class string) (string, error) {
 	env := envelope{StorageClass: class}
 	if len(custom) > 0 {
 		env.Custom = custom
 	}
-	if !h.isZero() {
-		eh := &envelopeHTTP{
-			ContentType: h.ContentType, ContentLanguage: h.ContentLanguage,
-			ContentDisposition: h.ContentDisposition, ContentEncoding: h.ContentEncoding,
-			CacheControl: h.CacheControl,
-		}
-		if !h.CacheExpiry.IsZero() {
-			ms := h.CacheExpiry.UnixMilli()
-			eh.CacheExpiry = &ms
-		}
-		env.HTTP = eh
+	env.HTTP = envelopeHTTP{
+		ContentType: h.ContentType, ContentLanguage: h.ContentLanguage,
+		ContentDisposition: h.ContentDisposition, ContentEncoding: h.ContentEncoding,
+		CacheControl: h.CacheControl,
+	}
+	if !h.CacheExpiry.IsZero() {
+		ms := h.CacheExpiry.UnixMilli()
+		env.HTTP.CacheExpiry = &ms
 	}
 	if m := sums.hexMap(); len(m) > 0 {
 		env.Checksums = m
@@ -112,15 +111,13 @@ func decodeRecord(o *Object, md map[string]string) error {
 		return fmt.Errorf("the %s metadata is not a JSON record: %v", MetadataName, err)
 	}
 	o.CustomMetadata = env.Custom
-	if env.HTTP != nil {
-		o.HTTPMetadata = HTTPMetadata{
-			ContentType: env.HTTP.ContentType, ContentLanguage: env.HTTP.ContentLanguage,
-			ContentDisposition: env.HTTP.ContentDisposition, ContentEncoding: env.HTTP.ContentEncoding,
-			CacheControl: env.HTTP.CacheControl,
-		}
-		if env.HTTP.CacheExpiry != nil {
-			o.HTTPMetadata.CacheExpiry = time.UnixMilli(*env.HTTP.CacheExpiry).UTC()
-		}
+	o.HTTPMetadata = HTTPMetadata{
+		ContentType: env.HTTP.ContentType, ContentLanguage: env.HTTP.ContentLanguage,
+		ContentDisposition: env.HTTP.ContentDisposition, ContentEncoding: env.HTTP.ContentEncoding,
+		CacheControl: env.HTTP.CacheControl,
+	}
+	if env.HTTP.CacheExpiry != nil {
+		o.HTTPMetadata.CacheExpiry = time.UnixMilli(*env.HTTP.CacheExpiry).UTC()
 	}
 	sums, err := checksumsFromHex(env.Checksums)
 	if err != nil {

@@ -57,11 +57,7 @@ func (b *Bucket) CreateMultipartUpload(ctx context.Context, key string, opts Put
 	if err := b.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	class := opts.StorageClass
-	if class == "" {
-		class = "Standard"
-	}
-	rec, err := encodeRecord(opts.CustomMetadata, opts.HTTPMetadata, Checksums{}, class)
+	rec, err := encodeRecord(opts.CustomMetadata, opts.HTTPMetadata, Checksums{}, opts.StorageClass)
 	if err != nil {
 		return nil, &MetadataError{Bucket: b.name, Key: key, Reason: err.Error()}
 	}
