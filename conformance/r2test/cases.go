@@ -29,6 +29,7 @@ var cases = []testCase{
 	{"checksums", "given checksums are verified; a mismatch writes nothing", caseChecksums},
 	{"delete", "Delete removes one or many objects; a missing key is no error; Head then fails typed", caseDelete},
 	{"list", "List: prefix, delimiter, cursor and limit, include of metadata", caseList},
+	{"key-encoding", "keys are stored percent-encoded as celld stores them, and list back as written", caseKeyEncoding},
 	{"invalid-keys", "empty and over-long keys fail with a typed error", caseInvalidKeys},
 	{"multipart", "a multipart upload's parts join into one object in celld's format", caseMultipart},
 }
@@ -516,5 +517,42 @@ func caseConditionalRace(t tb, e *env) {
 	}
 	if _, got := readAll(t, e, "race", r2.GetOptions{}); got != fmt.Sprintf("writer %d", won) {
 		t.Errorf("the object holds %q; writer %d won", got, won)
+	}
+}
+
+func caseKeyEncoding(t tb, e *env) {
+	keys := map[string]string{
+		"café/a b[1]?.txt": "caf%C3%A9/a b%5B1%5D%3F.txt",
+		"folder/":          "folder/%",
+		"x//y":             "x/%/y",
+		"100%":             "100%25",
+	}
+	for k, stored := range keys {
+		put(t, e, k, k, r2.PutOptions{})
+		if o := raw(t, e, stored); string(o.Data) != k {
+			t.Errorf("the store's %s holds %q, want %q", stored, o.Data, k)
+		}
+		if _, got := readAll(t, e, k, r2.GetOptions{}); got != k {
+			t.Errorf("get %q read %q", k, got)
+		}
+	}
+	l, err := e.b.List(e.ctx, r2.ListOptions{})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	var got []string
+	for _, o := range l.Objects {
+		got = append(got, o.Key)
+	}
+	// In the store's (encoded) order.
+	if want := []string{"100%", "café/a b[1]?.txt", "folder/", "x//y"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("listed %q, want %q", got, want)
+	}
+	d, err := e.b.List(e.ctx, r2.ListOptions{Prefix: "caf", Delimiter: "/"})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if fmt.Sprint(d.DelimitedPrefixes) != "[café/]" {
+		t.Errorf("delimited prefixes %q, want [café/]", d.DelimitedPrefixes)
 	}
 }

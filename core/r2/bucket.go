@@ -43,17 +43,21 @@ func New(s store.Store, name string) (*Bucket, error) {
 // Name is the bucket's name.
 func (b *Bucket) Name() string { return b.name }
 
-// Key is the store key of an object's key (r2/<bucket>/<key>).
-func (b *Bucket) Key(key string) string { return keyPrefix(b.name) + key }
+// Key is the store key of an object's key: r2/<bucket>/<key>, the key
+// percent-encoded as celld stores it (EncodeKey).
+func (b *Bucket) Key(key string) string { return keyPrefix(b.name) + EncodeKey(key) }
 
 // ValidateKey checks key as R2 does (not empty, at most MaxKeyLen bytes)
-// and that the store key it lives under is one every adapter accepts.
+// and that the store key it lives under, encoded, is one every adapter
+// accepts (at most store.MaxKeyLen bytes).
 func (b *Bucket) ValidateKey(key string) error {
 	switch {
 	case key == "":
 		return &KeyError{Key: key, Reason: "empty key"}
 	case len(key) > MaxKeyLen:
 		return &KeyError{Key: key, Reason: fmt.Sprintf("%d bytes is longer than %d", len(key), MaxKeyLen)}
+	case len(b.Key(key)) > store.MaxKeyLen:
+		return &KeyError{Key: key, Reason: fmt.Sprintf("its bucket key r2/%s/… is %d bytes once encoded, longer than the store's %d", b.name, len(b.Key(key)), store.MaxKeyLen)}
 	}
 	if err := store.ValidateKey(b.Key(key)); err != nil {
 		var oe *store.OpError
@@ -83,7 +87,12 @@ func (b *Bucket) notFound(key string) error { return &NotFoundError{Bucket: b.na
 
 // open opens a range of key; a missing object gives *NotFoundError.
 func (b *Bucket) open(ctx context.Context, key string, off, n int64) (*store.Reader, *Object, error) {
-	r, err := store.NewRangeReader(ctx, b.s, b.Key(key), off, n)
+	return b.openStored(ctx, b.Key(key), key, off, n)
+}
+
+// openStored is open of the store key stored, which holds key.
+func (b *Bucket) openStored(ctx context.Context, stored, key string, off, n int64) (*store.Reader, *Object, error) {
+	r, err := store.NewRangeReader(ctx, b.s, stored, off, n)
 	if store.IsNotFound(err) {
 		return nil, nil, b.notFound(key)
 	}
@@ -463,7 +472,7 @@ func (b *Bucket) List(ctx context.Context, opts ListOptions) (*Objects, error) {
 		limit = 1000
 	}
 	pre := keyPrefix(b.name)
-	page, err := b.s.List(ctx, store.ListOptions{Prefix: pre + opts.Prefix, Delimiter: opts.Delimiter, Token: opts.Cursor, Limit: limit})
+	page, err := b.s.List(ctx, store.ListOptions{Prefix: pre + encodePrefix(opts.Prefix), Delimiter: opts.Delimiter, Token: opts.Cursor, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -480,11 +489,16 @@ func (b *Bucket) List(ctx context.Context, opts ListOptions) (*Objects, error) {
 		}
 	}
 	for _, oi := range page.Objects {
-		key := strings.TrimPrefix(oi.Key, pre)
+		key := DecodeKey(strings.TrimPrefix(oi.Key, pre))
 		o := &Object{Key: key, Version: string(oi.Version), ETag: etagOf(string(oi.Version)), Size: oi.Size, Uploaded: oi.Modified}
 		o.HTTPETag = `"` + o.ETag + `"`
 		if httpMD || customMD {
-			full, err := b.Head(ctx, key)
+			// The stored key itself: one another tool wrote need not be
+			// in EncodeKey's canonical form.
+			r, full, err := b.openStored(ctx, oi.Key, key, 0, 0)
+			if err == nil {
+				r.Close()
+			}
 			if errors.Is(err, ErrNotFound) {
 				continue // deleted since the listing
 			}
@@ -502,7 +516,7 @@ func (b *Bucket) List(ctx context.Context, opts ListOptions) (*Objects, error) {
 		out.Objects = append(out.Objects, o)
 	}
 	for _, p := range page.Prefixes {
-		out.DelimitedPrefixes = append(out.DelimitedPrefixes, strings.TrimPrefix(p, pre))
+		out.DelimitedPrefixes = append(out.DelimitedPrefixes, DecodeKey(strings.TrimPrefix(p, pre)))
 	}
 	return out, nil
 }

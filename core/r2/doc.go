@@ -9,7 +9,8 @@
 // Bodies stream through store.NewRangeReader and store.PutFrom: no call
 // holds a whole object in memory.
 //
-// Storage format. The body is the object's bytes. The rest of the record is
+// Storage format. The key is percent-encoded as celld stores it
+// (EncodeKey). The body is the object's bytes. The rest of the record is
 // one JSON value in the user metadata entry "celld-r2" (the Azure adapter
 // stores it as "celld_r2", as celld does), every character outside ASCII
 // escaped:

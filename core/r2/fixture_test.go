@@ -212,9 +212,11 @@ func TestErrorsMatch(t *testing.T) {
 	if !errors.Is(err, ErrInvalidKey) || err.Error() != `r2 key "": the specified object name is not valid: empty key` {
 		t.Errorf("empty key: %v", err)
 	}
-	_, err = b.Put(ctx, "a//b", nil, PutOptions{})
-	if !errors.Is(err, ErrInvalidKey) {
-		t.Errorf("a//b: %v", err)
+	long := strings.Repeat("é", 400) // 800 bytes, 2400 once encoded
+	_, err = b.Put(ctx, long, nil, PutOptions{})
+	var ke *KeyError
+	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "once encoded, longer than the store's 1024") {
+		t.Errorf("a key too long once encoded: %v", err)
 	}
 	if _, err := New(memstore.New(), "a/b"); !errors.Is(err, ErrInvalidBucket) {
 		t.Errorf("bucket a/b: %v", err)
