@@ -215,13 +215,13 @@ func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, opts PutOp
 	// recorded, as celld (and R2) record it; a larger one streams, and its
 	// record carries only the checksums the caller gave, since the record
 	// is written before the body.
-	head := make([]byte, SinglePutMax+1)
-	n, err := io.ReadFull(body, head)
+	// The buffer grows with the body: a small put allocates little.
+	head, err := io.ReadAll(io.LimitReader(body, SinglePutMax+1))
 	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		return b.putOnce(ctx, key, head[:n], opts)
 	case err != nil:
 		return nil, store.BodyError("put", b.Key(key), err)
+	case len(head) <= SinglePutMax:
+		return b.putOnce(ctx, key, head, opts)
 	}
 	size := opts.Size
 	if size <= 0 {

@@ -2,6 +2,8 @@ package r2
 
 import (
 	"io"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/cellb/cellb/core/store"
@@ -89,5 +91,24 @@ func TestCelldEncodedKeysReadBack(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, "r2/img/photos/%"); err != nil {
 		t.Errorf("the folder marker photos/ is not stored as celld stores it: %v", err)
+	}
+}
+
+// TestSmallPutAllocatesLittle: a small body is read into a buffer of its
+// own size, not one of SinglePutMax.
+func TestSmallPutAllocatesLittle(t *testing.T) {
+	ctx := t.Context()
+	b, _ := New(memstore.New(), "b")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		if _, err := b.Put(ctx, "k", strings.NewReader("small"), PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > SinglePutMax {
+		t.Errorf("10 puts of 5 bytes allocated %d bytes", got)
 	}
 }
