@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cellb/cellb/core/layout"
 	"io"
 	"maps"
 	"strings"
@@ -60,9 +61,9 @@ func readAll(t tb, e *env, key string, opts r2.GetOptions) (*r2.ObjectBody, stri
 // raw reads the object as the store holds it.
 func raw(t tb, e *env, key string) *store.Object {
 	t.Helper()
-	o, err := e.s.Get(e.ctx, "r2/"+e.bucket+"/"+key)
+	o, err := e.s.Get(e.ctx, layout.R2Key(e.bucket, key))
 	if err != nil {
-		t.Fatalf("raw get r2/%s/%s: %v", e.bucket, key, err)
+		t.Fatalf("raw get %s: %v", layout.R2Key(e.bucket, key), err)
 	}
 	return o
 }
@@ -162,7 +163,7 @@ func caseFormat(t tb, e *env) {
 }
 
 func caseNoEnvelope(t tb, e *env) {
-	if _, err := e.s.Put(e.ctx, "r2/"+e.bucket+"/plain", []byte("plain"), store.PutOptions{Metadata: map[string]string{"a": "b", "owner-id": "7"}}); err != nil {
+	if _, err := e.s.Put(e.ctx, layout.R2Key(e.bucket, "plain"), []byte("plain"), store.PutOptions{Metadata: map[string]string{"a": "b", "owner-id": "7"}}); err != nil {
 		t.Fatalf("%v", err)
 	}
 	ob, got := readAll(t, e, "plain", r2.GetOptions{})
@@ -468,7 +469,7 @@ func caseMultipart(t tb, e *env) {
 	if _, ok := raw(t, e, "big").Metadata[r2.MetadataName]; !ok {
 		t.Errorf("the multipart object has no celld-r2 record")
 	}
-	left, err := store.ListAll(e.ctx, e.s, store.ListOptions{Prefix: "r2-multipart/" + e.bucket + "/"})
+	left, err := store.ListAll(e.ctx, e.s, store.ListOptions{Prefix: layout.R2MultipartPrefix(e.bucket)})
 	if err != nil || len(left.Objects) != 0 {
 		t.Errorf("%d staged objects left after Complete (%v)", len(left.Objects), err)
 	}

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/cellb/cellb/core/layout"
 	"io"
 	"runtime"
 	"sync"
@@ -82,7 +83,7 @@ func newEnv(ctx context.Context, s store.Store, bind Bind, name string) (*env, e
 // multipart parts).
 func (e *env) cleanup() {
 	ctx := context.WithoutCancel(e.ctx)
-	for _, p := range []string{"r2/" + e.bucket + "/", "r2-multipart/" + e.bucket + "/"} {
+	for _, p := range []string{layout.R2BucketPrefix(e.bucket), layout.R2MultipartPrefix(e.bucket)} {
 		page, err := store.ListAll(ctx, e.s, store.ListOptions{Prefix: p})
 		if err != nil {
 			continue

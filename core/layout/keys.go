@@ -66,3 +66,8 @@ func R2BucketPrefix(bucket string) string { return R2Prefix + bucket + "/" }
 
 // R2Key is one R2 object's key: "r2/<bucket>/<key>".
 func R2Key(bucket, key string) string { return R2BucketPrefix(bucket) + key }
+
+// R2MultipartPrefix holds the parts of one bucket's unfinished multipart
+// uploads, staged as objects until the upload completes:
+// "r2-multipart/<bucket>/". celld does not read it.
+func R2MultipartPrefix(bucket string) string { return "r2-multipart/" + bucket + "/" }

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cellb/cellb/core/layout"
 	"hash"
 	"io"
 	"strings"
@@ -22,7 +23,7 @@ const MaxKeyLen = 1024
 
 // keyPrefix is where the objects of bucket live in the store (celld's
 // r2/<bucket_name>/<key>).
-func keyPrefix(bucket string) string { return "r2/" + bucket + "/" }
+func keyPrefix(bucket string) string { return layout.R2BucketPrefix(bucket) }
 
 // Bucket is one R2 bucket (a binding's bucket_name) in a Store. It is safe
 // for concurrent use and holds no state besides its name.
@@ -34,7 +35,7 @@ type Bucket struct {
 // New returns the bucket name in s. The name is one path segment of the
 // store's keys: non-empty, without '/'.
 func New(s store.Store, name string) (*Bucket, error) {
-	if name == "" || strings.Contains(name, "/") || store.ValidateKey("r2/"+name) != nil {
+	if name == "" || strings.Contains(name, "/") || store.ValidateKey(layout.R2Prefix+name) != nil {
 		return nil, fmt.Errorf("r2: %w %q: it must be one non-empty key segment", ErrInvalidBucket, name)
 	}
 	return &Bucket{s: s, name: name}, nil
@@ -57,7 +58,7 @@ func (b *Bucket) ValidateKey(key string) error {
 	case len(key) > MaxKeyLen:
 		return &KeyError{Key: key, Reason: fmt.Sprintf("%d bytes is longer than %d", len(key), MaxKeyLen)}
 	case len(b.Key(key)) > store.MaxKeyLen:
-		return &KeyError{Key: key, Reason: fmt.Sprintf("its bucket key r2/%s/… is %d bytes once encoded, longer than the store's %d", b.name, len(b.Key(key)), store.MaxKeyLen)}
+		return &KeyError{Key: key, Reason: fmt.Sprintf("its bucket key %s… is %d bytes once encoded, longer than the store's %d", layout.R2BucketPrefix(b.name), len(b.Key(key)), store.MaxKeyLen)}
 	}
 	if err := store.ValidateKey(b.Key(key)); err != nil {
 		var oe *store.OpError

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cellb/cellb/core/layout"
 	"io"
 	"sort"
 
@@ -26,7 +27,7 @@ import (
 // celld's). A plain Put of any size streams too: multipart is only needed
 // to upload parts from several requests or processes.
 
-func uploadPrefix(bucket, id string) string { return "r2-multipart/" + bucket + "/" + id + "/" }
+func uploadPrefix(bucket, id string) string { return layout.R2MultipartPrefix(bucket) + id + "/" }
 
 // MultipartUpload is an upload in progress (R2MultipartUpload).
 type MultipartUpload struct {

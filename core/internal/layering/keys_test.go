@@ -33,11 +33,7 @@ const layoutDir = "core/layout"
 // keySpellingAllowed lists the few places (a directory or file relative to
 // the workspace root, and the spelling) where a key may still be spelled,
 // each with its reason.
-var keySpellingAllowed = []struct{ path, spelling, why string }{
-	// The R2 objects' package (added alongside this test) may keep its own
-	// prefix until it uses layout.R2Key.
-	{"core/r2/", "r2/", "R2 objects, until core/r2 builds its keys with layout.R2Key"},
-}
+var keySpellingAllowed = []struct{ path, spelling, why string }{}
 
 // keyLiterals reports every string literal of a Go source that spells a
 // piece of the bucket layout. Comments do not count.
