@@ -15,13 +15,14 @@ import (
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
-	"github.com/cellb/cellb/drivers/cgo"
 	"github.com/cellb/cellb/drivers/modernc"
 	"github.com/cellb/cellb/drivers/wasm"
 )
 
+// allDrivers is every driver this build has: cgo's only with cgo
+// (driver_cgo_test.go).
 func allDrivers() []driver.Driver {
-	return []driver.Driver{wasm.New(), cgo.New(), modernc.New(modernc.Options{})}
+	return append([]driver.Driver{wasm.New(), modernc.New(modernc.Options{})}, cgoTestDrivers()...)
 }
 
 // sqlStep runs one random step of a workload: a transaction of inserts,

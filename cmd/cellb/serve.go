@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
-	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/lease"
@@ -24,9 +23,6 @@ import (
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
-	"github.com/cellb/cellb/drivers/cgo"
-	"github.com/cellb/cellb/drivers/modernc"
-	"github.com/cellb/cellb/drivers/wasm"
 	"github.com/cellb/cellb/examples/chatroom"
 	"github.com/cellb/cellb/examples/counter"
 )
@@ -122,6 +118,9 @@ func parseServe(args []string) (serveConfig, error) {
 	if err != nil {
 		return c, fmt.Errorf("--durability: %w", err)
 	}
+	if err := checkDriver(c.Driver); err != nil {
+		return c, fmt.Errorf("--driver %s: %w", c.Driver, err)
+	}
 	if mode.NeedsSessions && c.Driver != "modernc" {
 		return c, fmt.Errorf("--durability %s needs --driver modernc (the only driver with SQLite sessions)", mode.Name)
 	}
@@ -129,35 +128,6 @@ func parseServe(args []string) (serveConfig, error) {
 		return c, errors.New("--advertise needs --peer-listen")
 	}
 	return c, nil
-}
-
-// pickDriver configures the named driver for the node's mode. When the
-// bucket wins (fleet), every activation replaces the local file with the
-// bucket's copy and a reply waits for the bucket, so the local commit need
-// not reach the disk: no sync per commit. When the local file is the primary
-// copy, each commit is synced, because after a power loss a database that
-// is not empty is never restored from the bucket.
-func pickDriver(name string, bucketWins bool) (driver.Driver, error) {
-	switch name {
-	case "wasm":
-		// WAL: one sync per commit (FULL) instead of the rollback
-		// journal's two, none when the bucket wins.
-		if bucketWins {
-			return wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=OFF")), nil
-		}
-		return wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=FULL")), nil
-	case "cgo":
-		if bucketWins {
-			return &cgo.Driver{Synchronous: cgo.SyncNormal}, nil
-		}
-		return &cgo.Driver{Synchronous: cgo.SyncFull}, nil
-	case "modernc":
-		if bucketWins {
-			return modernc.New(modernc.Options{Synchronous: "OFF"}), nil
-		}
-		return modernc.New(modernc.Options{Synchronous: "FULL"}), nil
-	}
-	return nil, fmt.Errorf("unknown driver %q (want wasm, cgo or modernc)", name)
 }
 
 // pickLog opens the durability mode --durability names; none names the

@@ -11,8 +11,11 @@
 //
 // The build needs cgo and a C compiler (gcc or clang); the first build
 // compiles the SQLite amalgamation, which takes about 45 s on two cores.
-// No build tags are required. The session extension is not compiled in by
-// default, so this driver declares Sessions: false.
+// No build tags are required. Without cgo (CGO_ENABLED=0) the package
+// compiles but is empty, so a program using Driver fails at build time
+// (see nocgo.go); cmd/cellb imports it from a `//go:build cgo` file. The
+// session extension is not compiled in by default, so this driver declares
+// Sessions: false.
 //
 // Differences from mattn/go-sqlite3's own database/sql behaviour, chosen to
 // meet the driver port:

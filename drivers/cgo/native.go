@@ -1,3 +1,5 @@
+//go:build cgo
+
 package cgo
 
 // mattn/go-sqlite3 has no WAL hook, its commit hook calls into Go on every

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package cgo
 
 // The callback SQLite calls through the trampoline in native.go. A file
