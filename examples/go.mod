@@ -1,16 +1,20 @@
 module github.com/cellb/cellb/examples
 
-go 1.26
+go 1.26.0
 
 require (
-	github.com/cellb/cellb/adapters/fs v0.0.0
-	github.com/cellb/cellb/core v0.0.0
-	github.com/cellb/cellb/drivers/wasm v0.0.0
+	github.com/cellb/cellb/adapters/fs v0.1.0
+	github.com/cellb/cellb/core v0.1.0
+	github.com/cellb/cellb/drivers/wasm v0.1.0
 )
 
-replace (
-	github.com/cellb/cellb/adapters/fs => ../adapters/fs
-	github.com/cellb/cellb/conformance => ../conformance
-	github.com/cellb/cellb/core => ../core
-	github.com/cellb/cellb/drivers/wasm => ../drivers/wasm
+require (
+	github.com/ncruces/go-sqlite3 v0.37.0 // indirect
+	github.com/ncruces/go-sqlite3-wasm/v6 v6.5.35401 // indirect
+	github.com/ncruces/julianday v1.0.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.23 // indirect
+	github.com/spf13/afero v1.15.0 // indirect
+	github.com/superfly/ltx v0.5.3 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	cloud.google.com/go/storage v1.71.0
-	github.com/cellb/cellb/core v0.0.0
+	github.com/cellb/cellb/core v0.1.0
 	google.golang.org/api v0.316.0
 )
 
@@ -18,7 +18,7 @@ require (
 	cloud.google.com/go/monitoring v1.30.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric v0.62.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/internal/resourcemapping v0.62.0 // indirect
-	github.com/cellb/cellb/conformance v0.0.0
+	github.com/cellb/cellb/conformance v0.1.0
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
 	github.com/envoyproxy/go-control-plane/envoy v1.39.1-0.20260819172001-e6e3fd93e4be // indirect
@@ -56,7 +56,3 @@ require (
 	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/cellb/cellb/core => ../../core
-
-replace github.com/cellb/cellb/conformance => ../../conformance

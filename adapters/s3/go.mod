@@ -8,7 +8,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.1
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.115.0
 	github.com/aws/smithy-go v1.28.9
-	github.com/cellb/cellb/core v0.0.0
+	github.com/cellb/cellb/core v0.1.0
 )
 
 require (
@@ -25,9 +25,5 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
-	github.com/cellb/cellb/conformance v0.0.0
+	github.com/cellb/cellb/conformance v0.1.0
 )
-
-replace github.com/cellb/cellb/core => ../../core
-
-replace github.com/cellb/cellb/conformance => ../../conformance

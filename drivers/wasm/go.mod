@@ -3,18 +3,15 @@ module github.com/cellb/cellb/drivers/wasm
 go 1.26.0
 
 require (
-	github.com/cellb/cellb/conformance v0.0.0
-	github.com/cellb/cellb/core v0.0.0
+	github.com/cellb/cellb/conformance v0.1.0
+	github.com/cellb/cellb/core v0.1.0
 	github.com/ncruces/go-sqlite3 v0.37.0
 )
 
 require (
 	github.com/ncruces/go-sqlite3-wasm/v6 v6.5.35401 // indirect
 	github.com/ncruces/julianday v1.0.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.23 // indirect
+	github.com/superfly/ltx v0.5.3 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-)
-
-replace (
-	github.com/cellb/cellb/conformance => ../../conformance
-	github.com/cellb/cellb/core => ../../core
 )
