@@ -3,14 +3,14 @@
 #
 # Every module of the repository is released at one version, the one in
 # scripts/release-version, and each requires its siblings at that version.
-# go.work serves development: its use directives take the place of the
-# siblings' published versions, so no go.mod has a replace directive.
+# go.work serves development: it uses every module and replaces each, at
+# that version, by its directory, so no go.mod has a replace directive.
 #
 #   scripts/release.sh check [--fix|--quick]  go.work and go.mod agree (CI)
-#   scripts/release.sh plan           the modules in dependency order, with tags
-#   scripts/release.sh bump vX.Y.Z    set the version and every sibling require
-#   scripts/release.sh sums           record published siblings' checksums
-#   scripts/release.sh tag [--apply]  tag the modules that are ready, in order
+#   scripts/release.sh plan             modules in dependency order, with tags
+#   scripts/release.sh bump vX.Y.Z      set the version everywhere
+#   scripts/release.sh sums             record published siblings' checksums
+#   scripts/release.sh tag [--apply]    tag the modules that are ready, in order
 #
 # check: every module on disk (a go.mod outside scripts/ and testdata/) is
 # in go.work and every go.work entry has a go.mod; each module's path is
