@@ -78,6 +78,17 @@ func Decode(data []byte) (*File, error) {
 // Pages reach the callback before the file checksum is known: a caller
 // must discard what it built if decode fails.
 func decode(data []byte, page func(pgno uint32, data []byte) error) (h Header, trailer [2]uint64, err error) {
+	if len(data) < sf.HeaderSize+sf.PageHeaderSize+8+sf.TrailerSize {
+		return h, trailer, corrupt(fmt.Sprintf("only %d bytes, shorter than the smallest LTX file", len(data)), nil)
+	}
+	return decodeStream(bytes.NewReader(data), func(h Header) error { return prescan(data, h.PageSize) }, page)
+}
+
+// decodeStream is decode over a stream: check, run once the header is
+// known, must make sure no length field of the rest of r can make the codec
+// allocate more than a page's bound (prescan for a whole file, guardReader
+// for a stream).
+func decodeStream(r io.Reader, check func(Header) error, page func(pgno uint32, data []byte) error) (h Header, trailer [2]uint64, err error) {
 	// The codec is third-party; a panic on hostile input must not take
 	// the process down or pass as success.
 	defer func() {
@@ -85,15 +96,13 @@ func decode(data []byte, page func(pgno uint32, data []byte) error) (h Header, t
 			err = corrupt("decoder panicked", fmt.Errorf("%v", r))
 		}
 	}()
-	if len(data) < sf.HeaderSize+sf.PageHeaderSize+8+sf.TrailerSize {
-		return h, trailer, corrupt(fmt.Sprintf("only %d bytes, shorter than the smallest LTX file", len(data)), nil)
-	}
-	dec := sf.NewDecoder(bytes.NewReader(data))
+	dec := sf.NewDecoder(r)
+	dec.SetRetainPageIndex(false) // the index is checked, not kept
 	if err := dec.DecodeHeader(); err != nil {
 		return h, trailer, corrupt("bad header", err)
 	}
 	h = fromSF(dec.Header())
-	if err := prescan(data, h.PageSize); err != nil {
+	if err := check(h); err != nil {
 		return h, trailer, err
 	}
 	if h.IsSnapshot() && h.Commit == 0 {
@@ -173,60 +182,17 @@ var ErrInvalidInput = errors.New("invalid LTX input")
 // every page 1..Commit except the lock page. Page 1 is written in WAL mode
 // (WALHeaderPage), as celld writes it, whatever the local journal mode.
 func Encode(h Header, pages []driver.Page) ([]byte, error) {
-	if h.Flags == 0 {
-		h.Flags = HeaderFlagNoChecksum
-	}
-	if h.Flags&HeaderFlagNoChecksum != 0 {
-		h.PreApplyChecksum = 0
-	}
-	lock := h.LockPgno()
-	var prev uint32
-	for _, p := range pages {
-		switch {
-		case p.Pgno <= prev:
-			return nil, fmt.Errorf("%w: page %d follows page %d", ErrInvalidInput, p.Pgno, prev)
-		case p.Pgno > h.Commit:
-			return nil, fmt.Errorf("%w: page %d beyond commit %d", ErrInvalidInput, p.Pgno, h.Commit)
-		case p.Pgno == lock:
-			return nil, fmt.Errorf("%w: page %d is the lock page", ErrInvalidInput, p.Pgno)
-		case len(p.Data) != int(h.PageSize):
-			return nil, fmt.Errorf("%w: page %d has %d bytes, page size is %d", ErrInvalidInput, p.Pgno, len(p.Data), h.PageSize)
-		}
-		if h.IsSnapshot() {
-			want := prev + 1
-			if want == lock {
-				want++
-			}
-			if p.Pgno != want {
-				return nil, fmt.Errorf("%w: snapshot is missing page %d", ErrInvalidInput, want)
-			}
-		}
-		prev = p.Pgno
-	}
-	if h.IsSnapshot() {
-		last := h.Commit
-		if last == lock {
-			last--
-		}
-		if prev != last {
-			return nil, fmt.Errorf("%w: snapshot ends at page %d, database has %d pages", ErrInvalidInput, prev, h.Commit)
-		}
-	}
 	var buf bytes.Buffer
-	enc, err := sf.NewEncoder(&buf)
+	i := 0
+	_, err := EncodeTo(&buf, h, func() (driver.Page, bool, error) {
+		if i == len(pages) {
+			return driver.Page{}, false, nil
+		}
+		i++
+		return pages[i-1], true, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if err := enc.EncodeHeader(toSF(h)); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
-	}
-	for _, p := range pages {
-		if err := enc.EncodePage(sf.PageHeader{Pgno: p.Pgno}, WALHeaderPage(p.Pgno, p.Data)); err != nil {
-			return nil, fmt.Errorf("encode page %d: %w", p.Pgno, err)
-		}
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encode LTX: %w", err)
 	}
 	return buf.Bytes(), nil
 }

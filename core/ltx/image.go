@@ -44,24 +44,29 @@ func (im *Image) ApplyData(data []byte) (Header, error) {
 	if err := im.begin(h); err != nil {
 		return h, err
 	}
-	ps := int(im.pageSize)
-	_, _, err = decode(data, func(pgno uint32, page []byte) error {
-		if im.sink != nil {
-			if _, err := im.sink.WriteAt(page, int64(pgno-1)*int64(ps)); err != nil {
-				return err
-			}
-		} else {
-			copy(im.data[int(pgno-1)*ps:], page)
-		}
-		im.present[pgno-1] = true
-		return nil
-	})
+	_, _, err = decode(data, im.pageFunc())
 	if err != nil {
 		im.applied = -1 << 30 // poisoned
 		return h, err
 	}
 	im.finish(h)
 	return h, nil
+}
+
+// pageFunc lays one decoded page over the image.
+func (im *Image) pageFunc() func(pgno uint32, page []byte) error {
+	ps := int64(im.pageSize)
+	return func(pgno uint32, page []byte) error {
+		if im.sink != nil {
+			if _, err := im.sink.WriteAt(page, int64(pgno-1)*ps); err != nil {
+				return err
+			}
+		} else {
+			copy(im.data[int64(pgno-1)*ps:], page)
+		}
+		im.present[pgno-1] = true
+		return nil
+	}
 }
 
 // Apply lays f over the image. Files must continue the chain: the first
