@@ -15,6 +15,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 // Driver opens cell databases.
@@ -139,6 +140,16 @@ type PageCapturer interface {
 	// call (truncating to each commit's PageCount) gives the current image
 	// byte for byte.
 	TakeCommits(ctx context.Context) ([]CapturedCommit, error)
+}
+
+// ImageWriter is an optional Conn capability: WriteImage writes the image
+// Serialize would return (the same bytes) to w a page at a time, without
+// holding it whole, and returns how many bytes it wrote. Like Serialize it
+// must not be called inside a transaction. A log that needs the image of
+// a large database (the LTX log's snapshot) uses it when the driver has it
+// and falls back to Serialize otherwise.
+type ImageWriter interface {
+	WriteImage(ctx context.Context, w io.Writer) (int64, error)
 }
 
 // CapturedCommit is the pages one commit changed.

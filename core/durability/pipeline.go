@@ -3,7 +3,9 @@ package durability
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 
@@ -193,24 +195,58 @@ func (p *Pipeline[T]) run() {
 }
 
 // FirstObject is the key of an epoch's first log object and the bytes this
-// log means to write there.
+// log means to write there: all of them (Data), or, for an object streamed
+// without being held, its Size and its last bytes (Tail), which must
+// include a checksum of everything before them (an LTX file's trailer).
 type FirstObject struct {
 	Cell  string
 	Epoch uint64
 	Key   string
 	Data  []byte
+	Size  int64
+	Tail  []byte
+}
+
+func sameObject(ctx context.Context, s store.Store, obj FirstObject) (bool, error) {
+	if obj.Tail == nil {
+		got, err := s.Get(ctx, obj.Key)
+		if err != nil {
+			return false, err
+		}
+		return bytes.Equal(got.Data, obj.Data), nil
+	}
+	off := max(obj.Size-int64(len(obj.Tail)), 0)
+	r, err := store.NewRangeReader(ctx, s, obj.Key, off, int64(len(obj.Tail)))
+	if errors.Is(err, store.ErrInvalidRange) {
+		return false, nil // shorter than ours: not ours
+	}
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	if r.Size != obj.Size {
+		return false, nil
+	}
+	tail, err := io.ReadAll(r)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(tail, obj.Tail), nil
 }
 
 // Collision decides a create-only write of an epoch's first object that
 // found its key taken: the object is this log's own (an earlier attempt
 // applied but its answer was lost) and nil is returned, or another
 // writer's, which the epoch must not overwrite: *EpochInUseError.
+//
+// With Data the whole object is read back and compared; with Tail only
+// the object's size and last len(Tail) bytes (one ranged read).
 func Collision(ctx context.Context, s store.Store, obj FirstObject, log *slog.Logger) error {
-	got, err := s.Get(ctx, obj.Key)
+	same, err := sameObject(ctx, s, obj)
 	if err != nil {
 		return fmt.Errorf("%s exists; reading it back to tell whose it is: %w", obj.Key, err)
 	}
-	if bytes.Equal(got.Data, obj.Data) {
+	if same {
 		return nil
 	}
 	err = &EpochInUseError{Cell: obj.Cell, Epoch: obj.Epoch, Key: obj.Key, Newest: obj.Epoch}

@@ -52,9 +52,10 @@ type cellLog struct {
 	// lock, on the runtime's thread).
 	nextTXID ltx.TXID
 
-	// base is the database as opened, kept until the snapshot (TXID 1)
+	// base is the database as opened, spooled to an unlinked temporary
+	// file (with page capture) and kept there until the snapshot (TXID 1)
 	// goes up; prevImage is the last image in image-diff mode.
-	base      []byte
+	base      *spool
 	prevImage []byte
 	pageSize  int
 
@@ -64,15 +65,12 @@ type cellLog struct {
 	uploaded ltx.TXID
 }
 
-func newCellLog(opts Options, cell string, epoch uint64, base []byte, pageSize int, capture bool) *cellLog {
+func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize int, capture bool) *cellLog {
 	c := &cellLog{
 		opts: opts, cell: cell, epoch: epoch, capture: capture,
 		log:      opts.Logger.With("cell", cell, "epoch", epoch),
 		nextTXID: 1,
 		base:     base, pageSize: pageSize,
-	}
-	if !capture {
-		c.prevImage = base
 	}
 	c.pipe = durability.NewPipeline(durability.PipelineOptions[*pending]{
 		Upload: c.uploadBatch,
@@ -105,6 +103,8 @@ func (c *cellLog) Append(cm durability.Commit) durability.Durable {
 			}
 		case cm.Image != nil:
 			p.count = uint32(len(cm.Image) / c.pageSize)
+			// The first commit's image is the snapshot: every page of it
+			// goes up, so there is nothing to diff it against.
 			diffInto(p.pages, c.prevImage, cm.Image, c.pageSize)
 			c.prevImage = cm.Image
 		default:
@@ -129,7 +129,14 @@ func diffInto(out map[uint32][]byte, prev, next []byte, pageSize int) {
 // Close stops the log. final waits for every queued commit to be uploaded;
 // otherwise queued commits fail with ErrClosed at once.
 func (c *cellLog) Close(ctx context.Context, final bool) error {
-	return c.pipe.Close(ctx, final)
+	err := c.pipe.Close(ctx, final)
+	if ctx.Err() == nil {
+		// The uploader has stopped: the spool, if the snapshot never went
+		// up, is no longer read. (An abandoned uploader may still read it;
+		// the unlinked file then goes with its descriptor.)
+		c.base.close()
+	}
+	return err
 }
 
 // uploadBatch stores one batch (the pipeline's uploader).
@@ -142,16 +149,23 @@ func (c *cellLog) Close(ctx context.Context, final bool) error {
 // written plainly.
 func (c *cellLog) uploadBatch(batch []*pending) error {
 	if batch[0].txid == 1 {
-		base := c.base
-		c.base = nil
-		if err := c.upload(batch[:1], base, c.epoch > 0); err != nil {
+		err := c.uploadSnapshot(batch[0], c.epoch > 0)
+		c.base.close()
+		if err != nil {
 			return err
 		}
 		if batch = batch[1:]; len(batch) == 0 {
 			return nil
 		}
 	}
-	return c.upload(batch, nil, false)
+	return c.upload(batch)
+}
+
+func (c *cellLog) retry() durability.Retry {
+	return durability.Retry{
+		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
+		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
+	}
 }
 
 // maybeCompact compacts the epoch's level-0 files once enough are up.
@@ -164,17 +178,12 @@ func (c *cellLog) maybeCompact() {
 	}
 }
 
-// upload merges a batch (newest page wins) into one level-0 file and puts
-// it; createOnly writes it only where no object exists.
-func (c *cellLog) upload(batch []*pending, base []byte, createOnly bool) error {
+// upload merges a batch of later commits (newest page wins) into one
+// level-0 file and puts it.
+func (c *cellLog) upload(batch []*pending) error {
 	first, last := batch[0], batch[len(batch)-1]
 	pageSize := last.pageSize
 	merged := map[uint32][]byte{}
-	if first.txid == 1 {
-		for off := 0; off+pageSize <= len(base); off += pageSize {
-			merged[uint32(off/pageSize)+1] = base[off : off+pageSize]
-		}
-	}
 	for _, p := range batch {
 		for pgno, data := range p.pages {
 			merged[pgno] = data
@@ -219,18 +228,7 @@ func (c *cellLog) upload(batch []*pending, base []byte, createOnly bool) error {
 	key := ltx.Key(c.cell, c.epoch, 0, first.txid, last.txid)
 	md := map[string]string{ltx.MetadataTimestamp: ltx.FormatTimestamp(now)}
 	popts := store.PutOptions{Metadata: md}
-	if createOnly {
-		popts.Condition = store.IfAbsent
-	}
-	err = store.PutRetrying(c.opts.Store, key, data, popts, store.Retry{
-		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
-		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
-	})
-	if createOnly && store.IsPreconditionFailed(err) {
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
-		err = durability.Collision(ctx, c.opts.Store, durability.FirstObject{Cell: c.cell, Epoch: c.epoch, Key: key, Data: data}, c.log)
-		cancel()
-	}
+	err = store.PutRetrying(c.opts.Store, key, data, popts, c.retry())
 	if err != nil {
 		return &UploadError{Key: key, Err: err}
 	}

@@ -52,6 +52,11 @@ type Options struct {
 	// bucket that stops answering fails the commit — and resets the cell —
 	// instead of holding its replies forever.
 	UploadTimeout time.Duration
+	// SpoolDir is where, with page capture, the database as opened waits
+	// for the epoch's snapshot, in an unlinked temporary file (default: the
+	// system's temporary directory). The snapshot is that image with the
+	// first commit's pages laid over it.
+	SpoolDir string
 }
 
 // Log is the LTX log. It implements durability.Log.
@@ -116,13 +121,18 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 			l.opts.Logger.Info("restored cell from bucket", "cell", cellKey, "txid", res.TXID, "epoch", res.Epoch, "bytes", len(res.Image))
 		}
 	}
-	base, err := conn.Serialize(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("ltxlog: read %s at open: %w", cellKey, err)
-	}
 	pageSize, err := conn.PageSize(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// With page capture the first commit brings only its own pages, so
+	// the database as opened is kept (on disk) for the snapshot; without,
+	// the first commit's image is the snapshot.
+	var base *spool
+	if req.PagesCaptured {
+		if base, err = spoolImage(ctx, l.opts.SpoolDir, conn); err != nil {
+			return nil, fmt.Errorf("ltxlog: read %s at open: %w", cellKey, err)
+		}
 	}
 	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, req.PagesCaptured)
 	return c, nil

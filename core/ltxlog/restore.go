@@ -1,9 +1,11 @@
 package ltxlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
@@ -100,31 +102,16 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 	}
 	res := &Result{}
 	for _, f := range plan {
-		obj, err := s.Get(ctx, f.Key)
+		stop, n, err := applyStreamed(ctx, s, im, f, opts.Time, cell)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", f.Key, err)
+			return nil, err
 		}
-		h, err := ltx.DecodeHeader(obj.Data)
-		if err != nil {
-			return nil, withKey(err, f.Key)
-		}
-		if h.MinTXID != f.MinTXID || h.MaxTXID != f.MaxTXID {
-			return nil, &ltx.CorruptError{Key: f.Key, Reason: fmt.Sprintf("header holds TXIDs %d-%d, name says %d-%d",
-				h.MinTXID, h.MaxTXID, f.MinTXID, f.MaxTXID)}
-		}
-		if !opts.Time.IsZero() && h.Timestamp > opts.Time.UnixMilli() {
-			if im.TXID() == 0 {
-				return nil, fmt.Errorf("no state of %s at or before %s: its chain starts at %s",
-					cell, opts.Time.UTC().Format(time.RFC3339Nano), ltx.FormatTimestamp(h.Timestamp))
-			}
+		if stop {
 			break
-		}
-		if _, err := im.ApplyData(obj.Data); err != nil {
-			return nil, fmt.Errorf("apply %s: %w", f.Key, withKey(err, f.Key))
 		}
 		res.Files = append(res.Files, f)
 		res.Epoch = f.Epoch
-		done += int64(len(obj.Data))
+		done += n
 		if opts.Progress != nil {
 			opts.Progress(done, total)
 		}
@@ -139,6 +126,44 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 	}
 	res.Image = img
 	return res, nil
+}
+
+// applyStreamed downloads f and lays it over im as it arrives: its header
+// first (checked against its name, and against the time limit: stop when
+// the file is newer than it), then its pages one by one, so no file-sized
+// buffer is held. n is the file's size.
+func applyStreamed(ctx context.Context, s store.Store, im *ltx.Image, f ltx.FileInfo, limit time.Time, cell string) (stop bool, n int64, err error) {
+	r, err := store.NewReader(ctx, s, f.Key)
+	if err != nil {
+		return false, 0, fmt.Errorf("read %s: %w", f.Key, err)
+	}
+	defer r.Close()
+	hb := make([]byte, ltx.HeaderSize)
+	if _, err := io.ReadFull(r, hb); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return false, 0, &ltx.CorruptError{Key: f.Key, Reason: fmt.Sprintf("only %d bytes, shorter than a header", r.Size)}
+		}
+		return false, 0, fmt.Errorf("read %s: %w", f.Key, err)
+	}
+	h, err := ltx.DecodeHeader(hb)
+	if err != nil {
+		return false, 0, withKey(err, f.Key)
+	}
+	if h.MinTXID != f.MinTXID || h.MaxTXID != f.MaxTXID {
+		return false, 0, &ltx.CorruptError{Key: f.Key, Reason: fmt.Sprintf("header holds TXIDs %d-%d, name says %d-%d",
+			h.MinTXID, h.MaxTXID, f.MinTXID, f.MaxTXID)}
+	}
+	if !limit.IsZero() && h.Timestamp > limit.UnixMilli() {
+		if im.TXID() == 0 {
+			return false, 0, fmt.Errorf("no state of %s at or before %s: its chain starts at %s",
+				cell, limit.UTC().Format(time.RFC3339Nano), ltx.FormatTimestamp(h.Timestamp))
+		}
+		return true, 0, nil
+	}
+	if _, err := im.ApplyFrom(io.MultiReader(bytes.NewReader(hb), r)); err != nil {
+		return false, 0, fmt.Errorf("apply %s: %w", f.Key, withKey(err, f.Key))
+	}
+	return false, r.Size, nil
 }
 
 // findChain lists the cell's epochs from newest to oldest and stops as soon

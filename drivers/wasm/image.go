@@ -3,6 +3,8 @@ package wasm
 import (
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,19 +20,70 @@ import (
 // checkpointed. So the image is read straight from the file (under a
 // shared lock), with no header byte rewritten as a backup copy would.
 func (c *Conn) Serialize(ctx context.Context) ([]byte, error) {
-	if err := c.usable(); err != nil {
+	var img []byte
+	err := c.readImage(ctx, "Serialize", func(pageSize, pages int64) error {
+		img = make([]byte, pageSize*pages)
+		return readAt(c.file.File, img, 0)
+	})
+	if err != nil {
 		return nil, err
+	}
+	return img, nil
+}
+
+// imageChunk is how much of the file WriteImage reads at a time.
+const imageChunk = 1 << 20
+
+// WriteImage writes Serialize's image to w (driver.ImageWriter), reading
+// the file a megabyte at a time under the same shared lock, so the image
+// is never held whole.
+func (c *Conn) WriteImage(ctx context.Context, w io.Writer) (int64, error) {
+	var written int64
+	err := c.readImage(ctx, "WriteImage", func(pageSize, pages int64) error {
+		size := pageSize * pages
+		buf := make([]byte, min(size, imageChunk))
+		for written < size {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := min(int64(len(buf)), size-written)
+			if err := readAt(c.file.File, buf[:n], written); err != nil {
+				return err
+			}
+			m, err := w.Write(buf[:n])
+			written += int64(m)
+			if err != nil {
+				return errWriter{err}
+			}
+		}
+		return nil
+	})
+	return written, err
+}
+
+// errWriter marks a failure of WriteImage's writer, which is reported as
+// it is, not as a failure to read the database.
+type errWriter struct{ err error }
+
+func (e errWriter) Error() string { return e.err.Error() }
+func (e errWriter) Unwrap() error { return e.err }
+
+// readImage runs read inside a read transaction (whose first read takes
+// the shared lock), after a WAL checkpoint, with the page size and count.
+func (c *Conn) readImage(ctx context.Context, op string, read func(pageSize, pages int64) error) error {
+	if err := c.usable(); err != nil {
+		return err
 	}
 	if c.InTransaction() {
-		return nil, fmt.Errorf("Serialize: %w", ErrInTransaction)
+		return fmt.Errorf("%s: %w", op, ErrInTransaction)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if c.walMode() {
 		// The image is the file once the log has been copied into it.
 		if err := c.checkpoint(ctx, "TRUNCATE"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	defer c.bind(ctx)()
@@ -38,41 +91,41 @@ func (c *Conn) Serialize(ctx context.Context) ([]byte, error) {
 	defer func() { c.auth.mode = authUser }()
 
 	if err := c.db.Exec("BEGIN DEFERRED"); err != nil {
-		return nil, sqliteError(ctx, err)
+		return sqliteError(ctx, err)
 	}
-	img, err := c.readImage(ctx)
+	err := c.readPages(ctx, read)
 	if cerr := c.db.Exec("COMMIT"); err == nil && cerr != nil {
 		err = sqliteError(ctx, cerr)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return img, nil
+	return err
 }
 
-// readImage reads the whole database inside the caller's read
-// transaction (whose first read takes the shared lock).
-func (c *Conn) readImage(ctx context.Context) ([]byte, error) {
+// readPages reads the page size and count inside the caller's read
+// transaction and hands them to read.
+func (c *Conn) readPages(ctx context.Context, read func(pageSize, pages int64) error) error {
 	ps, err := queryText(ctx, c.db, "PRAGMA page_size")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var pageSize, pages int64
 	if _, err := fmt.Sscan(ps, &pageSize); err != nil {
-		return nil, fmt.Errorf("drivers/wasm: page_size %q: %w", ps, err)
+		return fmt.Errorf("drivers/wasm: page_size %q: %w", ps, err)
 	}
 	pc, err := queryText(ctx, c.db, "PRAGMA page_count")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := fmt.Sscan(pc, &pages); err != nil {
-		return nil, fmt.Errorf("drivers/wasm: page_count %q: %w", pc, err)
+		return fmt.Errorf("drivers/wasm: page_count %q: %w", pc, err)
 	}
-	img := make([]byte, pageSize*pages)
-	if err := readAt(c.file.File, img, 0); err != nil {
-		return nil, fmt.Errorf("drivers/wasm: reading %s: %w", c.describe(), err)
+	if err := read(pageSize, pages); err != nil {
+		var we errWriter
+		if errors.As(err, &we) {
+			return we.err
+		}
+		return fmt.Errorf("drivers/wasm: reading %s: %w", c.describe(), err)
 	}
-	return img, nil
+	return nil
 }
 
 // Restore replaces the database with image (a whole number of pages, or
