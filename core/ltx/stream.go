@@ -124,6 +124,9 @@ func Trailer(tail []byte) (postApply, file uint64, err error) {
 	return binary.BigEndian.Uint64(t), binary.BigEndian.Uint64(t[8:]), nil
 }
 
+// HeaderSize is the length of an LTX file's header.
+const HeaderSize = sf.HeaderSize
+
 // TrailerSize is the length of an LTX file's trailer.
 const TrailerSize = sf.TrailerSize
 
