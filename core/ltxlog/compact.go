@@ -3,6 +3,8 @@ package ltxlog
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/ltx"
@@ -23,44 +25,72 @@ func (c *cellLog) compact(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("plan compaction: %w", err)
 	}
-	im := ltx.NewImage()
+	// The merged image is built in an unlinked temporary file and encoded
+	// from it while it uploads: nothing image-sized is held in memory.
+	f, err := os.CreateTemp(c.opts.SpoolDir, "cellb-ltx-compact-*")
+	if err != nil {
+		return err
+	}
+	os.Remove(f.Name())
+	defer f.Close()
+	co := newCoalescer(f)
+	defer co.close()
+	im := ltx.NewImageTo(co)
 	var last ltx.Header
-	for _, f := range plan {
-		obj, err := c.opts.Store.Get(ctx, f.Key)
+	for _, fi := range plan {
+		r, err := store.NewReader(ctx, c.opts.Store, fi.Key)
 		if err != nil {
 			return err
 		}
-		h, err := im.ApplyData(obj.Data)
+		h, err := im.ApplyFrom(r)
+		r.Close()
 		if err != nil {
 			return err
 		}
 		last = h
 	}
-	img, err := im.Bytes()
-	if err != nil {
+	if err := im.Finish(); err != nil {
 		return err
 	}
-	ps := int(last.PageSize)
+	if err := co.close(); err != nil {
+		return err
+	}
+	ps := int64(last.PageSize)
 	lock := ltx.LockPgno(last.PageSize)
-	pages := make([]driver.Page, 0, len(img)/ps)
-	for off := 0; off+ps <= len(img); off += ps {
-		pgno := uint32(off/ps) + 1
-		if pgno == lock {
-			continue
-		}
-		pages = append(pages, driver.Page{Pgno: pgno, Data: img[off : off+ps]})
-	}
 	h := ltx.Header{PageSize: last.PageSize, Commit: last.Commit, MinTXID: 1, MaxTXID: last.MaxTXID, Timestamp: last.Timestamp}
-	data, err := ltx.Encode(h, pages)
-	if err != nil {
-		return err
+	buf := make([]byte, ps)
+	var pgno uint32
+	next := func() (driver.Page, bool, error) {
+		pgno++
+		if pgno == lock {
+			pgno++
+		}
+		if pgno > last.Commit {
+			return driver.Page{}, false, nil
+		}
+		if _, err := f.ReadAt(buf, int64(pgno-1)*ps); err != nil {
+			return driver.Page{}, false, err
+		}
+		return driver.Page{Pgno: pgno, Data: buf}, true, nil
 	}
+	pr, pw := io.Pipe()
+	var written ltx.Written
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w, err := ltx.EncodeTo(pw, h, next)
+		written = w
+		pw.CloseWithError(err)
+	}()
 	key := ltx.Key(c.cell, c.epoch, 1, 1, last.MaxTXID)
 	md := map[string]string{ltx.MetadataTimestamp: ltx.FormatTimestamp(last.Timestamp)}
-	if _, err := c.opts.Store.Put(ctx, key, data, store.PutOptions{Metadata: md}); err != nil {
+	_, err = store.PutFrom(ctx, c.opts.Store, key, pr, -1, store.PutOptions{Metadata: md})
+	pr.CloseWithError(errBodyClosed)
+	<-done
+	if err != nil {
 		return err
 	}
-	newL1 := ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 1, MinTXID: 1, MaxTXID: last.MaxTXID, Size: int64(len(data))}
+	newL1 := ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 1, MinTXID: 1, MaxTXID: last.MaxTXID, Size: written.Size}
 	// The new file covers everything in plan; now the old files can go.
 	var kept []ltx.FileInfo
 	for _, f := range inputs {
