@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/pierrec/lz4/v4"
 	sf "github.com/superfly/ltx"
@@ -42,6 +43,12 @@ func EncodeTo(w io.Writer, h Header, next func() (driver.Page, bool, error)) (Wr
 	if err != nil {
 		return Written{}, err
 	}
+	// Past spillAfter pages the index goes to a temporary file and is
+	// copied into the output at the end (the same bytes), so a large
+	// snapshot's index is not held either.
+	enc.SetSpillDir(os.TempDir())
+	enc.SetSpillThreshold(spillAfter)
+	defer enc.Cleanup()
 	if err := enc.EncodeHeader(toSF(h)); err != nil {
 		return Written{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
@@ -97,6 +104,10 @@ func EncodeTo(w io.Writer, h Header, next func() (driver.Page, bool, error)) (Wr
 	tr := enc.Trailer()
 	return Written{Size: cw.n, PostApplyChecksum: uint64(tr.PostApplyChecksum), FileChecksum: uint64(tr.FileChecksum)}, nil
 }
+
+// spillAfter is how many page index entries (24 bytes each) EncodeTo keeps
+// in memory: 16 Ki, a 64 MiB database of 4 KiB pages.
+const spillAfter = 16 << 10
 
 type countingWriter struct {
 	w   io.Writer

@@ -118,3 +118,47 @@ func TestEncodeToIsEncode(t *testing.T) {
 		t.Fatalf("Trailer gives %016x, want %016x", file, f.FileChecksum)
 	}
 }
+
+// TestEncodeToSpillsTheIndexToTheSameBytes: a file with more pages than
+// EncodeTo keeps index entries for in memory comes out byte for byte as
+// the codec writes it with the whole index in memory.
+func TestEncodeToSpillsTheIndexToTheSameBytes(t *testing.T) {
+	n := uint32(spillAfter + 1000)
+	h := Header{PageSize: 512, Commit: n, MinTXID: 1, MaxTXID: 1, Flags: HeaderFlagNoChecksum}
+	page := make([]byte, 512)
+	var want bytes.Buffer
+	enc, _ := sf.NewEncoder(&want)
+	if err := enc.EncodeHeader(toSF(h)); err != nil {
+		t.Fatal(err)
+	}
+	lock := LockPgno(512)
+	for p := uint32(1); p <= n; p++ {
+		if p == lock {
+			continue
+		}
+		binary.BigEndian.PutUint32(page, p)
+		if err := enc.EncodePage(sf.PageHeader{Pgno: p}, page); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := enc.Close(); err != nil || enc.Spilled() {
+		t.Fatalf("reference encoder: %v, spilled %v", err, enc.Spilled())
+	}
+	var got bytes.Buffer
+	p := uint32(0)
+	if _, err := EncodeTo(&got, h, func() (driver.Page, bool, error) {
+		if p++; p == lock {
+			p++
+		}
+		if p > n {
+			return driver.Page{}, false, nil
+		}
+		binary.BigEndian.PutUint32(page, p)
+		return driver.Page{Pgno: p, Data: page}, true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatal("a spilled index gives other bytes")
+	}
+}

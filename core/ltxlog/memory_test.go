@@ -1,0 +1,243 @@
+package ltxlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/store/memstore"
+)
+
+// synthDB is a database whose pages are computed, not stored: the test's
+// own memory does not grow with its size, so the heap measured is the
+// log's. Page n holds n and the version it was last written at, then
+// zeros (so the bucket, a memstore, holds little). It captures pages.
+type synthDB struct {
+	pageDB
+	count    uint32
+	version  map[uint32]uint32
+	streamed bool // implements driver.ImageWriter (else only Serialize)
+	peak     *heapPeak
+}
+
+func (d *synthDB) page(pgno uint32, buf []byte) {
+	clear(buf)
+	binary.BigEndian.PutUint32(buf, pgno)
+	binary.BigEndian.PutUint32(buf[4:], d.version[pgno])
+}
+
+func (d *synthDB) Serialize(ctx context.Context) ([]byte, error) {
+	img := make([]byte, int(d.count)*d.pageSize)
+	for pgno := uint32(1); pgno <= d.count; pgno++ {
+		d.page(pgno, img[int(pgno-1)*d.pageSize:int(pgno)*d.pageSize])
+	}
+	d.peak.sample()
+	return img, nil
+}
+
+func (d *synthDB) PageCount(ctx context.Context) (int64, error) { return int64(d.count), nil }
+
+// commit rewrites pages (versions bump) and captures them.
+func (d *synthDB) commit(v uint32, pgnos ...uint32) driver.CapturedCommit {
+	cc := driver.CapturedCommit{PageSize: d.pageSize, PageCount: d.count}
+	for _, p := range pgnos {
+		d.version[p] = v
+		buf := make([]byte, d.pageSize)
+		d.page(p, buf)
+		cc.Pages = append(cc.Pages, driver.Page{Pgno: p, Data: buf})
+	}
+	return cc
+}
+
+// streamedDB adds driver.ImageWriter.
+type streamedDB struct{ *synthDB }
+
+func (d streamedDB) WriteImage(ctx context.Context, w io.Writer) (int64, error) {
+	buf := make([]byte, d.pageSize)
+	var n int64
+	for pgno := uint32(1); pgno <= d.count; pgno++ {
+		d.page(pgno, buf)
+		m, err := w.Write(buf)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+		if pgno%1024 == 0 {
+			d.peak.sample()
+		}
+	}
+	return n, nil
+}
+
+// checkSink verifies a restore's pages against the synthetic database as
+// they arrive and keeps nothing.
+type checkSink struct {
+	d     *synthDB
+	peak  *heapPeak
+	size  int64
+	bad   error
+	want  []byte
+	seen  []uint32 // the version each page last arrived with
+	calls int
+}
+
+// check compares the versions that arrived last with the database's.
+func (s *checkSink) check() error {
+	if s.bad != nil {
+		return s.bad
+	}
+	for i, v := range s.seen {
+		if v != s.d.version[uint32(i+1)] {
+			return fmt.Errorf("page %d restored at version %d, the database has %d", i+1, v, s.d.version[uint32(i+1)])
+		}
+	}
+	return nil
+}
+
+func (s *checkSink) WriteAt(p []byte, off int64) (int, error) {
+	ps := int64(s.d.pageSize)
+	for i := int64(0); i < int64(len(p)); i += ps {
+		pgno := uint32((off+i)/ps) + 1
+		// A later file may overwrite the page: keep the version it
+		// carries, and check its shape now.
+		v := binary.BigEndian.Uint32(p[i+4:])
+		s.seen[pgno-1] = v
+		binary.BigEndian.PutUint32(s.want, pgno)
+		binary.BigEndian.PutUint32(s.want[4:], v)
+		if !bytes.Equal(p[i:i+ps], s.want) && s.bad == nil {
+			s.bad = fmt.Errorf("page %d is not a page the database ever held", pgno)
+		}
+	}
+	s.calls++
+	s.peak.sample() // the restore coalesces pages into 4 MiB writes: few calls
+	s.size = max(s.size, off+int64(len(p)))
+	return len(p), nil
+}
+
+func (s *checkSink) Truncate(size int64) error { s.size = size; return nil }
+
+// heapPeak keeps the largest heap in use seen at the moments sampled:
+// inside the log's work, where any image-sized buffer would be alive.
+type heapPeak struct{ max atomic.Uint64 }
+
+func (h *heapPeak) sample() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	for {
+		old := h.max.Load()
+		if ms.HeapInuse <= old || h.max.CompareAndSwap(old, ms.HeapInuse) {
+			return
+		}
+	}
+}
+
+// memoryRun opens a cell of mib MiB, writes to it (the snapshot and later
+// commits), and restores it, returning the peak heap growth over the
+// baseline, in bytes, of the write and of the restore.
+func memoryRun(t *testing.T, mib int, streamed bool) (write, restore uint64) {
+	t.Helper()
+	ctx := context.Background()
+	const ps = 4096
+	d := &synthDB{pageDB: pageDB{pageSize: ps, capture: true}, count: uint32(mib << 20 / ps), version: map[uint32]uint32{}, peak: &heapPeak{}}
+	var conn driver.Conn = d
+	if streamed {
+		conn = streamedDB{d}
+	}
+	s := memstore.New()
+	lg, _ := New(Options{Logger: quiet, Store: s, SpoolDir: t.TempDir(), CompactAfter: 4})
+
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	d.peak.max.Store(base.HeapInuse)
+
+	cl, err := lg.Open(ctx, durability.OpenRequest{Cell: cell, Epoch: 1, Conn: conn, PagesCaptured: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last durability.Durable
+	for v := uint32(1); v <= 10; v++ {
+		cc := d.commit(v, 1, 2+v, d.count-v)
+		last = cl.Append(durability.Commit{Seq: uint64(v), Pages: &cc})
+		d.peak.sample()
+	}
+	if err := wait(t, last); err != nil {
+		t.Fatal(err)
+	}
+	d.peak.sample()
+	if err := cl.Close(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	write = d.peak.max.Load() - base.HeapInuse
+	var held int64
+	for _, k := range listKeys(t, s, "") {
+		o, _ := s.Get(ctx, k)
+		held += int64(len(o.Data))
+	}
+	t.Logf("%d MiB cell: the bucket holds %d bytes", mib, held)
+
+	sink := &checkSink{d: d, peak: d.peak, want: make([]byte, ps), seen: make([]uint32, d.count)}
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	d.peak.max.Store(base.HeapInuse)
+	res, err := RestoreTo(ctx, s, cell, RestoreOptions{}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore = d.peak.max.Load() - base.HeapInuse
+	if err := sink.check(); err != nil || sink.size != int64(d.count)*ps || res.TXID != 10 {
+		t.Fatalf("restore: %v, %d bytes, TXID %d", err, sink.size, res.TXID)
+	}
+	return write, restore
+}
+
+// TestMemoryDoesNotGrowWithTheCell: opening, writing and restoring a cell
+// four times larger takes no more heap: the snapshot is spooled to disk and
+// encoded page by page while it uploads, compaction builds its image in a
+// file, and the restore decodes while it downloads. (Not timed: the heap is
+// sampled inside the work, where an image-sized buffer would be alive.)
+// CELLB_MEMTEST_MIB=200 adds a run of that size.
+func TestMemoryDoesNotGrowWithTheCell(t *testing.T) {
+	const bound = 24 << 20
+	sizes := []int{16, 64}
+	if v := os.Getenv("CELLB_MEMTEST_MIB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("CELLB_MEMTEST_MIB=%q: %v", v, err)
+		}
+		sizes = append(sizes, n)
+	}
+	var w0, r0 uint64
+	for i, mib := range sizes {
+		w, r := memoryRun(t, mib, true)
+		t.Logf("%d MiB cell: peak heap growth %.1f MiB writing, %.1f MiB restoring", mib, float64(w)/(1<<20), float64(r)/(1<<20))
+		if w > bound || r > bound {
+			t.Errorf("%d MiB cell: the heap grew by %d bytes writing, %d restoring; bound %d", mib, w, r, bound)
+		}
+		if i == 0 {
+			w0, r0 = w, r
+		} else if w > w0+8<<20 || r > r0+8<<20 {
+			t.Errorf("%d MiB cell takes more heap than %d MiB: %d/%d bytes against %d/%d", mib, sizes[0], w, r, w0, r0)
+		}
+	}
+}
+
+// TestMemoryTestSeesAnImageHeldWhole: the same measure, on a driver
+// without driver.ImageWriter (the log falls back to one Serialize at
+// open), sees the image-sized buffer: the test above can fail.
+func TestMemoryTestSeesAnImageHeldWhole(t *testing.T) {
+	w, _ := memoryRun(t, 64, false)
+	if w < 64<<20 {
+		t.Fatalf("an image read whole at open left a peak of only %d bytes", w)
+	}
+}
+
