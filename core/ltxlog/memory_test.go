@@ -240,4 +240,3 @@ func TestMemoryTestSeesAnImageHeldWhole(t *testing.T) {
 		t.Fatalf("an image read whole at open left a peak of only %d bytes", w)
 	}
 }
-
