@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"bytes"
+	"errors"
 	"os"
 
 	"github.com/cellb/cellb/core/driver"
@@ -19,6 +20,7 @@ func imageCases() []caseDef {
 		{"image/rollback-image", func(c *checkT) { caseImageJournalFormat(c, 1) }},
 		{"image/restore-then-write", caseImageRestoreThenWrite},
 		{"image/rejects-garbage", caseImageRejectsGarbage},
+		{"image/write-image", caseImageWriteImage},
 	}
 }
 
@@ -242,5 +244,32 @@ func caseImageRejectsGarbage(c *checkT) {
 		if got := c.serialize(conn); !bytes.Equal(got, keep) {
 			c.errorf("after a refused Restore of %s the image changed: %s", b.name, describeDiff(got, keep))
 		}
+	}
+}
+
+// caseImageWriteImage: a driver that streams its image (driver.ImageWriter,
+// optional; ErrUnsupported means it does not) writes exactly Serialize's
+// bytes, and says how many.
+func caseImageWriteImage(c *checkT) {
+	conn := c.open(c.path("stream.db"), c.caps.PageCapture)
+	iw, ok := conn.(driver.ImageWriter)
+	if !ok {
+		c.skip("the driver does not implement driver.ImageWriter")
+	}
+	c.fill(conn, 300)
+	var buf bytes.Buffer
+	n, err := iw.WriteImage(c.ctx, &buf)
+	if errors.Is(err, driver.ErrUnsupported) {
+		c.skip("the driver does not implement driver.ImageWriter")
+	}
+	if err != nil {
+		c.fatalf("WriteImage: %v", err)
+	}
+	img := c.serialize(conn)
+	if !bytes.Equal(buf.Bytes(), img) {
+		c.errorf("WriteImage wrote other bytes than Serialize returns: %s", describeDiff(buf.Bytes(), img))
+	}
+	if n != int64(buf.Len()) {
+		c.errorf("WriteImage wrote %d bytes but reported %d", buf.Len(), n)
 	}
 }

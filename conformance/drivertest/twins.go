@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/cellb/cellb/core/driver"
 )
@@ -40,6 +41,7 @@ func Twins() []Twin {
 		{"stale-restore", StaleRestore, withCapture, []string{"capture/restore-resets"}},
 		{"rollback-commits", RollbackCommits, withCapture, []string{"capture/rollback"}},
 		{"wrong-image", WrongImage, always, []string{"image/round-trip"}},
+		{"short-write-image", ShortWriteImage, always, []string{"image/write-image"}},
 		{"false-sessions", FalseSessions, always, []string{"sessions/workload", "sessions/conflict"}},
 		{"apply-runs-triggers", ApplyRunsTriggers, withSessions, []string{"sessions/triggers"}},
 		{"opaque-errors", OpaqueErrors, always, []string{"auth/deny-read", "auth/deny-pragma"}},
@@ -261,6 +263,27 @@ func WrongImage(d driver.Driver) driver.Driver {
 	})
 }
 
+// ShortWriteImage streams the image without its last page, like a
+// WriteImage that reads the page count before the last commit's growth.
+// (On a driver without driver.ImageWriter it writes Serialize's image cut
+// short, so the case has something to reject.)
+func ShortWriteImage(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "short-write-image", nil, func(c *twinConn) {
+		c.writeImage = func(ctx context.Context, w io.Writer) (int64, error) {
+			img, err := c.Conn.Serialize(ctx)
+			if err != nil {
+				return 0, err
+			}
+			ps, err := c.Conn.PageSize(ctx)
+			if err != nil {
+				return 0, err
+			}
+			n, err := w.Write(img[:max(len(img)-ps, 0)])
+			return int64(n), err
+		}
+	})
+}
+
 // FalseSessions declares Sessions but records nothing, like a library
 // whose pre-update hook is a silent stub; its ApplyChangeset forwards to
 // the real one when there is one and otherwise pretends to succeed.
@@ -426,6 +449,7 @@ type twinConn struct {
 	takeCommits    func(ctx context.Context) ([]driver.CapturedCommit, error)
 	startSession   func(ctx context.Context, tables ...string) (driver.Session, error)
 	applyChangeset func(ctx context.Context, cs []byte) error
+	writeImage     func(ctx context.Context, w io.Writer) (int64, error)
 }
 
 func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Result, error) {
@@ -520,6 +544,16 @@ func (c *twinConn) ApplyChangeset(ctx context.Context, cs []byte) error {
 		return s.ApplyChangeset(ctx, cs)
 	}
 	return driver.ErrUnsupported
+}
+
+func (c *twinConn) WriteImage(ctx context.Context, w io.Writer) (int64, error) {
+	if c.writeImage != nil {
+		return c.writeImage(ctx, w)
+	}
+	if iw, ok := c.Conn.(driver.ImageWriter); ok {
+		return iw.WriteImage(ctx, w)
+	}
+	return 0, driver.ErrUnsupported
 }
 
 func (c *twinConn) Checkpoint(ctx context.Context, mode driver.CheckpointMode) error {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,7 +26,8 @@ type spool struct {
 
 // spoolImage copies conn's image into a new spool in dir (the system's
 // temporary directory if empty), page by page when the driver writes its
-// image as a stream (driver.ImageWriter), else through one Serialize.
+// image as a stream (driver.ImageWriter), else through one Serialize (an
+// image-sized buffer for as long as the copy takes).
 func spoolImage(ctx context.Context, dir string, conn driver.Conn) (*spool, error) {
 	f, err := os.CreateTemp(dir, "cellb-ltx-base-*")
 	if err != nil {
@@ -36,9 +38,13 @@ func spoolImage(ctx context.Context, dir string, conn driver.Conn) (*spool, erro
 	os.Remove(f.Name())
 	bw := bufio.NewWriterSize(f, 1<<20)
 	var size int64
+	err = driver.ErrUnsupported
 	if iw, ok := conn.(driver.ImageWriter); ok {
+		// A wrapper may implement it and answer ErrUnsupported (having
+		// written nothing) for a Conn that does not.
 		size, err = iw.WriteImage(ctx, bw)
-	} else {
+	}
+	if errors.Is(err, driver.ErrUnsupported) && size == 0 {
 		var img []byte
 		if img, err = conn.Serialize(ctx); err == nil {
 			var n int
