@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
 
@@ -71,7 +74,7 @@ func (d streamedDB) WriteImage(ctx context.Context, w io.Writer) (int64, error) 
 		if err != nil {
 			return n, err
 		}
-		if pgno%1024 == 0 {
+		if pgno%4096 == 0 {
 			d.peak.sample()
 		}
 	}
@@ -125,16 +128,55 @@ func (s *checkSink) WriteAt(p []byte, off int64) (int, error) {
 
 func (s *checkSink) Truncate(size int64) error { s.size = size; return nil }
 
-// heapPeak keeps the largest heap in use seen at the moments sampled:
-// inside the log's work, where any image-sized buffer would be alive.
+// streamOnly is a bucket whose whole-object reads and writes fail: the
+// log must stream every object it reads or writes (snapshot, compaction,
+// restore), through the store's Streamer half.
+type streamOnly struct {
+	*memstore.Store
+	peak *heapPeak
+}
+
+var errWholeObject = errors.New("a whole-object Get or Put was used")
+
+func (s streamOnly) Get(ctx context.Context, key string) (*store.Object, error) {
+	return nil, errWholeObject
+}
+
+// PutFrom samples the heap while the body streams (a snapshot or a
+// compacted file being encoded: where an image held whole would be alive).
+func (s streamOnly) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	return s.Store.PutFrom(ctx, key, &sampledReader{r: r, peak: s.peak}, size, opts)
+}
+
+type sampledReader struct {
+	r    io.Reader
+	peak *heapPeak
+	n    int // bytes since the last sample
+}
+
+func (r *sampledReader) Read(p []byte) (int, error) {
+	if r.n >= 64<<10 {
+		r.peak.sample()
+		r.n = 0
+	}
+	n, err := r.r.Read(p)
+	r.n += n
+	return n, err
+}
+
+// heapPeak keeps the largest live heap seen at the moments sampled, inside
+// the log's work, where any image-sized buffer would be alive. Each sample
+// collects garbage first: the live heap is what the log holds; garbage is
+// bounded by the collector's pacing (GOGC) in proportion to it.
 type heapPeak struct{ max atomic.Uint64 }
 
 func (h *heapPeak) sample() {
+	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	for {
 		old := h.max.Load()
-		if ms.HeapInuse <= old || h.max.CompareAndSwap(old, ms.HeapInuse) {
+		if ms.HeapAlloc <= old || h.max.CompareAndSwap(old, ms.HeapAlloc) {
 			return
 		}
 	}
@@ -152,48 +194,55 @@ func memoryRun(t *testing.T, mib int, streamed bool) (write, restore uint64) {
 	if streamed {
 		conn = streamedDB{d}
 	}
-	s := memstore.New()
+	s := streamOnly{memstore.New(), d.peak}
 	lg, _ := New(Options{Logger: quiet, Store: s, SpoolDir: t.TempDir(), CompactAfter: 4})
 
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
-	d.peak.max.Store(base.HeapInuse)
+	d.peak.max.Store(base.HeapAlloc)
 
 	cl, err := lg.Open(ctx, durability.OpenRequest{Cell: cell, Epoch: 1, Conn: conn, PagesCaptured: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last durability.Durable
+	// One commit at a time, so each is its own file and compaction (after
+	// four) runs twice.
 	for v := uint32(1); v <= 10; v++ {
 		cc := d.commit(v, 1, 2+v, d.count-v)
-		last = cl.Append(durability.Commit{Seq: uint64(v), Pages: &cc})
+		if err := wait(t, cl.Append(durability.Commit{Seq: uint64(v), Pages: &cc})); err != nil {
+			t.Fatal(err)
+		}
 		d.peak.sample()
-	}
-	if err := wait(t, last); err != nil {
-		t.Fatal(err)
 	}
 	d.peak.sample()
 	if err := cl.Close(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	write = d.peak.max.Load() - base.HeapInuse
+	write = d.peak.max.Load() - base.HeapAlloc
 	var held int64
+	compacted := false
 	for _, k := range listKeys(t, s, "") {
-		o, _ := s.Get(ctx, k)
+		if f, ok := ltx.ParseKey(k); ok && f.Level == 1 {
+			compacted = true
+		}
+		o, _ := s.Store.Get(ctx, k)
 		held += int64(len(o.Data))
 	}
 	t.Logf("%d MiB cell: the bucket holds %d bytes", mib, held)
+	if !compacted {
+		t.Fatal("no compaction happened: the run does not measure one")
+	}
 
 	sink := &checkSink{d: d, peak: d.peak, want: make([]byte, ps), seen: make([]uint32, d.count)}
 	runtime.GC()
 	runtime.ReadMemStats(&base)
-	d.peak.max.Store(base.HeapInuse)
+	d.peak.max.Store(base.HeapAlloc)
 	res, err := RestoreTo(ctx, s, cell, RestoreOptions{}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore = d.peak.max.Load() - base.HeapInuse
+	restore = d.peak.max.Load() - base.HeapAlloc
 	if err := sink.check(); err != nil || sink.size != int64(d.count)*ps || res.TXID != 10 {
 		t.Fatalf("restore: %v, %d bytes, TXID %d", err, sink.size, res.TXID)
 	}
