@@ -1,10 +1,10 @@
 package ltxlog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sort"
 
@@ -54,10 +54,13 @@ type cellLog struct {
 
 	// base is the database as opened, spooled to an unlinked temporary
 	// file (with page capture) and kept there until the snapshot (TXID 1)
-	// goes up; prevImage is the last image in image-diff mode.
-	base      *spool
-	prevImage []byte
-	pageSize  int
+	// goes up. prevSums, in image-diff mode, are 128-bit keyed hashes of
+	// the last image's pages (16 bytes a page, not the image), which the
+	// next image's pages are compared against.
+	base     *spool
+	prevSums []pageSum
+	seeds    [2]maphash.Seed
+	pageSize int
 
 	// Upload-side state, touched only by the pipeline's uploader.
 	l0Files  []ltx.FileInfo // this epoch's level-0 files not yet compacted
@@ -71,6 +74,7 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 		log:      opts.Logger.With("cell", cell, "epoch", epoch),
 		nextTXID: 1,
 		base:     base, pageSize: pageSize,
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
 	c.pipe = durability.NewPipeline(durability.PipelineOptions[*pending]{
 		Upload: c.uploadBatch,
@@ -105,8 +109,7 @@ func (c *cellLog) Append(cm durability.Commit) durability.Durable {
 			p.count = uint32(len(cm.Image) / c.pageSize)
 			// The first commit's image is the snapshot: every page of it
 			// goes up, so there is nothing to diff it against.
-			diffInto(p.pages, c.prevImage, cm.Image, c.pageSize)
-			c.prevImage = cm.Image
+			c.prevSums = diffInto(p.pages, c.prevSums, cm.Image, c.pageSize, c.seeds)
 		default:
 			return nil, errors.New("ltxlog: commit carries neither captured pages nor an image")
 		}
@@ -115,15 +118,26 @@ func (c *cellLog) Append(cm durability.Commit) durability.Durable {
 	})
 }
 
-// diffInto records in out every page of next that differs from prev.
-func diffInto(out map[uint32][]byte, prev, next []byte, pageSize int) {
+// pageSum identifies a page's content: two 64-bit hashes under the log's
+// own random seeds, so a changed page passes for unchanged only by a
+// 128-bit collision no input can be crafted for.
+type pageSum [2]uint64
+
+// diffInto records in out every page of next whose sum differs from prev's
+// (or that prev did not have), and returns next's sums.
+func diffInto(out map[uint32][]byte, prev []pageSum, next []byte, pageSize int, seeds [2]maphash.Seed) []pageSum {
+	sums := make([]pageSum, 0, len(next)/pageSize)
 	for off := 0; off+pageSize <= len(next); off += pageSize {
 		page := next[off : off+pageSize]
-		if off+pageSize <= len(prev) && bytes.Equal(prev[off:off+pageSize], page) {
+		sum := pageSum{maphash.Bytes(seeds[0], page), maphash.Bytes(seeds[1], page)}
+		i := len(sums)
+		sums = append(sums, sum)
+		if i < len(prev) && prev[i] == sum {
 			continue
 		}
-		out[uint32(off/pageSize)+1] = page
+		out[uint32(i)+1] = page
 	}
+	return sums
 }
 
 // Close stops the log. final waits for every queued commit to be uploaded;

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"weak"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
@@ -287,5 +288,45 @@ func TestMemoryTestSeesAnImageHeldWhole(t *testing.T) {
 	w, _ := memoryRun(t, 64, false)
 	if w < 64<<20 {
 		t.Fatalf("an image read whole at open left a peak of only %d bytes", w)
+	}
+}
+
+// TestImageModeKeepsNoImage: without page capture the log diffs each
+// commit's image against 16-byte sums of the previous one's pages, so once
+// a commit is uploaded nothing of its image is held (it kept the whole
+// previous image before).
+func TestImageModeKeepsNoImage(t *testing.T) {
+	ctx := context.Background()
+	const ps, pages = 512, 64
+	lg, _ := New(Options{Logger: quiet, Store: memstore.New(), CompactAfter: -1})
+	d := newPageDB(ps, false)
+	cl, err := lg.Open(ctx, openReq(cell, 1, imageOnly{d}, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(ctx, true)
+	var last weak.Pointer[[ps * pages]byte]
+	for v := byte(1); v <= 3; v++ {
+		arr := new([ps * pages]byte)
+		for i := range pages {
+			arr[i*ps] = byte(i + 1)
+		}
+		arr[ps*(int(v)+1)+7] = v // one page changes per commit
+		last = weak.Make(arr)
+		if err := wait(t, cl.Append(durability.Commit{Seq: uint64(v), Image: arr[:]})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.GC()
+	if last.Value() != nil {
+		t.Fatal("the log still holds the last commit's image after uploading it")
+	}
+	res, err := Restore(ctx, lg.opts.Store, cell, RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TXID != 3 || len(res.Image) != ps*pages || res.Image[ps*4+7] != 3 || res.Image[ps*3+7] != 0 || res.Image[ps*5] != 6 {
+		t.Fatalf("restored TXID %d, %d bytes", res.TXID, len(res.Image))
 	}
 }
