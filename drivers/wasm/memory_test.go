@@ -1,0 +1,137 @@
+package wasm
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/store/memstore"
+)
+
+// TestLTXLogOfALargeCellHoldsNoImage: a cell on this driver (WAL mode, page
+// capture) opened on the LTX log and written takes no more live heap at
+// 64 MiB than at 16 MiB: the log copies the database through WriteImage
+// into its spool and streams the snapshot. The heap is sampled while the
+// snapshot's body streams to the bucket. Not timed.
+func TestLTXLogOfALargeCellHoldsNoImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 80 MiB of databases")
+	}
+	grow := map[int]uint64{}
+	for _, mib := range []int{16, 64} {
+		grow[mib] = ltxLogPeak(t, mib)
+		t.Logf("%d MiB cell: peak live heap growth %.1f MiB", mib, float64(grow[mib])/(1<<20))
+	}
+	if grow[64] > grow[16]+8<<20 {
+		t.Fatalf("the 64 MiB cell took %d bytes of heap, the 16 MiB one %d", grow[64], grow[16])
+	}
+}
+
+func ltxLogPeak(t *testing.T, mib int) uint64 {
+	ctx := context.Background()
+	drv := New(WithJournalMode(JournalWAL))
+	conn, err := drv.Open(ctx, driver.Config{Path: filepath.Join(t.TempDir(), "big.db"), PageCapture: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(ctx, "CREATE TABLE t(b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < mib; i++ {
+		if _, err := conn.Exec(ctx, "INSERT INTO t VALUES (zeroblob(1000000))"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pc := conn.(driver.PageCapturer)
+	for _, c := range mustTake(t, pc) {
+		c.Release()
+	}
+	peak := &peakHeap{}
+	s := sampledStore{memstore.New(), peak}
+	lg, err := ltxlog.New(ltxlog.Options{Store: s, SpoolDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	peak.max.Store(base)
+	cl, err := lg.Open(ctx, durability.OpenRequest{Cell: "Big:1", Epoch: 1, Conn: conn, PagesCaptured: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak.sample()
+	if _, err := conn.Exec(ctx, "INSERT INTO t VALUES (x'01')"); err != nil {
+		t.Fatal(err)
+	}
+	commits := mustTake(t, pc)
+	d := cl.Append(durability.Commit{Seq: 1, Pages: &commits[0]})
+	<-d.Done()
+	if err := d.Err(); err != nil {
+		t.Fatal(err)
+	}
+	peak.sample()
+	if err := cl.Close(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	return peak.max.Load() - base
+}
+
+func mustTake(t *testing.T, pc driver.PageCapturer) []driver.CapturedCommit {
+	t.Helper()
+	cs, err := pc.TakeCommits(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+type peakHeap struct{ max atomic.Uint64 }
+
+func (h *peakHeap) sample() {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	for {
+		old := h.max.Load()
+		if ms.HeapAlloc <= old || h.max.CompareAndSwap(old, ms.HeapAlloc) {
+			return
+		}
+	}
+}
+
+// sampledStore samples the heap every 64 KiB of a streamed put's body.
+type sampledStore struct {
+	*memstore.Store
+	peak *peakHeap
+}
+
+func (s sampledStore) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	return s.Store.PutFrom(ctx, key, &sampledBody{r: r, peak: s.peak}, size, opts)
+}
+
+type sampledBody struct {
+	r    io.Reader
+	peak *peakHeap
+	n    int
+}
+
+func (b *sampledBody) Read(p []byte) (int, error) {
+	if b.n >= 64<<10 {
+		b.peak.sample()
+		b.n = 0
+	}
+	n, err := b.r.Read(p)
+	b.n += n
+	return n, err
+}
