@@ -1,6 +1,7 @@
 package ltx
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -20,6 +21,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Decode(data)
+		checkStreamAgrees(t, data, err)
 		if err != nil {
 			var ce *CorruptError
 			if !errors.As(err, &ce) {
@@ -72,4 +74,21 @@ func validOnly(files []FileInfo) []FileInfo {
 		}
 	}
 	return out
+}
+
+// checkStreamAgrees: the streaming decoder accepts exactly the snapshots
+// the whole-file one accepts, and refuses the rest with a typed error.
+func checkStreamAgrees(t *testing.T, data []byte, wholeErr error) {
+	h, herr := DecodeHeader(data)
+	if herr != nil || !h.IsSnapshot() || h.Commit > 1<<12 {
+		return // refused before any page either way, or too large to size here
+	}
+	_, err := NewImage().ApplyFrom(bytes.NewReader(data))
+	if (err == nil) != (wholeErr == nil) {
+		t.Fatalf("whole-file decode: %v; streamed: %v", wholeErr, err)
+	}
+	var ce *CorruptError
+	if err != nil && !errors.As(err, &ce) {
+		t.Fatalf("streamed decode: untyped error %v", err)
+	}
 }
