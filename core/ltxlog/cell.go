@@ -52,9 +52,9 @@ type cellLog struct {
 	// lock, on the runtime's thread).
 	nextTXID ltx.TXID
 
-	// base is the database as opened, spooled to an unlinked temporary
-	// file (with page capture) and kept there until the snapshot (TXID 1)
-	// goes up. prevSums, in image-diff mode, are 128-bit keyed hashes of
+	// base is the database as opened, spooled (with page capture: in
+	// memory up to 1 MiB, else in an unlinked temporary file) until the
+	// snapshot (TXID 1) goes up; nil without page capture. prevSums, in image-diff mode, are 128-bit keyed hashes of
 	// the last image's pages (16 bytes a page, not the image), which the
 	// next image's pages are compared against.
 	base     *spool
