@@ -21,6 +21,7 @@ func imageCases() []caseDef {
 		{"image/restore-then-write", caseImageRestoreThenWrite},
 		{"image/rejects-garbage", caseImageRejectsGarbage},
 		{"image/write-image", caseImageWriteImage},
+		{"image/restore-with", caseImageRestoreWith},
 	}
 }
 
@@ -271,5 +272,54 @@ func caseImageWriteImage(c *checkT) {
 	}
 	if n != int64(buf.Len()) {
 		c.errorf("WriteImage wrote %d bytes but reported %d", buf.Len(), n)
+	}
+}
+
+// caseImageRestoreWith: a driver that restores from a file it provides
+// (driver.ImageRestorer, optional) installs exactly the image written into
+// it, and a fill that fails leaves the database as it was.
+func caseImageRestoreWith(c *checkT) {
+	src := c.open(c.path("with-src.db"), c.caps.PageCapture)
+	c.fill(src, 200)
+	img := c.serialize(src)
+	dst := c.open(c.path("with-dst.db"), c.caps.PageCapture)
+	ir, ok := dst.(driver.ImageRestorer)
+	if !ok {
+		c.skip("the driver does not implement driver.ImageRestorer")
+	}
+	c.fill(dst, 50)
+	before := c.serialize(dst)
+	failed := errors.New("the fill failed")
+	err := ir.RestoreWith(c.ctx, func(w driver.ImageFile) error {
+		if _, err := w.WriteAt(img[:len(img)/2], 0); err != nil {
+			return err
+		}
+		return failed
+	})
+	if errors.Is(err, driver.ErrUnsupported) {
+		c.skip("the driver does not implement driver.ImageRestorer")
+	}
+	if !errors.Is(err, failed) {
+		c.errorf("RestoreWith whose fill failed returned %v, want the fill's error", err)
+	}
+	if got := c.serialize(dst); !bytes.Equal(got, before) {
+		c.errorf("RestoreWith whose fill failed changed the database: %s", describeDiff(got, before))
+	}
+	// Written back to front, in pages, as a restore lays files over
+	// each other.
+	ps := c.pageSize(src)
+	err = ir.RestoreWith(c.ctx, func(w driver.ImageFile) error {
+		for off := len(img) - ps; off >= 0; off -= ps {
+			if _, err := w.WriteAt(img[off:off+ps], int64(off)); err != nil {
+				return err
+			}
+		}
+		return w.Truncate(int64(len(img)))
+	})
+	if err != nil {
+		c.fatalf("RestoreWith: %v", err)
+	}
+	if got := c.serialize(dst); !bytes.Equal(got, img) {
+		c.errorf("RestoreWith installed another image than the one written: %s", describeDiff(got, img))
 	}
 }

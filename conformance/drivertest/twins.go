@@ -42,6 +42,7 @@ func Twins() []Twin {
 		{"rollback-commits", RollbackCommits, withCapture, []string{"capture/rollback"}},
 		{"wrong-image", WrongImage, always, []string{"image/round-trip"}},
 		{"short-write-image", ShortWriteImage, always, []string{"image/write-image"}},
+		{"restore-failed-fill", RestoreFailedFill, always, []string{"image/restore-with"}},
 		{"false-sessions", FalseSessions, always, []string{"sessions/workload", "sessions/conflict"}},
 		{"apply-runs-triggers", ApplyRunsTriggers, withSessions, []string{"sessions/triggers"}},
 		{"opaque-errors", OpaqueErrors, always, []string{"auth/deny-read", "auth/deny-pragma"}},
@@ -284,6 +285,41 @@ func ShortWriteImage(d driver.Driver) driver.Driver {
 	})
 }
 
+// RestoreFailedFill installs whatever RestoreWith's fill wrote, even when
+// the fill failed: a restore cut short replaces the database with half an
+// image. (On a driver without driver.ImageRestorer it restores the written
+// bytes itself, so the case has something to reject.)
+func RestoreFailedFill(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "restore-failed-fill", nil, func(c *twinConn) {
+		c.restoreWith = func(ctx context.Context, fill func(driver.ImageFile) error) error {
+			var buf memImage
+			fillErr := fill(&buf)
+			if err := c.Conn.Restore(ctx, buf.b); err != nil {
+				return err
+			}
+			return fillErr
+		}
+	})
+}
+
+type memImage struct{ b []byte }
+
+func (m *memImage) WriteAt(p []byte, off int64) (int, error) {
+	if end := int(off) + len(p); end > len(m.b) {
+		m.b = append(m.b, make([]byte, end-len(m.b))...)
+	}
+	return copy(m.b[off:], p), nil
+}
+
+func (m *memImage) Truncate(size int64) error {
+	if int(size) <= len(m.b) {
+		m.b = m.b[:size]
+		return nil
+	}
+	m.b = append(m.b, make([]byte, int(size)-len(m.b))...)
+	return nil
+}
+
 // FalseSessions declares Sessions but records nothing, like a library
 // whose pre-update hook is a silent stub; its ApplyChangeset forwards to
 // the real one when there is one and otherwise pretends to succeed.
@@ -450,6 +486,7 @@ type twinConn struct {
 	startSession   func(ctx context.Context, tables ...string) (driver.Session, error)
 	applyChangeset func(ctx context.Context, cs []byte) error
 	writeImage     func(ctx context.Context, w io.Writer) (int64, error)
+	restoreWith    func(ctx context.Context, fill func(driver.ImageFile) error) error
 }
 
 func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Result, error) {
@@ -554,6 +591,16 @@ func (c *twinConn) WriteImage(ctx context.Context, w io.Writer) (int64, error) {
 		return iw.WriteImage(ctx, w)
 	}
 	return 0, driver.ErrUnsupported
+}
+
+func (c *twinConn) RestoreWith(ctx context.Context, fill func(driver.ImageFile) error) error {
+	if c.restoreWith != nil {
+		return c.restoreWith(ctx, fill)
+	}
+	if ir, ok := c.Conn.(driver.ImageRestorer); ok {
+		return ir.RestoreWith(ctx, fill)
+	}
+	return driver.ErrUnsupported
 }
 
 func (c *twinConn) Checkpoint(ctx context.Context, mode driver.CheckpointMode) error {

@@ -152,6 +152,23 @@ type ImageWriter interface {
 	WriteImage(ctx context.Context, w io.Writer) (int64, error)
 }
 
+// ImageRestorer is an optional Conn capability: RestoreWith is Restore
+// with an image the caller writes into a file the driver provides, so a
+// large image is never held. fill writes the pages at their offsets
+// (WriteAt) and may set the size (Truncate); the file starts empty. When
+// fill fails, the database is left as it was and fill's error is
+// returned. Otherwise the file is checked and installed exactly as
+// Restore checks and installs an image of its bytes.
+type ImageRestorer interface {
+	RestoreWith(ctx context.Context, fill func(w ImageFile) error) error
+}
+
+// ImageFile is where RestoreWith's fill writes the image.
+type ImageFile interface {
+	io.WriterAt
+	Truncate(size int64) error
+}
+
 // CapturedCommit is the pages one commit changed.
 type CapturedCommit struct {
 	PageSize int

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/store"
 )
@@ -90,6 +91,41 @@ func New(opts Options) (*Log, error) {
 
 var _ durability.Log = (*Log)(nil)
 
+// restoreInto replaces conn's database with the newest chain for a writer
+// of epoch. A driver that restores from a file it provides
+// (driver.ImageRestorer) gets the pages written into that file as they are
+// decoded; others get the image built in memory.
+func restoreInto(ctx context.Context, s store.Store, cell string, epoch uint64, conn driver.Conn) (*Result, error) {
+	if ir, ok := conn.(driver.ImageRestorer); ok {
+		var res *Result
+		filled := false
+		err := ir.RestoreWith(ctx, func(w driver.ImageFile) error {
+			filled = true
+			var err error
+			res, err = restoreForTo(ctx, s, cell, epoch, w)
+			return err
+		})
+		switch {
+		case filled && err != nil && res == nil:
+			return nil, err // the restore's own failure (or nothing to restore)
+		case filled && err != nil:
+			return nil, fmt.Errorf("restore into the database: %w", err)
+		case filled:
+			return res, nil
+		case !errors.Is(err, driver.ErrUnsupported):
+			return nil, err
+		}
+	}
+	res, err := restoreFor(ctx, s, cell, RestoreOptions{}, epoch)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Restore(ctx, res.Image); err != nil {
+		return nil, fmt.Errorf("restore into the database: %w", err)
+	}
+	return res, nil
+}
+
 // Open starts the cell's log for epoch. With restore, the newest chain in
 // the bucket replaces the database first (an empty bucket leaves it as it
 // is: empty, since the runtime asks for a restore only of an empty
@@ -107,7 +143,7 @@ var _ durability.Log = (*Log)(nil)
 func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
 	cellKey, epoch, conn := req.Cell, req.Epoch, req.Conn
 	if req.Restore {
-		res, err := restoreFor(ctx, l.opts.Store, cellKey, RestoreOptions{}, epoch)
+		res, err := restoreInto(ctx, l.opts.Store, cellKey, epoch, conn)
 		switch {
 		case errors.Is(err, ErrNothingToRestore):
 			// A bucket that holds nothing for the cell leaves the (empty)
@@ -115,10 +151,7 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 		case err != nil:
 			return nil, fmt.Errorf("restore %s: %w", cellKey, err)
 		default:
-			if err := conn.Restore(ctx, res.Image); err != nil {
-				return nil, fmt.Errorf("restore %s into the database: %w", cellKey, err)
-			}
-			l.opts.Logger.Info("restored cell from bucket", "cell", cellKey, "txid", res.TXID, "epoch", res.Epoch, "bytes", len(res.Image))
+			l.opts.Logger.Info("restored cell from bucket", "cell", cellKey, "txid", res.TXID, "epoch", res.Epoch, "files", len(res.Files))
 		}
 	}
 	pageSize, err := conn.PageSize(ctx)

@@ -80,6 +80,20 @@ func restoreFor(ctx context.Context, s store.Store, cell string, opts RestoreOpt
 	}
 }
 
+// restoreForTo is restoreFor writing the image to sink.
+func restoreForTo(ctx context.Context, s store.Store, cell string, writer uint64, sink ltx.Sink) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		if err := sink.Truncate(0); err != nil {
+			return nil, err
+		}
+		res, err := restoreOnce(ctx, s, cell, RestoreOptions{}, sink, writer)
+		if err != nil && store.IsNotFound(err) && attempt < 5 {
+			continue
+		}
+		return res, err
+	}
+}
+
 func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOptions, sink ltx.Sink, writer uint64) (*Result, error) {
 	chain, err := findChain(ctx, s, cell, writer)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/cellb/cellb/core/atomicfile"
 
 	"github.com/ncruces/go-sqlite3"
+
+	"github.com/cellb/cellb/core/driver"
 )
 
 // Serialize returns the database image: pages 1..PageCount exactly as the
@@ -154,6 +156,96 @@ func (c *Conn) Restore(ctx context.Context, image []byte) error {
 	return c.restoreFile(ctx, img)
 }
 
+// RestoreWith is Restore of the image fill writes (driver.ImageRestorer).
+// For a file database the image is written to a temporary file beside the
+// database, checked and renamed into place as Restore does with its
+// bytes; an in-memory database reads the file back and restores that.
+func (c *Conn) RestoreWith(ctx context.Context, fill func(w driver.ImageFile) error) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if c.InTransaction() {
+		return fmt.Errorf("RestoreWith: %w", ErrInTransaction)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir := os.TempDir()
+	if !c.mem {
+		dir = filepath.Dir(c.path)
+	}
+	f, err := os.CreateTemp(dir, filepath.Base(c.path)+".restore-*")
+	if err != nil {
+		return fmt.Errorf("drivers/wasm: RestoreWith: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op once renamed
+	err = fill(f)
+	if err == nil {
+		err = prepareImageFile(f, c.walMode())
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if c.mem {
+		img, err := os.ReadFile(tmp)
+		if err != nil {
+			return err
+		}
+		return c.restoreMemory(ctx, img)
+	}
+	return c.installFile(ctx, tmp, true)
+}
+
+// prepareImageFile is prepareImage for an image in f: the same checks on
+// its header and size, the same cut to the header's page count and the
+// same journal-mode bytes, written in place.
+func prepareImageFile(f *os.File, wal bool) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() == 0 {
+		return nil
+	}
+	hb := make([]byte, headerSize)
+	if _, err := f.ReadAt(hb, 0); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	h, err := parseHeader(hb[:min(int64(len(hb)), fi.Size())])
+	if err != nil {
+		return err
+	}
+	if fi.Size()%int64(h.pageSize) != 0 {
+		return fmt.Errorf("%w: %d bytes is not a whole number of %d-byte pages", ErrBadImage, fi.Size(), h.pageSize)
+	}
+	if n := fi.Size() / int64(h.pageSize); h.inHeaderPages != 0 && int64(h.inHeaderPages) > n {
+		return fmt.Errorf("%w: the header counts %d pages but the image holds %d", ErrBadImage, h.inHeaderPages, n)
+	}
+	for _, b := range []byte{hb[offWriteVersion], hb[offReadVersion]} {
+		if b != journalModeRollback && b != journalModeWAL {
+			return fmt.Errorf("%w: unsupported file format version %d", ErrBadImage, b)
+		}
+	}
+	if h.inHeaderPages != 0 {
+		if err := f.Truncate(int64(h.inHeaderPages) * int64(h.pageSize)); err != nil {
+			return err
+		}
+	}
+	mode := byte(journalModeRollback)
+	if wal {
+		mode = journalModeWAL
+	}
+	_, err = f.WriteAt([]byte{mode, mode}, offWriteVersion)
+	return err
+}
+
 // prepareImage checks image and returns the bytes to install: a copy (the
 // caller keeps its slice), cut to the header's page count, with header
 // bytes 18/19 saying the connection's journal mode. Setting them here,
@@ -204,7 +296,13 @@ func (c *Conn) restoreFile(ctx context.Context, img []byte) error {
 		return fmt.Errorf("drivers/wasm: Restore %s: %w", c.path, err)
 	}
 	defer os.Remove(tmp) // a no-op once renamed
-	if img != nil {
+	return c.installFile(ctx, tmp, img != nil)
+}
+
+// installFile checks the database in tmp (unless it is empty) and puts it
+// in place of the connection's file.
+func (c *Conn) installFile(ctx context.Context, tmp string, nonEmpty bool) error {
+	if nonEmpty {
 		if err := checkDatabaseFile(ctx, tmp); err != nil {
 			return fmt.Errorf("%w: %w", ErrBadImage, err)
 		}
@@ -215,7 +313,7 @@ func (c *Conn) restoreFile(ctx context.Context, img []byte) error {
 	if err := c.closeDB(); err != nil {
 		return err
 	}
-	err = replaceFile(tmp, c.path)
+	err := replaceFile(tmp, c.path)
 	if err == nil {
 		err = c.open(ctx)
 	}
