@@ -162,9 +162,9 @@ func (c *cellLog) uploadSnapshot(p *pending, createOnly bool) error {
 	}
 	err := durability.PutFromRetrying(c.opts.Store, key, body, popts, c.retry())
 	if createOnly && store.IsPreconditionFailed(err) {
-		// The body was read to its end before the condition was checked
-		// by some stores, not by others: encode once more, to nowhere, for
-		// the trailer to compare.
+		// A store that checks the condition before reading the body left
+		// the encoding unfinished: encode once more, to nowhere, for the
+		// size and trailer to compare.
 		if written.Size == 0 {
 			rc := body()
 			_, err = io.Copy(io.Discard, rc)
