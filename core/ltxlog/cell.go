@@ -175,8 +175,8 @@ func (c *cellLog) uploadBatch(batch []*pending) error {
 	return c.upload(batch)
 }
 
-func (c *cellLog) retry() durability.Retry {
-	return durability.Retry{
+func (c *cellLog) retry() store.Retry {
+	return store.Retry{
 		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
 		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
 	}

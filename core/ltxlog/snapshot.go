@@ -160,7 +160,7 @@ func (c *cellLog) uploadSnapshot(p *pending, createOnly bool) error {
 	if createOnly {
 		popts.Condition = store.IfAbsent
 	}
-	err := durability.PutFromRetrying(c.opts.Store, key, body, popts, c.retry())
+	err := store.PutFromRetrying(c.opts.Store, key, body, popts, c.retry())
 	if createOnly && store.IsPreconditionFailed(err) {
 		// A store that checks the condition before reading the body left
 		// the encoding unfinished: encode once more, to nowhere, for the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -66,6 +67,18 @@ func (r Retry) Do(key string, write func(ctx context.Context) error) error {
 func PutRetrying(s Store, key string, data []byte, opts PutOptions, r Retry) error {
 	return r.Do(key, func(ctx context.Context) error {
 		_, err := s.Put(ctx, key, data, opts)
+		return err
+	})
+}
+
+// PutFromRetrying is PutRetrying for a body streamed with PutFrom (size
+// unknown): body is called once per attempt for a fresh reader of the
+// same bytes, closed when the attempt ends.
+func PutFromRetrying(s Store, key string, body func() io.ReadCloser, opts PutOptions, r Retry) error {
+	return r.Do(key, func(ctx context.Context) error {
+		rc := body()
+		defer rc.Close()
+		_, err := PutFrom(ctx, s, key, rc, -1, opts)
 		return err
 	})
 }
