@@ -27,51 +27,8 @@ import (
 // "block 0" each would overwrite each other's staged data and one could
 // commit the other's bytes.
 func (s *Store) putBlocks(ctx context.Context, bb *blockblob.Client, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	return s.commitBlocks(ctx, bb, key, blocksOf(data, s.opts.BlockSize, nil), opts)
+	return s.commitBlocks(ctx, bb, key, store.ChunksOf(data, s.opts.BlockSize, nil), opts)
 }
-
-// blockSource gives the blocks of a body in order: the next block's bytes,
-// or io.EOF when there are no more. Any other error is the body's.
-type blockSource func() ([]byte, error)
-
-// blocksOf cuts data into blocks of size bytes, then continues with the
-// blocks of rest (nil: none).
-func blocksOf(data []byte, size int64, rest blockSource) blockSource {
-	return func() ([]byte, error) {
-		if len(data) == 0 {
-			if rest == nil {
-				return nil, io.EOF
-			}
-			return rest()
-		}
-		n := min(int64(len(data)), size)
-		b := data[:n]
-		data = data[n:]
-		return b, nil
-	}
-}
-
-// blocksFrom reads the blocks of a streamed body, size bytes each.
-func blocksFrom(r io.Reader, size int64) blockSource {
-	return func() ([]byte, error) {
-		buf := make([]byte, size)
-		n, err := io.ReadFull(r, buf)
-		switch {
-		case err == io.ErrUnexpectedEOF || (err == nil && n > 0):
-			return buf[:n], nil
-		case err == io.EOF:
-			return nil, io.EOF
-		}
-		return nil, err
-	}
-}
-
-// errBlockBody marks a failure of the body (not of Azure) while blocks
-// were read.
-type errBlockBody struct{ err error }
-
-func (e errBlockBody) Error() string { return e.err.Error() }
-func (e errBlockBody) Unwrap() error { return e.err }
 
 // commitBlocks stages the blocks of next and commits them with Put Block
 // List, carrying the Put's condition on the commit, where Azure checks it.
@@ -82,12 +39,12 @@ func (e errBlockBody) Unwrap() error { return e.err }
 // the blob, not to a writer, so two writers racing on one key with
 // "block 0" each would overwrite each other's staged data and one could
 // commit the other's bytes.
-func (s *Store) commitBlocks(ctx context.Context, bb *blockblob.Client, key string, next blockSource, opts store.PutOptions) (store.Version, error) {
+func (s *Store) commitBlocks(ctx context.Context, bb *blockblob.Client, key string, next store.Chunks, opts store.PutOptions) (store.Version, error) {
 	cond := opts.Condition
 	ids, err := s.stageBlocks(ctx, bb, next)
-	var berr errBlockBody
+	var berr store.BodyFailure
 	if errors.As(err, &berr) {
-		return "", store.BodyError("put", key, berr.err)
+		return "", store.BodyError("put", key, berr.Err)
 	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -120,7 +77,7 @@ const maxBlocks = 50000
 // most that many are in memory), and returns the block ids in order. The
 // first failure cancels the rest; a failure of the body comes back as
 // errBlockBody.
-func (s *Store) stageBlocks(ctx context.Context, bb *blockblob.Client, next blockSource) ([]string, error) {
+func (s *Store) stageBlocks(ctx context.Context, bb *blockblob.Client, next store.Chunks) ([]string, error) {
 	var upload [8]byte
 	rand.Read(upload[:])
 	tag := hex.EncodeToString(upload[:])
@@ -147,7 +104,7 @@ func (s *Store) stageBlocks(ctx context.Context, bb *blockblob.Client, next bloc
 		}
 		if err != nil {
 			<-sem
-			cancel(errBlockBody{err})
+			cancel(store.BodyFailure{Err: err})
 			break
 		}
 		// Every id of a blob must have the same length.

@@ -39,7 +39,7 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 		return "", store.BodyError("put", key, err)
 	}
 	bb := s.client.NewBlockBlobClient(key)
-	return s.commitBlocks(ctx, bb, key, blocksOf(head.Bytes(), s.opts.BlockSize, blocksFrom(body, s.opts.BlockSize)), opts)
+	return s.commitBlocks(ctx, bb, key, store.ChunksOf(head.Bytes(), s.opts.BlockSize, store.ChunksFrom(body, s.opts.BlockSize)), opts)
 }
 
 // NewRangeReader implements store.Streamer with a ranged Get Blob. A read

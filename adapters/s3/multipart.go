@@ -27,50 +27,8 @@ const abortTimeout = 30 * time.Second
 // retries; the completion of a conditional write does not. Whatever fails,
 // the upload is aborted so no parts are left behind (and billed).
 func (s *Store) putMultipart(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	return s.putParts(ctx, key, partsOf(data, s.opts.PartSize, nil), opts)
+	return s.putParts(ctx, key, store.ChunksOf(data, s.opts.PartSize, nil), opts)
 }
-
-// partSource gives the parts of a body in order: the next part's bytes,
-// or io.EOF when there are no more. Any other error is the body's.
-type partSource func() ([]byte, error)
-
-// partsOf cuts data into parts of size bytes, then continues with the
-// parts of rest (nil: none).
-func partsOf(data []byte, size int64, rest partSource) partSource {
-	return func() ([]byte, error) {
-		if len(data) == 0 {
-			if rest == nil {
-				return nil, io.EOF
-			}
-			return rest()
-		}
-		n := min(int64(len(data)), size)
-		p := data[:n]
-		data = data[n:]
-		return p, nil
-	}
-}
-
-// partsFrom reads the parts of a streamed body, size bytes each.
-func partsFrom(r io.Reader, size int64) partSource {
-	return func() ([]byte, error) {
-		buf := make([]byte, size)
-		n, err := io.ReadFull(r, buf)
-		switch {
-		case err == io.ErrUnexpectedEOF || (err == nil && n > 0):
-			return buf[:n], nil
-		case err == io.EOF:
-			return nil, io.EOF
-		}
-		return nil, err
-	}
-}
-
-// errPartBody marks a failure of the body (not of S3) while parts were read.
-type errPartBody struct{ err error }
-
-func (e errPartBody) Error() string { return e.err.Error() }
-func (e errPartBody) Unwrap() error { return e.err }
 
 // putParts uploads the parts next gives and completes the upload with the
 // Put's condition, so a large conditional write stays conditional: S3
@@ -79,7 +37,7 @@ func (e errPartBody) Unwrap() error { return e.err }
 // retries; the completion of a conditional write does not. Whatever fails
 // — S3, the body, the context — the upload is aborted, so nothing becomes
 // visible and no parts are left behind (and billed).
-func (s *Store) putParts(ctx context.Context, key string, next partSource, opts store.PutOptions) (store.Version, error) {
+func (s *Store) putParts(ctx context.Context, key string, next store.Chunks, opts store.PutOptions) (store.Version, error) {
 	cond := opts.Condition
 	bucket, objKey := aws.String(s.opts.Bucket), aws.String(key)
 	create := &s3.CreateMultipartUploadInput{Bucket: bucket, Key: objKey, Metadata: opts.Metadata}
@@ -109,9 +67,9 @@ func (s *Store) putParts(ctx context.Context, key string, next partSource, opts 
 	}()
 
 	parts, err := s.uploadParts(ctx, bucket, objKey, uploadID, next)
-	var berr errPartBody
+	var berr store.BodyFailure
 	if errors.As(err, &berr) {
-		return "", store.BodyError("put", key, berr.err)
+		return "", store.BodyError("put", key, berr.Err)
 	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -150,7 +108,7 @@ func (s *Store) putParts(ctx context.Context, key string, next partSource, opts 
 // returns the completed parts in order. At most PartConcurrency parts are
 // in memory. The first failure cancels the rest; a failure of the body
 // comes back as errPartBody.
-func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *string, next partSource) ([]types.CompletedPart, error) {
+func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *string, next store.Chunks) ([]types.CompletedPart, error) {
 	var (
 		mu    sync.Mutex
 		parts []types.CompletedPart
@@ -174,12 +132,12 @@ func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *strin
 		}
 		if err != nil {
 			<-sem
-			cancel(errPartBody{err})
+			cancel(store.BodyFailure{Err: err})
 			break
 		}
 		if i >= maxParts {
 			<-sem
-			cancel(errPartBody{fmt.Errorf("the body needs more than %d parts of %d bytes", maxParts, s.opts.PartSize)})
+			cancel(store.BodyFailure{Err: fmt.Errorf("the body needs more than %d parts of %d bytes", maxParts, s.opts.PartSize)})
 			break
 		}
 		mu.Lock()

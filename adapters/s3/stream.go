@@ -39,7 +39,7 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 	case err != nil:
 		return "", store.BodyError("put", key, err)
 	}
-	return s.putParts(ctx, key, partsOf(head.Bytes(), s.opts.PartSize, partsFrom(body, s.opts.PartSize)), opts)
+	return s.putParts(ctx, key, store.ChunksOf(head.Bytes(), s.opts.PartSize, store.ChunksFrom(body, s.opts.PartSize)), opts)
 }
 
 // NewRangeReader implements store.Streamer with a ranged GetObject. A read

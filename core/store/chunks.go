@@ -1,0 +1,51 @@
+package store
+
+import "io"
+
+// Chunks gives the parts of a body in order, for adapters that upload a
+// large body in pieces (S3 multipart parts, Azure staged blocks): the next
+// part's bytes, or io.EOF when there are no more. Any other error is the
+// body's, not the bucket's.
+type Chunks func() ([]byte, error)
+
+// ChunksOf cuts data into parts of size bytes, then continues with the
+// parts of rest (nil: none). The parts share data's memory.
+func ChunksOf(data []byte, size int64, rest Chunks) Chunks {
+	return func() ([]byte, error) {
+		if len(data) == 0 {
+			if rest == nil {
+				return nil, io.EOF
+			}
+			return rest()
+		}
+		n := min(int64(len(data)), size)
+		p := data[:n]
+		data = data[n:]
+		return p, nil
+	}
+}
+
+// ChunksFrom reads the parts of a streamed body, size bytes each (the last
+// one shorter), into a fresh buffer per part: an uploader may still hold
+// the previous part while it reads the next.
+func ChunksFrom(r io.Reader, size int64) Chunks {
+	return func() ([]byte, error) {
+		buf := make([]byte, size)
+		n, err := io.ReadFull(r, buf)
+		switch {
+		case err == io.ErrUnexpectedEOF || (err == nil && n > 0):
+			return buf[:n], nil
+		case err == io.EOF:
+			return nil, io.EOF
+		}
+		return nil, err
+	}
+}
+
+// BodyFailure marks an upload that stopped because its body failed (a
+// reader error, a body longer than an adapter can send), as opposed to a
+// failure of the bucket: the adapter reports it with BodyError.
+type BodyFailure struct{ Err error }
+
+func (e BodyFailure) Error() string { return e.Err.Error() }
+func (e BodyFailure) Unwrap() error { return e.Err }
