@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,16 +11,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
-	"github.com/cellb/cellb/core/lease"
-	"github.com/cellb/cellb/core/peer"
-	"github.com/cellb/cellb/core/shard"
+	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
 	"github.com/cellb/cellb/examples/chatroom"
@@ -144,321 +140,71 @@ func pickLog(name string, bucket store.Store, logger *slog.Logger) (durability.L
 	return mode.Open(durability.OpenOptions{Store: bucket, Logger: logger})
 }
 
-// server is one running node: the runtime, its ports, and the app.
+// server is one running node: the host and the example apps it serves.
 type server struct {
-	cfg    serveConfig
-	log    *slog.Logger
+	h      *host.Host
 	bucket store.Store
-	node   *fleet.Node   // nil on the embedded default
-	wake   *wake.Service // the fleet's wake index; nil on the embedded default
-	shards *shard.Lease  // the embedded default's shard locks; nil in a fleet
-	// local serves calls other processes on this host route here for the
-	// shards this process holds (nil in a fleet, or when the socket path
-	// is too long for the platform).
-	local     *http.Server
-	localLn   net.Listener
-	localPath string
-	rt        *cell.Runtime
-	app       *counter.App
-	rooms     *chatroom.App
-	// forward sends a call to its cell's owner (a fleet peer, or the
-	// local process holding its shard); nil when calls are not routed.
-	forward forwardFunc
-	peerKey []byte
-	// peer serves the peer listener (nil without --peer-listen); it is
-	// shut down after the node's records are released.
-	peer *http.Server
-	// draining is set when shutdown starts: from then on every peer answer
-	// closes its connection, so no connection sits idle when the peer port
-	// finally closes (a request written to an idle connection as it is
-	// closed could not be told apart from one lost mid-call).
-	draining atomic.Bool
-	// lastPeerCall is when the peer port last received a call (Unix ns).
-	lastPeerCall atomic.Int64
+	app    *counter.App
+	rooms  *chatroom.App
 }
 
-// Once its records are released and its node lease deleted, a node keeps
-// its peer port open until no call has arrived for peerQuiet (at most
-// peerLinger): a sender that read the records just before the release
-// still gets an answer ("closing", not applied) instead of a connection
-// reset it could not tell from a call lost mid-way.
-const (
-	peerQuiet  = 100 * time.Millisecond
-	peerLinger = 2 * time.Second
-)
-
-// awaitPeerQuiet returns once the peer port has had no call for peerQuiet,
-// after peerLinger, or when ctx ends.
-func (s *server) awaitPeerQuiet(ctx context.Context) {
-	deadline := time.Now().Add(peerLinger)
-	for {
-		quietFor := time.Since(time.Unix(0, s.lastPeerCall.Load()))
-		if quietFor >= peerQuiet || !time.Now().Before(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(peerQuiet - quietFor):
-		}
-	}
-}
-
-// newServer wires a node. peerAddr is the advertised peer address ("" when
-// the node serves no peer protocol).
-func newServer(ctx context.Context, cfg serveConfig, peerAddr string, logger *slog.Logger) (*server, error) {
+// newServer wires a node from cfg: the flags become a host.Config. ln and
+// peerLn, if not nil, are the public and peer listeners; the host serves
+// them and closes them in its shutdown order.
+func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, logger *slog.Logger) (*server, error) {
 	drv, err := pickDriver(cfg.Driver, cfg.Bucket != "")
 	if err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: logger}
+	mode, err := durabilityModes().Lookup(cmp.Or(cfg.Durability, durabilityModes()[0].Name))
+	if err != nil {
+		return nil, err
+	}
+	s := &server{}
+	hc := host.Config{
+		Driver: drv, DataDir: cfg.Data, Mode: mode, Ownership: host.SingleHost,
+		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells, Logger: logger,
+		Classes: func(su *host.Setup) (err error) {
+			if s.app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node, Route: su.Route}); err != nil {
+				return err
+			}
+			if s.rooms, err = chatroom.Register(su.Runtime, chatroom.Options{Route: su.Route}); err != nil {
+				return err
+			}
+			s.app.Routes(su.Mux)
+			s.rooms.Routes(su.Mux)
+			return nil
+		},
+	}
 	bucketURL := cfg.Bucket
 	if bucketURL == "" {
-		dir := filepath.Join(cfg.Data, "bucket")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		// The embedded default: a local-files bucket under --data.
+		bucketURL = filepath.Join(cfg.Data, "bucket")
+		if err := os.MkdirAll(bucketURL, 0o755); err != nil {
 			return nil, err
 		}
-		bucketURL = dir
+	} else {
+		hc.Ownership = host.Fleet
+		hc.Fleet = host.FleetConfig{Node: cfg.Node, TTL: cfg.TTL, PeerListener: peerLn, Advertise: cfg.Advertise,
+			WakeTick: cfg.WakeTick, WakePoll: cfg.WakePoll}
 	}
 	if s.bucket, err = openBucket(ctx, bucketMux(), bucketURL); err != nil {
 		return nil, err
 	}
-	opts := cell.Options{
-		ScriptName: cfg.ScriptName, Driver: drv, Logger: logger, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells,
-		DataDir: filepath.Join(cfg.Data, "cells"),
-	}
-	if cfg.Bucket != "" {
-		// The wake index must be ready before this node's lease exists:
-		// initializing it needs every node lease expired (celld's rule).
-		if err := wake.Prepare(ctx, s.bucket, nil); err != nil {
-			store.Close(s.bucket)
-			return nil, err
-		}
-		s.node, err = fleet.Join(ctx, fleet.Options{Store: s.bucket, Node: cfg.Node, Addr: peerAddr, TTL: cfg.TTL, Logger: logger})
-		if err != nil {
-			store.Close(s.bucket)
-			return nil, err
-		}
-		opts.Lease = s.node
-		if s.wake, err = wake.New(wake.Options{Store: s.bucket, Node: s.node.ID(), Logger: logger, Tick: cfg.WakeTick, PollInterval: cfg.WakePoll}); err != nil {
-			s.shutdownPorts(ctx)
-			return nil, err
-		}
-		opts.Wake = s.wake
-		// Local files are only a cache of what the bucket holds; keep each
-		// node's apart so nodes sharing a machine never share a file.
-		opts.DataDir = filepath.Join(cfg.Data, "nodes", s.node.ID())
-		if peerAddr != "" {
-			if s.peerKey, err = peer.LoadOrCreateKey(ctx, s.bucket, nil); err != nil {
-				s.shutdownPorts(ctx)
-				return nil, err
-			}
-		}
-	} else {
-		// Processes sharing --data take cells by shard locks, so two of
-		// them never write one database, and route calls for a shard
-		// another holds to it over a local socket.
-		shardDir := filepath.Join(cfg.Data, "shards")
-		shardOpts := []shard.Option{shard.WithLogger(logger)}
-		if err := s.listenLocal(shardDir); err != nil {
-			logger.Warn("serving routed calls is off: other processes will answer 409 for this process's shards", "err", err)
-		} else if s.localLn != nil {
-			shardOpts = append(shardOpts, shard.WithAddr("unix:"+s.localPath))
-		}
-		if s.shards, err = shard.Open(shardDir, 16, shardOpts...); err != nil {
-			s.shutdownPorts(ctx)
-			return nil, err
-		}
-		opts.Lease = s.shards
-	}
-	if opts.Log, err = pickLog(cfg.Durability, s.bucket, logger); err != nil {
-		s.shutdownPorts(ctx)
+	hc.Bucket = s.bucket
+	if s.h, err = host.New(ctx, hc); err != nil {
+		store.Close(s.bucket)
 		return nil, err
-	}
-	if s.rt, err = cell.New(opts); err != nil {
-		s.shutdownPorts(ctx)
-		return nil, err
-	}
-	nodeName := "local"
-	if s.node != nil {
-		nodeName = s.node.ID()
-	}
-	if s.app, err = counter.Register(s.rt, counter.Options{Node: nodeName, Route: s.route}); err != nil {
-		s.rt.Close(ctx)
-		s.shutdownPorts(ctx)
-		return nil, err
-	}
-	if s.rooms, err = chatroom.Register(s.rt, chatroom.Options{Route: s.route}); err != nil {
-		s.rt.Close(ctx)
-		s.shutdownPorts(ctx)
-		return nil, err
-	}
-	if s.wake != nil {
-		// Classes are registered: the service may wake their cells now.
-		if err := s.wake.Run(ctx, s.rt); err != nil {
-			s.rt.Close(ctx)
-			s.shutdownPorts(ctx)
-			return nil, err
-		}
-	}
-	if s.shards != nil {
-		// Classes are registered: from now on, taking over a shard that
-		// another process let go (a restart) schedules the alarms its
-		// cells stored, whether or not a call comes for them. Watching
-		// ends with ctx (serveCmd's ends on SIGTERM), before shutdown.
-		if err := s.shards.Watch(ctx, 0, s.rt.LearnAlarms); err != nil {
-			s.rt.Close(ctx)
-			s.shutdownPorts(ctx)
-			return nil, err
-		}
-	}
-	if s.shards != nil && s.localLn != nil {
-		router := &shard.Router{Self: fmt.Sprintf("local-%d", os.Getpid())}
-		s.forward = func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
-			return router.Forward(ctx, to.Addr, w, r)
-		}
-		// Accepting: a router that sees no 102 before the connection ends
-		// knows the call never started here, and runs it elsewhere.
-		s.local = &http.Server{Handler: shard.Accepting(s.handler()), ReadHeaderTimeout: 10 * time.Second}
-		go s.local.Serve(s.localLn)
-	}
-	if s.peerKey != nil {
-		f := &peer.Forwarder{Key: s.peerKey, Self: nodeName, Client: &http.Client{Timeout: 30 * time.Second}}
-		s.forward = func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
-			return f.Forward(ctx, peer.Target{Node: to.Owner, Incarnation: to.Incarnation, Addr: to.Addr}, w, r)
-		}
 	}
 	return s, nil
 }
 
-// route is the apps' Route hook: it runs a call here or at its cell's
-// owner (see callRouted).
-func (s *server) route(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (bool, error) {
-	return callRouted(w, r, body, s.forward, call)
-}
-
 // handler is the public app.
-func (s *server) handler() http.Handler {
-	mux := http.NewServeMux()
-	s.app.Routes(mux)
-	s.rooms.Routes(mux)
-	return mux
-}
+func (s *server) handler() http.Handler { return s.h.Handler() }
 
-// peerHandler is the same app behind peer authentication, for this
-// incarnation of this node only.
-func (s *server) peerHandler() http.Handler {
-	rc := &peer.Receiver{Key: s.peerKey, Node: s.node.ID(), Incarnation: s.node.Generation()}
-	app := rc.Handler(s.handler())
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.lastPeerCall.Store(time.Now().UnixNano())
-		if s.draining.Load() {
-			w.Header().Set("Connection", "close")
-		}
-		app.ServeHTTP(w, r)
-	})
-}
-
-// close shuts the node down in order: the runtime (drains events, waits for
-// durability, releases each cell's record as the cell closes), then the
-// fleet membership (releases every cell still owned, deletes the node
-// lease), then the peer listener, then the bucket. The peer listener stays
-// open until every record is released and it has been quiet for a moment
-// (awaitPeerQuiet): until then another node may still forward a call here,
-// and it is answered "closing" (not applied), so the sender waits for the
-// release and runs the call itself instead of answering 409.
+// close shuts the node down in the host's order, then closes the bucket.
 func (s *server) close(ctx context.Context) error {
-	err := s.rt.Close(ctx)
-	if s.wake != nil {
-		// After the runtime: its last commits' publications finish first.
-		err = errors.Join(err, s.wake.Close(ctx))
-	}
-	return errors.Join(err, s.shutdownPorts(ctx))
-}
-
-// maxSocketPath is the longest unix socket path every supported platform
-// accepts (sun_path is 104 bytes on the BSDs and macOS, 108 on Linux).
-const maxSocketPath = 100
-
-// listenLocal opens the unix socket other processes on this host route
-// calls to (mode 0600: only this user's processes may send them). A path
-// too long for a socket leaves routing off.
-func (s *server) listenLocal(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	removeDeadSockets(dir)
-	var tag [4]byte
-	if _, err := rand.Read(tag[:]); err != nil {
-		return err
-	}
-	// Absolute: other processes, with other working directories, read it
-	// from the holder record.
-	path, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s%d-%x.sock", shard.SocketPrefix, os.Getpid(), tag)))
-	if err != nil {
-		return err
-	}
-	if len(path) > maxSocketPath {
-		return fmt.Errorf("socket path %s is longer than %d bytes", path, maxSocketPath)
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return err
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		os.Remove(path)
-		return err
-	}
-	s.localLn, s.localPath = ln, path
-	return nil
-}
-
-// removeDeadSockets deletes the sockets of processes that died without
-// removing theirs: nothing accepts on them any more.
-func removeDeadSockets(dir string) {
-	old, _ := filepath.Glob(filepath.Join(dir, "serve-*.sock")) // before SocketPrefix
-	paths, _ := filepath.Glob(filepath.Join(dir, shard.SocketPrefix+"*.sock"))
-	for _, p := range append(old, paths...) {
-		c, err := net.DialTimeout("unix", p, time.Second)
-		if err == nil {
-			c.Close()
-			continue
-		}
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			os.Remove(p)
-		}
-	}
-}
-
-func (s *server) shutdownPorts(ctx context.Context) error {
-	var errs []error
-	if s.local != nil {
-		// After the runtime: until then, routed calls are answered (with
-		// "closing" once it shuts down, which tells the router to wait for
-		// the shard and run them itself), and the runtime has let every
-		// shard go. Shutdown, not Close: a call the runtime ran still gets
-		// its answer. Connections still queued on the socket are reset
-		// unread; their routers saw no 102 and run the calls themselves.
-		errs = append(errs, s.local.Shutdown(ctx))
-	}
-	if s.localLn != nil {
-		s.localLn.Close()
-		os.Remove(s.localPath)
-	}
-	if s.node != nil {
-		errs = append(errs, s.node.Close(ctx))
-	}
-	if s.peer != nil {
-		// After the release: see close.
-		s.awaitPeerQuiet(ctx)
-		errs = append(errs, s.peer.Shutdown(ctx))
-	}
-	if s.shards != nil {
-		errs = append(errs, s.shards.Close())
-	}
-	errs = append(errs, store.Close(s.bucket))
-	return errors.Join(errs...)
+	return errors.Join(s.h.Close(ctx), store.Close(s.bucket))
 }
 
 // exitFenced is the exit status of a node that self-fenced (celld's too).
@@ -481,19 +227,14 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	var peerLn net.Listener
-	peerAddr := ""
 	if cfg.PeerListen != "" {
 		if peerLn, err = net.Listen("tcp", cfg.PeerListen); err != nil {
 			ln.Close()
 			fmt.Fprintf(e.stderr, "cellb serve: %v\n", err)
 			return 1
 		}
-		peerAddr = cfg.Advertise
-		if peerAddr == "" {
-			peerAddr = peerLn.Addr().String()
-		}
 	}
-	s, err := newServer(ctx, cfg, peerAddr, logger)
+	s, err := newServer(ctx, cfg, ln, peerLn, logger)
 	if err != nil {
 		ln.Close()
 		if peerLn != nil {
@@ -502,47 +243,29 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "cellb serve: %v\n", oneLine(err))
 		return 1
 	}
-	public := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
-	servers := []*http.Server{public}
-	listeners := []net.Listener{ln}
-	if peerLn != nil {
-		s.peer = &http.Server{Handler: s.peerHandler(), ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, s.peer)
-		listeners = append(listeners, peerLn)
-	}
-	errc := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { errc <- srv.Serve(listeners[i]) }()
-	}
 	attrs := []any{"listen", ln.Addr().String(), "driver", cfg.Driver, "data", cfg.Data}
-	if s.node != nil {
-		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.node.ID(), "peer", peerAddr)
+	if cfg.Bucket != "" {
+		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.h.Node(), "peer", cmp.Or(cfg.Advertise, addrOf(peerLn)))
 	}
 	logger.Info("cellb serve: listening", attrs...)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())
 	code := 0
-	var fenced <-chan struct{} // nil (never ready) on the embedded default
-	if s.node != nil {
-		fenced = s.node.Fenced()
-	}
 	select {
 	case <-ctx.Done():
 		logger.Info("cellb serve: shutting down; releasing cells")
-	case err := <-errc:
+	case err := <-s.h.Err():
 		logger.Error("cellb serve: listener failed", "err", err)
 		code = 1
-	case <-fenced:
+	case <-s.h.Fenced():
 		// As celld: a fenced node never serves again; its supervisor
 		// restarts it as a new node.
-		logger.Error("cellb serve: SELF-FENCE: exiting with status 3 so that a supervisor restarts the node", "err", s.node.FenceErr())
+		logger.Error("cellb serve: SELF-FENCE: exiting with status 3 so that a supervisor restarts the node", "err", s.h.FenceErr())
 		code = exitFenced
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// The public port first (no new calls; those in flight finish); the
-	// peer port only once the records are released (s.close).
-	s.draining.Store(true)
-	_ = public.Shutdown(shutdownCtx)
+	// The host's order: the public port first (no new calls; those in
+	// flight finish), the peer port last.
 	if err := s.close(shutdownCtx); err != nil {
 		logger.Error("cellb serve: shutdown", "err", err)
 		if code == 0 {
@@ -550,4 +273,12 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	return code
+}
+
+// addrOf is ln's address, or "" without one.
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
 }

@@ -28,7 +28,7 @@ func modesToServe() []struct{ mode, driver string } {
 func serveThenClose(t *testing.T, cfg serveConfig, calls func(url string)) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := newServer(ctx, cfg, "", quietLogger())
+	s, err := newServer(ctx, cfg, nil, nil, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

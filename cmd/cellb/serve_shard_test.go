@@ -23,7 +23,7 @@ import (
 // (startServer's cleanup would close it a second time).
 func startClosable(t *testing.T, dir string) (*server, *httptest.Server, func()) {
 	t.Helper()
-	s, err := newServer(context.Background(), serveConfig{Data: dir, Driver: "wasm", ScriptName: "cellb-example", Idle: time.Minute}, "", quietLogger())
+	s, err := newServer(context.Background(), serveConfig{Data: dir, Driver: "wasm", ScriptName: "cellb-example", Idle: time.Minute}, nil, nil, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

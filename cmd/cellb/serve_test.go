@@ -28,7 +28,7 @@ func startServer(t *testing.T, cfg serveConfig) (*server, *httptest.Server) {
 	if cfg.TTL == 0 {
 		cfg.TTL = 10 * time.Second
 	}
-	s, err := newServer(context.Background(), cfg, "", quietLogger())
+	s, err := newServer(context.Background(), cfg, nil, nil, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestConcurrentIncrementsAreGapFree(t *testing.T) {
 func TestLocalFilesArePrimaryAndBucketRestoresEmpty(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	s, err := newServer(ctx, serveConfig{Data: dir, Driver: "wasm", ScriptName: "x", Idle: time.Minute}, "", quietLogger())
+	s, err := newServer(ctx, serveConfig{Data: dir, Driver: "wasm", ScriptName: "x", Idle: time.Minute}, nil, nil, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

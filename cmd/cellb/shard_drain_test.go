@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,15 +23,18 @@ import (
 // first, so the router runs the call itself.
 func TestShutdownDrainsTheLocalSocket(t *testing.T) {
 	ctx := context.Background()
-	s, err := newServer(ctx, serveConfig{Data: t.TempDir(), Driver: "wasm", ScriptName: "cellb-example", Idle: time.Minute, Durability: "ltx"}, "", quietLogger())
+	dir := t.TempDir()
+	s, err := newServer(ctx, serveConfig{Data: dir, Driver: "wasm", ScriptName: "cellb-example", Idle: time.Minute, Durability: "ltx"}, nil, nil, quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.localLn == nil {
+	socks, _ := filepath.Glob(filepath.Join(dir, "shards", shard.SocketPrefix+"*.sock"))
+	if len(socks) != 1 {
 		s.close(ctx)
 		t.Skip("no local socket here (path too long)")
 	}
-	conn, err := net.Dial("unix", s.localPath)
+	localPath := socks[0]
+	conn, err := net.Dial("unix", localPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +62,7 @@ func TestShutdownDrainsTheLocalSocket(t *testing.T) {
 	go func() { closed <- s.close(ctx) }()
 	// Wait for the listener to close (the runtime has closed before it).
 	for {
-		c, err := net.Dial("unix", s.localPath)
+		c, err := net.Dial("unix", localPath)
 		if err != nil {
 			break
 		}

@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/httperr"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/peer"
@@ -29,11 +30,12 @@ func (c *countingBody) Read(p []byte) (int, error) {
 
 var ownedByA = &lease.CellOwnedElsewhereError{Class: "Counter", ID: "x", Owner: "na", Addr: "127.0.0.1:1", Incarnation: "i1"}
 
-// routedAnswer runs callRouted as a handler does and returns the answer.
+// routedAnswer runs Route as a handler does and returns the answer.
 func routedAnswer(r *http.Request, fwd forwardFunc, call func() (int, error)) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	var v int
-	answered, err := callRouted(w, r, nil, fwd, func() (err error) {
+	h := &Host{forward: fwd, clk: clock.Real{}}
+	answered, err := h.Route(w, r, nil, func() (err error) {
 		v, err = call()
 		return err
 	})

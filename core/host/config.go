@@ -1,0 +1,117 @@
+package host
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Ownership says who grants a cell's writer.
+type Ownership int
+
+const (
+	// NoOwnership grants every cell at once (lease.None): one process, no
+	// protection against a second one on the same files.
+	NoOwnership Ownership = iota
+	// SingleHost takes cells by shard locks under DataDir/shards, so
+	// processes sharing DataDir never write one database, and routes calls
+	// for a shard another process holds to it over a local socket
+	// (docs/single-host.md).
+	SingleHost
+	// Fleet joins a fleet on Bucket: cells are taken by celld's ownership
+	// protocol and the bucket wins over local files (docs/fleet.md).
+	Fleet
+)
+
+func (o Ownership) String() string {
+	switch o {
+	case NoOwnership:
+		return "none"
+	case SingleHost:
+		return "single host"
+	case Fleet:
+		return "fleet"
+	}
+	return "unknown"
+}
+
+// Config is everything a Host is built from: values, not flag strings.
+type Config struct {
+	// Driver opens cell databases. Required.
+	Driver driver.Driver
+	// DataDir holds the local files: cell databases (DataDir/cells, or
+	// DataDir/nodes/<node> in a fleet) and shard locks (DataDir/shards).
+	// Required.
+	DataDir string
+	// Bucket is where the durability mode writes and, in a fleet, the
+	// fleet's bucket. The host does not close it. Required unless Mode is
+	// the zero Mode and Ownership is not Fleet.
+	Bucket store.Store
+	// Mode is the durability mode (for example ltxlog.Mode()); its log is
+	// opened on Bucket. The zero Mode keeps commits local
+	// (durability.Local).
+	Mode durability.Mode
+	// Ownership picks the writer protocol; see Ownership.
+	Ownership Ownership
+	// Fleet configures Fleet ownership; ignored otherwise.
+	Fleet FleetConfig
+	// Classes registers the node's classes and their HTTP routes. It runs
+	// once the runtime exists and before anything is served or woken.
+	Classes func(*Setup) error
+
+	// Listener, if set, is served with Handler; Close shuts it down
+	// first, letting calls in flight finish. Embedders that mount
+	// Handler on a server of their own shut that down before Close.
+	Listener net.Listener
+
+	// ScriptName keys IDFromName (celld's script_name).
+	ScriptName string
+	// IdleTimeout and MaxOpenCells are cell.Options'.
+	IdleTimeout  time.Duration
+	MaxOpenCells int
+
+	// Logger receives the host's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Clock drives the runtime, the fleet and the wake service. Default:
+	// the real clock.
+	Clock clock.Clock
+}
+
+// FleetConfig is a fleet node's membership.
+type FleetConfig struct {
+	// Node is this node's id; by default node_<32 lowercase hex>.
+	Node string
+	// TTL is the node lease's life (default fleet.DefaultTTL).
+	TTL time.Duration
+	// PeerListener, if set, serves the authenticated peer protocol
+	// (PeerHandler); calls for cells another live node owns are then
+	// forwarded to it. The host closes it last, once every record is
+	// released.
+	PeerListener net.Listener
+	// Advertise is the peer address other nodes reach this one at
+	// (default: PeerListener's address).
+	Advertise string
+	// WakeTick and WakePoll are the wake service's Tick and PollInterval
+	// (defaults wake.DefaultTick, wake.DefaultPollInterval).
+	WakeTick, WakePoll time.Duration
+}
+
+// Setup is what Config.Classes gets: the runtime to register classes on,
+// the mux to add their routes to, and the routing hook their handlers
+// wrap each call in.
+type Setup struct {
+	Runtime *cell.Runtime
+	// Mux serves Handler (and, behind authentication, PeerHandler).
+	Mux *http.ServeMux
+	// Node names this node in answers: the fleet node id, or "local".
+	Node string
+	// Route runs a call here or at its cell's owner; see Host.Route.
+	Route func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (answered bool, err error)
+}

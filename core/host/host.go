@@ -1,0 +1,410 @@
+// Package host builds a CellB node from values — a driver, a bucket, a
+// durability mode, an ownership protocol, classes — and runs it: it owns
+// the start-up order, the shutdown order, the peer and local listeners,
+// and the routing of every call to its cell's owner. cmd/cellb serve is
+// flags around it; docs/embedding.md shows how a Go server embeds it.
+//
+// Start-up: the start-up probe (inside fleet.Join) and wake preparation
+// (wake.Prepare, which needs every node lease expired, so before this
+// node's exists), then the fleet join, the runtime, the classes, and last
+// the wake service (it may wake the classes' cells) or, on a single host,
+// the shard watch (it learns the alarms of shards other processes let go).
+//
+// Shutdown (Close): the public listener drains; the runtime closes (each
+// cell's record or shard is released as it closes, after its last commit
+// is durable); the wake service stops; the local socket drains; the fleet
+// membership ends (every record still owned released, the node lease
+// deleted); the peer listener closes last, once it has been quiet for a
+// moment, so a call forwarded on a view from just before the release is
+// answered "closing" (not applied) rather than reset; the shard locks
+// close.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/peer"
+	"github.com/cellb/cellb/core/shard"
+	"github.com/cellb/cellb/core/wake"
+)
+
+// ErrConfig is matched by every error New returns for a Config it refuses.
+var ErrConfig = errors.New("host: invalid configuration")
+
+// Host is one running node. It is safe for concurrent use.
+type Host struct {
+	cfg  Config
+	log  *slog.Logger
+	clk  clock.Clock
+	name string // the node's name in answers: its fleet id, or "local"
+
+	rt     *cell.Runtime
+	mux    *http.ServeMux
+	node   *fleet.Node   // nil unless Fleet
+	wake   *wake.Service // nil unless Fleet
+	shards *shard.Lease  // nil unless SingleHost
+	// stopServing ends the shard watch and the wake polling: the first
+	// step of Close.
+	stopServing context.CancelFunc
+
+	// local serves calls other processes on this host route here for the
+	// shards this process holds (nil unless SingleHost with a socket).
+	local     *http.Server
+	localLn   net.Listener
+	localPath string
+
+	public *http.Server // serves Config.Listener; nil without one
+
+	// forward sends a call to its cell's owner (a fleet peer, or the local
+	// process holding its shard); nil when calls are not routed.
+	forward forwardFunc
+	peerKey []byte
+	peerRcv *peer.Receiver
+	peer    *http.Server // serves FleetConfig.PeerListener; nil without one
+	// draining is set when shutdown starts: from then on every peer answer
+	// closes its connection, so no connection sits idle when the peer port
+	// finally closes (a request written to an idle connection as it is
+	// closed could not be told apart from one lost mid-call).
+	draining atomic.Bool
+	// lastPeerCall is when the peer port last received a call (Unix ns).
+	lastPeerCall atomic.Int64
+
+	errc      chan error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds and starts a node in the start-up order (see the package
+// documentation). On error everything started is stopped again; the
+// listeners in cfg are closed.
+func New(ctx context.Context, cfg Config) (*Host, error) {
+	h, err := build(ctx, cfg)
+	if err != nil {
+		if cfg.Listener != nil {
+			cfg.Listener.Close()
+		}
+		if cfg.Fleet.PeerListener != nil {
+			cfg.Fleet.PeerListener.Close()
+		}
+		return nil, err
+	}
+	h.serve()
+	return h, nil
+}
+
+func check(cfg Config) error {
+	switch {
+	case cfg.Driver == nil:
+		return fmt.Errorf("%w: Config.Driver is required", ErrConfig)
+	case cfg.DataDir == "":
+		return fmt.Errorf("%w: Config.DataDir is required", ErrConfig)
+	case cfg.Bucket == nil && (cfg.Ownership == Fleet || cfg.Mode.Open != nil):
+		return fmt.Errorf("%w: Config.Bucket is required for a fleet or a durability mode", ErrConfig)
+	case cfg.Ownership != Fleet && cfg.Fleet.PeerListener != nil:
+		return fmt.Errorf("%w: a peer listener needs Fleet ownership", ErrConfig)
+	case cfg.Ownership < NoOwnership || cfg.Ownership > Fleet:
+		return fmt.Errorf("%w: unknown ownership %d", ErrConfig, int(cfg.Ownership))
+	}
+	return nil
+}
+
+func build(ctx context.Context, cfg Config) (_ *Host, err error) {
+	if err := check(cfg); err != nil {
+		return nil, err
+	}
+	h := &Host{cfg: cfg, log: cfg.Logger, clk: clock.Or(cfg.Clock), name: "local", mux: http.NewServeMux(), errc: make(chan error, 3)}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	var serving context.Context
+	serving, h.stopServing = context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		if err != nil {
+			h.stopServing()
+			if h.rt != nil {
+				h.rt.Close(ctx)
+			}
+			if h.wake != nil {
+				h.wake.Close(ctx)
+			}
+			h.shutdownPorts(ctx)
+		}
+	}()
+	opts := cell.Options{
+		ScriptName: cfg.ScriptName, Driver: cfg.Driver, Logger: h.log, Clock: cfg.Clock,
+		IdleTimeout: cfg.IdleTimeout, MaxOpenCells: cfg.MaxOpenCells,
+		DataDir: filepath.Join(cfg.DataDir, "cells"),
+	}
+	switch cfg.Ownership {
+	case Fleet:
+		if err := h.joinFleet(ctx, &opts); err != nil {
+			return nil, err
+		}
+	case SingleHost:
+		if err := h.openShards(&opts); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Mode.Open != nil {
+		if opts.Log, err = cfg.Mode.Open(durability.OpenOptions{Store: cfg.Bucket, Clock: cfg.Clock, Logger: h.log}); err != nil {
+			return nil, err
+		}
+	}
+	if h.rt, err = cell.New(opts); err != nil {
+		return nil, err
+	}
+	if cfg.Classes != nil {
+		if err := cfg.Classes(&Setup{Runtime: h.rt, Mux: h.mux, Node: h.name, Route: h.Route}); err != nil {
+			return nil, err
+		}
+	}
+	if h.wake != nil {
+		// Classes are registered: the service may wake their cells now.
+		if err := h.wake.Run(serving, h.rt); err != nil {
+			return nil, err
+		}
+	}
+	if h.shards != nil {
+		// Classes are registered: from now on, taking over a shard that
+		// another process let go (a restart) schedules the alarms its
+		// cells stored, whether or not a call comes for them.
+		if err := h.shards.Watch(serving, 0, h.rt.LearnAlarms); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+func (h *Host) joinFleet(ctx context.Context, opts *cell.Options) (err error) {
+	fc := h.cfg.Fleet
+	addr := fc.Advertise
+	if addr == "" && fc.PeerListener != nil {
+		addr = fc.PeerListener.Addr().String()
+	}
+	// The wake index must be ready before this node's lease exists:
+	// initializing it needs every node lease expired (celld's rule).
+	if err := wake.Prepare(ctx, h.cfg.Bucket, h.cfg.Clock); err != nil {
+		return err
+	}
+	if h.node, err = fleet.Join(ctx, fleet.Options{Store: h.cfg.Bucket, Node: fc.Node, Addr: addr, TTL: fc.TTL, Clock: h.cfg.Clock, Logger: h.log}); err != nil {
+		return err
+	}
+	h.name = h.node.ID()
+	opts.Lease = h.node
+	if h.wake, err = wake.New(wake.Options{Store: h.cfg.Bucket, Node: h.node.ID(), Clock: h.cfg.Clock, Logger: h.log, Tick: fc.WakeTick, PollInterval: fc.WakePoll}); err != nil {
+		return err
+	}
+	opts.Wake = h.wake
+	// Local files are only a cache of what the bucket holds; keep each
+	// node's apart so nodes sharing a machine never share a file.
+	opts.DataDir = filepath.Join(h.cfg.DataDir, "nodes", h.node.ID())
+	if fc.PeerListener == nil {
+		return nil
+	}
+	if h.peerKey, err = peer.LoadOrCreateKey(ctx, h.cfg.Bucket, nil); err != nil {
+		return err
+	}
+	h.peerRcv = &peer.Receiver{Key: h.peerKey, Node: h.node.ID(), Incarnation: h.node.Generation(), Clock: h.cfg.Clock}
+	f := &peer.Forwarder{Key: h.peerKey, Self: h.name, Client: &http.Client{Timeout: 30 * time.Second}, Clock: h.cfg.Clock}
+	h.forward = func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
+		return f.Forward(ctx, peer.Target{Node: to.Owner, Incarnation: to.Incarnation, Addr: to.Addr}, w, r)
+	}
+	return nil
+}
+
+func (h *Host) openShards(opts *cell.Options) (err error) {
+	// Processes sharing DataDir take cells by shard locks, so two of them
+	// never write one database, and route calls for a shard another holds
+	// to it over a local socket.
+	dir := filepath.Join(h.cfg.DataDir, "shards")
+	shardOpts := []shard.Option{shard.WithLogger(h.log)}
+	if err := h.listenLocal(dir); err != nil {
+		h.log.Warn("serving routed calls is off: other processes will answer 409 for this process's shards", "err", err)
+	} else {
+		shardOpts = append(shardOpts, shard.WithAddr("unix:"+h.localPath))
+		router := &shard.Router{Self: fmt.Sprintf("local-%d", os.Getpid())}
+		h.forward = func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
+			return router.Forward(ctx, to.Addr, w, r)
+		}
+	}
+	if h.shards, err = shard.Open(dir, 16, shardOpts...); err != nil {
+		return err
+	}
+	opts.Lease = h.shards
+	return nil
+}
+
+// serve starts the listeners: public, peer, local socket.
+func (h *Host) serve() {
+	if h.localLn != nil {
+		// Accepting: a router that sees no 102 before the connection ends
+		// knows the call never started here, and runs it elsewhere.
+		h.local = &http.Server{Handler: shard.Accepting(h.mux), ReadHeaderTimeout: 10 * time.Second}
+		go h.local.Serve(h.localLn)
+	}
+	if h.cfg.Listener != nil {
+		h.public = &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go h.report(h.public.Serve(h.cfg.Listener))
+	}
+	if ln := h.cfg.Fleet.PeerListener; ln != nil {
+		h.peer = &http.Server{Handler: h.PeerHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go h.report(h.peer.Serve(ln))
+	}
+}
+
+func (h *Host) report(err error) {
+	if !errors.Is(err, http.ErrServerClosed) {
+		h.errc <- err
+	}
+}
+
+// Handler serves every registered class's routes. A call for a cell owned
+// elsewhere is forwarded to its owner by the class's Route hook (see
+// Route).
+func (h *Host) Handler() http.Handler { return h.mux }
+
+// PeerHandler serves the same routes behind peer authentication, for this
+// incarnation of this node only; nil unless the node is a fleet node with
+// a peer listener. The host serves it on FleetConfig.PeerListener.
+func (h *Host) PeerHandler() http.Handler {
+	if h.peerRcv == nil {
+		return nil
+	}
+	app := h.peerRcv.Handler(h.mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.lastPeerCall.Store(h.clk.Now().UnixNano())
+		if h.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		app.ServeHTTP(w, r)
+	})
+}
+
+// Runtime is the node's runtime.
+func (h *Host) Runtime() *cell.Runtime { return h.rt }
+
+// Node is the node's name: its fleet id, or "local".
+func (h *Host) Node() string { return h.name }
+
+// Fenced is closed when a fleet node self-fenced (it never serves again;
+// run a new Host); nil, never ready, otherwise.
+func (h *Host) Fenced() <-chan struct{} {
+	if h.node == nil {
+		return nil
+	}
+	return h.node.Fenced()
+}
+
+// FenceErr says why the node self-fenced, or nil.
+func (h *Host) FenceErr() error {
+	if h.node == nil {
+		return nil
+	}
+	return h.node.FenceErr()
+}
+
+// Err receives the error of a listener the host serves that stopped
+// serving before Close.
+func (h *Host) Err() <-chan error { return h.errc }
+
+// Once its records are released and its node lease deleted, a node keeps
+// its peer port open until no call has arrived for peerQuiet (at most
+// peerLinger): a sender that read the records just before the release
+// still gets an answer ("closing", not applied) instead of a connection
+// reset it could not tell from a call lost mid-way.
+const (
+	peerQuiet  = 100 * time.Millisecond
+	peerLinger = 2 * time.Second
+)
+
+// awaitPeerQuiet returns once the peer port has had no call for peerQuiet,
+// after peerLinger, or when ctx ends.
+func (h *Host) awaitPeerQuiet(ctx context.Context) {
+	deadline := h.clk.Now().Add(peerLinger)
+	for {
+		quietFor := h.clk.Now().Sub(time.Unix(0, h.lastPeerCall.Load()))
+		if quietFor >= peerQuiet || !h.clk.Now().Before(deadline) {
+			return
+		}
+		t := h.clk.NewTimer(peerQuiet - quietFor)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// Close shuts the node down in the shutdown order (see the package
+// documentation) and returns what failed. Calls in flight on the host's
+// listeners finish first; a second Close returns the first one's result.
+func (h *Host) Close(ctx context.Context) error {
+	h.closeOnce.Do(func() { h.closeErr = h.close(ctx) })
+	return h.closeErr
+}
+
+func (h *Host) close(ctx context.Context) error {
+	h.stopServing()
+	h.draining.Store(true)
+	var errs []error
+	if h.public != nil {
+		// The public port first: no new calls; those in flight finish.
+		errs = append(errs, h.public.Shutdown(ctx))
+	}
+	errs = append(errs, h.rt.Close(ctx))
+	if h.wake != nil {
+		// After the runtime: its last commits' publications finish first.
+		errs = append(errs, h.wake.Close(ctx))
+	}
+	errs = append(errs, h.shutdownPorts(ctx))
+	return errors.Join(errs...)
+}
+
+// shutdownPorts closes what the runtime reached the fleet or the other
+// processes through, in order.
+func (h *Host) shutdownPorts(ctx context.Context) error {
+	var errs []error
+	if h.local != nil {
+		// After the runtime: until then, routed calls are answered (with
+		// "closing" once it shuts down, which tells the router to wait for
+		// the shard and run them itself), and the runtime has let every
+		// shard go. Shutdown, not Close: a call the runtime ran still gets
+		// its answer. Connections still queued on the socket are reset
+		// unread; their routers saw no 102 and run the calls themselves.
+		errs = append(errs, h.local.Shutdown(ctx))
+	}
+	if h.localLn != nil {
+		h.localLn.Close()
+		os.Remove(h.localPath)
+	}
+	if h.node != nil {
+		errs = append(errs, h.node.Close(ctx))
+	}
+	if h.peer != nil {
+		// After the release: see awaitPeerQuiet.
+		h.awaitPeerQuiet(ctx)
+		errs = append(errs, h.peer.Shutdown(ctx))
+	} else if h.cfg.Fleet.PeerListener != nil {
+		h.cfg.Fleet.PeerListener.Close()
+	}
+	if h.shards != nil {
+		errs = append(errs, h.shards.Close())
+	}
+	return errors.Join(errs...)
+}
