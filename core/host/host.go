@@ -259,11 +259,11 @@ func (h *Host) serve() {
 	}
 	if h.cfg.Listener != nil {
 		h.public = &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go h.report(h.public.Serve(h.cfg.Listener))
+		go func() { h.report(h.public.Serve(h.cfg.Listener)) }()
 	}
 	if ln := h.cfg.Fleet.PeerListener; ln != nil {
 		h.peer = &http.Server{Handler: h.PeerHandler(), ReadHeaderTimeout: 10 * time.Second}
-		go h.report(h.peer.Serve(ln))
+		go func() { h.report(h.peer.Serve(ln)) }()
 	}
 }
 
