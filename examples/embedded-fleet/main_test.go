@@ -67,7 +67,7 @@ func TestEmbeddedFleet(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := range rounds {
-				url := fmt.Sprintf("%s/counter/c%d", urls[(c+r)%3], (c+r)%counters)
+				url := fmt.Sprintf("%s/counter/c%d", urls[c%3], (c+r)%counters)
 				if a := do(t, "POST", url); a.status != 200 {
 					t.Errorf("POST %s: %d %q", url, a.status, a.body)
 				}
