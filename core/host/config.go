@@ -79,8 +79,10 @@ type Config struct {
 
 	// Logger receives the host's logs. Default: slog.Default().
 	Logger *slog.Logger
-	// Clock drives the runtime, the fleet and the wake service. Default:
-	// the real clock.
+	// Clock drives the runtime, the fleet, the wake service, the peer
+	// protocol's timestamps, Route's pauses between looks at a cell's
+	// owner and the peer port's quiet wait at Close. Default: the real
+	// clock.
 	Clock clock.Clock
 }
 
