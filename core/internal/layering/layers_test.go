@@ -15,7 +15,7 @@ import (
 //   - ports (driver, durability, lease, store, wakeport): the contracts the
 //     runtime and the fleet meet through;
 //   - the runtime (cell) and the fleet (fleet, wake, peer, shard), which
-//     never import each other; cmd/cellb wires them together.
+//     never import each other; core/host wires them together.
 type layerRule struct {
 	// pkgs are the packages the rule is about (paths under core/). Each
 	// must exist, so that a rename cannot make a rule pass vacuously.
