@@ -126,20 +126,6 @@ func parseServe(args []string) (serveConfig, error) {
 	return c, nil
 }
 
-// pickLog opens the durability mode --durability names; none names the
-// default, the registry's first (the LTX log).
-func pickLog(name string, bucket store.Store, logger *slog.Logger) (durability.Log, error) {
-	modes := durabilityModes()
-	if name == "" {
-		name = modes[0].Name
-	}
-	mode, err := modes.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	return mode.Open(durability.OpenOptions{Store: bucket, Logger: logger})
-}
-
 // server is one running node: the host and the example apps it serves.
 type server struct {
 	h      *host.Host
