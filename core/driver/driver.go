@@ -184,12 +184,6 @@ type CapturedCommit struct {
 	Pool *PagePool
 }
 
-// Page is one database page.
-type Page struct {
-	Pgno uint32
-	Data []byte
-}
-
 // Sessioner is implemented by connections with SQLite's session extension.
 type Sessioner interface {
 	// StartSession records row changes to the named tables (all tables

@@ -8,7 +8,7 @@ import (
 
 	sf "github.com/superfly/ltx"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 // TXID is a transaction id within one epoch's chain; the first is 1.
@@ -49,7 +49,7 @@ func LockPgno(pageSize uint32) uint32 { return sf.LockPgno(pageSize) }
 type File struct {
 	Header Header
 	// Pages are in ascending page order.
-	Pages             []driver.Page
+	Pages             []page.Page
 	PostApplyChecksum uint64
 	FileChecksum      uint64
 }
@@ -61,8 +61,8 @@ type File struct {
 // snapshot holding every page.
 func Decode(data []byte) (*File, error) {
 	f := &File{}
-	h, tr, err := decode(data, func(pgno uint32, page []byte) error {
-		f.Pages = append(f.Pages, driver.Page{Pgno: pgno, Data: append([]byte(nil), page...)})
+	h, tr, err := decode(data, func(pgno uint32, data []byte) error {
+		f.Pages = append(f.Pages, page.Page{Pgno: pgno, Data: append([]byte(nil), data...)})
 		return nil
 	})
 	if err != nil {
@@ -181,12 +181,12 @@ var ErrInvalidInput = errors.New("invalid LTX input")
 // with NoChecksum the checksums are zero. A snapshot (MinTXID 1) must hold
 // every page 1..Commit except the lock page. Page 1 is written in WAL mode
 // (WALHeaderPage), as celld writes it, whatever the local journal mode.
-func Encode(h Header, pages []driver.Page) ([]byte, error) {
+func Encode(h Header, pages []page.Page) ([]byte, error) {
 	var buf bytes.Buffer
 	i := 0
-	_, err := EncodeTo(&buf, h, func() (driver.Page, bool, error) {
+	_, err := EncodeTo(&buf, h, func() (page.Page, bool, error) {
 		if i == len(pages) {
-			return driver.Page{}, false, nil
+			return page.Page{}, false, nil
 		}
 		i++
 		return pages[i-1], true, nil

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 func isCorrupt(err error) bool {
@@ -14,8 +14,8 @@ func isCorrupt(err error) bool {
 	return errors.As(err, &ce) && errors.Is(err, ErrCorrupt)
 }
 
-func randPages(r *rand.Rand, pgnos []uint32, size int) []driver.Page {
-	var out []driver.Page
+func randPages(r *rand.Rand, pgnos []uint32, size int) []page.Page {
+	var out []page.Page
 	for _, p := range pgnos {
 		d := make([]byte, size)
 		for i := range d {
@@ -23,7 +23,7 @@ func randPages(r *rand.Rand, pgnos []uint32, size int) []driver.Page {
 				d[i] = byte(r.Uint32())
 			}
 		}
-		out = append(out, driver.Page{Pgno: p, Data: d})
+		out = append(out, page.Page{Pgno: p, Data: d})
 	}
 	return out
 }
@@ -72,17 +72,17 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestEncodeRejectsBadInput(t *testing.T) {
-	p := func(n uint32) driver.Page { return driver.Page{Pgno: n, Data: make([]byte, 512)} }
+	p := func(n uint32) page.Page { return page.Page{Pgno: n, Data: make([]byte, 512)} }
 	cases := map[string]struct {
 		h     Header
-		pages []driver.Page
+		pages []page.Page
 	}{
-		"out of order":      {Header{PageSize: 512, Commit: 3, MinTXID: 2, MaxTXID: 2}, []driver.Page{p(2), p(1)}},
-		"beyond commit":     {Header{PageSize: 512, Commit: 1, MinTXID: 2, MaxTXID: 2}, []driver.Page{p(2)}},
-		"snapshot missing":  {Header{PageSize: 512, Commit: 3, MinTXID: 1, MaxTXID: 1}, []driver.Page{p(1), p(3)}},
-		"snapshot short":    {Header{PageSize: 512, Commit: 3, MinTXID: 1, MaxTXID: 1}, []driver.Page{p(1), p(2)}},
-		"wrong page length": {Header{PageSize: 1024, Commit: 1, MinTXID: 1, MaxTXID: 1}, []driver.Page{p(1)}},
-		"zero txid":         {Header{PageSize: 512, Commit: 1, MinTXID: 0, MaxTXID: 1}, []driver.Page{p(1)}},
+		"out of order":      {Header{PageSize: 512, Commit: 3, MinTXID: 2, MaxTXID: 2}, []page.Page{p(2), p(1)}},
+		"beyond commit":     {Header{PageSize: 512, Commit: 1, MinTXID: 2, MaxTXID: 2}, []page.Page{p(2)}},
+		"snapshot missing":  {Header{PageSize: 512, Commit: 3, MinTXID: 1, MaxTXID: 1}, []page.Page{p(1), p(3)}},
+		"snapshot short":    {Header{PageSize: 512, Commit: 3, MinTXID: 1, MaxTXID: 1}, []page.Page{p(1), p(2)}},
+		"wrong page length": {Header{PageSize: 1024, Commit: 1, MinTXID: 1, MaxTXID: 1}, []page.Page{p(1)}},
+		"zero txid":         {Header{PageSize: 512, Commit: 1, MinTXID: 0, MaxTXID: 1}, []page.Page{p(1)}},
 	}
 	for name, c := range cases {
 		if _, err := Encode(c.h, c.pages); err == nil {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 // FuzzDecode: any input decodes to a consistent file or gives a typed
@@ -13,7 +13,7 @@ import (
 // to the same content.
 func FuzzDecode(f *testing.F) {
 	seed, _ := Encode(Header{PageSize: 512, Commit: 2, MinTXID: 1, MaxTXID: 1, Timestamp: 5},
-		[]driver.Page{{Pgno: 1, Data: make([]byte, 512)}, {Pgno: 2, Data: make([]byte, 512)}})
+		[]page.Page{{Pgno: 1, Data: make([]byte, 512)}, {Pgno: 2, Data: make([]byte, 512)}})
 	f.Add(seed)
 	marker, _ := Encode(Header{PageSize: 4096, Commit: 3, MinTXID: 9, MaxTXID: 9, WALOffset: 32}, nil)
 	f.Add(marker)

@@ -11,7 +11,7 @@ import (
 	"github.com/pierrec/lz4/v4"
 	sf "github.com/superfly/ltx"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 // Written is what EncodeTo wrote: the file's length and its trailer.
@@ -31,7 +31,7 @@ type Written struct {
 // wrong size, or a snapshot missing a page, fails with ErrInvalidInput —
 // after part of the file was written, so w must then be discarded. Page 1
 // is written in WAL mode (WALHeaderPage), as celld writes it.
-func EncodeTo(w io.Writer, h Header, next func() (driver.Page, bool, error)) (Written, error) {
+func EncodeTo(w io.Writer, h Header, next func() (page.Page, bool, error)) (Written, error) {
 	if h.Flags == 0 {
 		h.Flags = HeaderFlagNoChecksum
 	}

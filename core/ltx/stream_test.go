@@ -11,7 +11,7 @@ import (
 
 	sf "github.com/superfly/ltx"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 // TestApplyFromGolden: celld's golden chain, read one byte at a time,
@@ -61,7 +61,7 @@ func TestApplyFromRefusesCorruption(t *testing.T) {
 // TestApplyFromGuardsLengthFields: a block page whose size field claims
 // 256 MiB is refused before the codec allocates the buffer it names.
 func TestApplyFromGuardsLengthFields(t *testing.T) {
-	good, err := Encode(Header{PageSize: 512, Commit: 1, MinTXID: 1, MaxTXID: 1}, []driver.Page{{Pgno: 1, Data: make([]byte, 512)}})
+	good, err := Encode(Header{PageSize: 512, Commit: 1, MinTXID: 1, MaxTXID: 1}, []page.Page{{Pgno: 1, Data: make([]byte, 512)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func TestApplyFromGuardsLengthFields(t *testing.T) {
 // reports the length and trailer of what it wrote.
 func TestEncodeToIsEncode(t *testing.T) {
 	rnd := rand.New(rand.NewSource(1))
-	var pages []driver.Page
+	var pages []page.Page
 	for i := uint32(1); i <= 300; i++ {
 		d := make([]byte, 1024)
 		rnd.Read(d[:rnd.Intn(1024)])
-		pages = append(pages, driver.Page{Pgno: i, Data: d})
+		pages = append(pages, page.Page{Pgno: i, Data: d})
 	}
 	h := Header{PageSize: 1024, Commit: 300, MinTXID: 1, MaxTXID: 1, Timestamp: 7}
 	want, err := Encode(h, pages)
@@ -97,9 +97,9 @@ func TestEncodeToIsEncode(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	i := 0
-	w, err := EncodeTo(&buf, h, func() (driver.Page, bool, error) {
+	w, err := EncodeTo(&buf, h, func() (page.Page, bool, error) {
 		if i == len(pages) {
-			return driver.Page{}, false, nil
+			return page.Page{}, false, nil
 		}
 		i++
 		return pages[i-1], true, nil
@@ -125,7 +125,7 @@ func TestEncodeToIsEncode(t *testing.T) {
 func TestEncodeToSpillsTheIndexToTheSameBytes(t *testing.T) {
 	n := uint32(spillAfter + 1000)
 	h := Header{PageSize: 512, Commit: n, MinTXID: 1, MaxTXID: 1, Flags: HeaderFlagNoChecksum}
-	page := make([]byte, 512)
+	buf := make([]byte, 512)
 	var want bytes.Buffer
 	enc, _ := sf.NewEncoder(&want)
 	if err := enc.EncodeHeader(toSF(h)); err != nil {
@@ -136,8 +136,8 @@ func TestEncodeToSpillsTheIndexToTheSameBytes(t *testing.T) {
 		if p == lock {
 			continue
 		}
-		binary.BigEndian.PutUint32(page, p)
-		if err := enc.EncodePage(sf.PageHeader{Pgno: p}, page); err != nil {
+		binary.BigEndian.PutUint32(buf, p)
+		if err := enc.EncodePage(sf.PageHeader{Pgno: p}, buf); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,15 +146,15 @@ func TestEncodeToSpillsTheIndexToTheSameBytes(t *testing.T) {
 	}
 	var got bytes.Buffer
 	p := uint32(0)
-	if _, err := EncodeTo(&got, h, func() (driver.Page, bool, error) {
+	if _, err := EncodeTo(&got, h, func() (page.Page, bool, error) {
 		if p++; p == lock {
 			p++
 		}
 		if p > n {
-			return driver.Page{}, false, nil
+			return page.Page{}, false, nil
 		}
-		binary.BigEndian.PutUint32(page, p)
-		return driver.Page{Pgno: p, Data: page}, true, nil
+		binary.BigEndian.PutUint32(buf, p)
+		return page.Page{Pgno: p, Data: buf}, true, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 // TestSnapshotPageOneCarriesWALFormat: a snapshot encoded from a
@@ -21,9 +21,9 @@ func TestSnapshotPageOneCarriesWALFormat(t *testing.T) {
 	if p1 := golden0.Pages[0].Data; p1[18] != 2 || p1[19] != 2 {
 		t.Fatalf("golden snapshot's page 1 has bytes 18/19 = %d/%d", p1[18], p1[19])
 	}
-	local := make([]driver.Page, len(golden0.Pages))
+	local := make([]page.Page, len(golden0.Pages))
 	for i, p := range golden0.Pages {
-		local[i] = driver.Page{Pgno: p.Pgno, Data: append([]byte(nil), p.Data...)}
+		local[i] = page.Page{Pgno: p.Pgno, Data: append([]byte(nil), p.Data...)}
 	}
 	local[0].Data[18], local[0].Data[19] = 1, 1 // the local database is in rollback-journal mode
 

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 // seedWALs are small synthetic logs covering both byte orders, repeated
@@ -58,7 +58,7 @@ func FuzzReadCommits(f *testing.F) {
 		checkBatch(t, whole, len(data))
 		// The incremental reads use a pool, so the fuzzer also checks that
 		// pooled pages equal shared ones.
-		r := Reader{Pages: new(driver.PagePool)}
+		r := Reader{Pages: new(page.Pool)}
 		first, err := r.ReadCommits(prefixReader{data, int(cut)}, Position{})
 		if err != nil {
 			if int(cut) >= HeaderSize {

@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"slices"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 // ErrInvalidPosition is returned for a Position that cannot come from a
@@ -37,7 +37,7 @@ type Commit struct {
 	// Pages holds the final version of every page the transaction wrote,
 	// in ascending Pgno order, none beyond DBSize. Each Data is exactly the
 	// header's page size long and belongs to the caller (see ReadCommits).
-	Pages []driver.Page
+	Pages []page.Page
 	// Offset and Size are the byte range of the transaction's frames.
 	Offset, Size int64
 	// Frames counts the transaction's frames, including pages written
@@ -115,7 +115,7 @@ type Reader struct {
 	// overwrote, or left unfinished, go straight back). The caller then
 	// hands the buffers back when done (driver.CapturedCommit.Release), and
 	// a reader following a busy log allocates nothing per commit.
-	Pages *driver.PagePool
+	Pages *page.Pool
 
 	hdr     [HeaderSize]byte
 	scratch []byte
@@ -313,21 +313,21 @@ func sizeOf(f io.ReaderAt) int64 {
 
 // txBuilder gathers the frames of one transaction.
 type txBuilder struct {
-	pages  []driver.Page
+	pages  []page.Page
 	frames int
 	// pool, when set, is where each page is copied to, since the buffer
 	// the frame was read into will be reused.
-	pool     *driver.PagePool
+	pool     *page.Pool
 	pageSize int
 }
 
-func (t *txBuilder) add(pgno uint32, page []byte) {
+func (t *txBuilder) add(pgno uint32, data []byte) {
 	if t.pool != nil {
 		own := t.pool.Get(t.pageSize)
-		copy(own, page)
-		page = own
+		copy(own, data)
+		data = own
 	}
-	t.pages = append(t.pages, driver.Page{Pgno: pgno, Data: page})
+	t.pages = append(t.pages, page.Page{Pgno: pgno, Data: data})
 	t.frames++
 }
 
@@ -336,7 +336,7 @@ func (t *txBuilder) add(pgno uint32, page []byte) {
 // last version; pages beyond the new database size are dropped.
 func (t *txBuilder) commit(dbSize uint32, start, end int64) Commit {
 	pages := t.pages
-	slices.SortStableFunc(pages, func(a, b driver.Page) int { return cmp.Compare(a.Pgno, b.Pgno) })
+	slices.SortStableFunc(pages, func(a, b page.Page) int { return cmp.Compare(a.Pgno, b.Pgno) })
 	out := pages[:0]
 	for i, p := range pages {
 		if p.Pgno > dbSize || (i+1 < len(pages) && pages[i+1].Pgno == p.Pgno) {

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/page"
 )
 
 // frameAt returns the page stored in the frame that starts at off.
@@ -193,7 +193,7 @@ func TestIncrementalMatchesWhole(t *testing.T) {
 			var pos Position
 			var r Reader
 			if pooled {
-				r.Pages = new(driver.PagePool)
+				r.Pages = new(page.Pool)
 			}
 			for n := 0; n <= len(file)+step; n += step {
 				b, err := r.ReadCommits(prefixReader{file, n}, pos)
@@ -403,7 +403,7 @@ func TestPagesStayValid(t *testing.T) {
 		w.frame(1, 1, w.page(1))
 		var r Reader
 		if pooled {
-			r.Pages = new(driver.PagePool)
+			r.Pages = new(page.Pool)
 		}
 		first, err := r.ReadCommits(bytes.NewReader(w.bytes()), Position{})
 		if err != nil || len(first.Commits) != 1 {
@@ -419,8 +419,10 @@ func TestPagesStayValid(t *testing.T) {
 		}
 		// Released buffers come back for later commits; those that were
 		// not released stay as they were.
-		rel := driver.CapturedCommit{Pages: second.Commits[0].Pages, Pool: r.Pages}
-		rel.Release()
+		// (what driver.CapturedCommit.Release does)
+		for _, p := range second.Commits[0].Pages {
+			r.Pages.Put(p.Data)
+		}
 		w.frame(1, 1, w.page(4))
 		third, err := r.ReadCommits(bytes.NewReader(w.bytes()), second.Next)
 		if err != nil || len(third.Commits) != 1 {
@@ -443,7 +445,7 @@ func TestPagesStayValid(t *testing.T) {
 func TestPooledPagesDoNotShareTheReadBuffer(t *testing.T) {
 	w := newWAL(512, false, 1, 2)
 	w.frame(1, 0, w.page(1)).frame(1, 1, w.page(2)).frame(1, 0, w.page(3))
-	var pool driver.PagePool
+	var pool page.Pool
 	r := Reader{Pages: &pool}
 	b, err := r.ReadCommits(bytes.NewReader(w.bytes()), Position{})
 	if err != nil || len(b.Commits) != 1 || b.Uncommitted != 1 {
