@@ -11,7 +11,8 @@ import (
 	"github.com/cellb/cellb/core/lease"
 )
 
-// tb is the part of testing.TB the cases use, so they also run without one.
+// tb is the part of testing.TB the cases use; Run and RunReport both hand
+// them the shared runner's suite.Recorder.
 type tb interface {
 	Helper()
 	Fatalf(format string, args ...any)

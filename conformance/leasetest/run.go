@@ -2,17 +2,40 @@ package leasetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/cellb/cellb/conformance/internal/suite"
 )
 
-// Run runs every case as a subtest of t.
+// Run runs every case as a subtest of t, through the shared runner (a
+// case's Fatalf ends only that case, a panic fails only that case, Skipf
+// skips its subtest).
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	for _, c := range allCases {
-		t.Run(c.name, func(t *testing.T) { c.run(t, t.Context(), h) })
+	suite.Subtests(t, caseNames(), nil, func(ctx context.Context, name string) suite.Outcome {
+		return runCase(ctx, h, caseNamed(name), true)
+	}, nil)
+}
+
+// runCase runs c with the shared runner, with no time limit: the harness's
+// Advance and the cases' own waits bound it.
+func runCase(ctx context.Context, h Harness, c testCase, stack bool) suite.Outcome {
+	return suite.RunCase(ctx, suite.Limits{}, stack, func(ctx context.Context, rec *suite.Recorder) {
+		c.run(rec, ctx, h)
+	})
+}
+
+func caseNames() []string {
+	out := make([]string, len(allCases))
+	for i, c := range allCases {
+		out[i] = c.name
 	}
+	return out
+}
+
+func caseNamed(name string) testCase {
+	return allCases[slices.IndexFunc(allCases, func(c testCase) bool { return c.name == name })]
 }
 
 // Result is one case's outcome in a Report.
@@ -43,9 +66,7 @@ func (r Report) Failed() []string {
 func RunReport(ctx context.Context, h Harness) Report {
 	var rep Report
 	for _, c := range allCases {
-		o := suite.RunCase(ctx, suite.Limits{}, false, func(ctx context.Context, rec *suite.Recorder) {
-			c.run(rec, ctx, h)
-		})
+		o := runCase(ctx, h, c, false)
 		res := Result{Case: c.name, Passed: !o.Failed(), Skipped: o.Skipped, Message: o.Reason}
 		if o.Failed() {
 			res.Message = o.Failures[0]

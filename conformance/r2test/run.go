@@ -11,12 +11,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/cellb/cellb/core/layout"
 	"io"
-	"runtime"
-	"sync"
+	"slices"
 	"testing"
 
+	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/r2"
 	"github.com/cellb/cellb/core/store"
 )
@@ -95,64 +95,49 @@ func (e *env) cleanup() {
 }
 
 // Run runs every case as a subtest of t, on s with the binding bind makes
-// (Real for core/r2).
+// (Real for core/r2), through the shared runner (a case's Fatalf ends only
+// that case, a panic fails only that case).
 func Run(t *testing.T, s store.Store, bind Bind) {
 	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e, err := newEnv(t.Context(), s, bind, c.name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.cleanup()
-			c.run(t, e)
-		})
-	}
-}
-
-// recorder is the tb of Check.
-type recorder struct {
-	mu       sync.Mutex
-	failures []string
-}
-
-func (*recorder) Helper()             {}
-func (*recorder) Logf(string, ...any) {}
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failures = append(r.failures, fmt.Sprintf(format, args...))
-}
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.Errorf(format, args...)
-	runtime.Goexit()
+	suite.Subtests(t, CaseNames(), nil, func(ctx context.Context, name string) suite.Outcome {
+		return runCase(ctx, s, bind, caseNamed(name), true)
+	}, nil)
 }
 
 // Check runs every case without a *testing.T and returns the failures of
-// each failed case (a panicking case fails).
+// each failed case (a panicking case fails). When ctx ends first, each case
+// not run fails with "not run: <ctx's error>".
 func Check(ctx context.Context, s store.Store, bind Bind) map[string][]string {
+	ran, err := suite.Collect(ctx, CaseNames(), nil, func(ctx context.Context, name string) suite.Outcome {
+		return runCase(ctx, s, bind, caseNamed(name), false)
+	})
 	out := map[string][]string{}
-	for _, c := range cases {
-		rec := &recorder{}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer func() {
-				if p := recover(); p != nil {
-					rec.Errorf("panic: %v", p)
-				}
-			}()
-			e, err := newEnv(ctx, s, bind, c.name)
-			if err != nil {
-				rec.Fatalf("%v", err)
-			}
-			defer e.cleanup()
-			c.run(rec, e)
-		}()
-		<-done
-		if len(rec.failures) > 0 {
-			out[c.name] = rec.failures
+	for _, r := range ran {
+		if r.Failed() {
+			out[r.Name] = r.Failures
+		}
+	}
+	if err != nil {
+		for _, name := range CaseNames()[len(ran):] {
+			out[name] = []string{"not run: " + err.Error()}
 		}
 	}
 	return out
+}
+
+// runCase runs c with the shared runner in a bucket of its own, emptied
+// afterwards whichever way the case ends.
+func runCase(ctx context.Context, s store.Store, bind Bind, c testCase, stack bool) suite.Outcome {
+	return suite.RunCase(ctx, suite.Limits{}, stack, func(ctx context.Context, rec *suite.Recorder) {
+		e, err := newEnv(ctx, s, bind, c.name)
+		if err != nil {
+			rec.Fatalf("%v", err)
+		}
+		defer e.cleanup()
+		c.run(rec, e)
+	})
+}
+
+func caseNamed(name string) testCase {
+	return cases[slices.IndexFunc(cases, func(c testCase) bool { return c.name == name })]
 }

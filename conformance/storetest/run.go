@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,7 +47,10 @@ func Probe(ctx context.Context, s store.Store) error { return store.Probe(ctx, s
 // context ended before it gives up on the case.
 const abandonGrace = 30 * time.Second
 
-// Run runs every case as a subtest of t.
+// Run runs every case as a subtest of t, through the shared runner (a
+// case's Fatalf ends only that case, a panic fails only that case). A
+// case left out by Skip, Only or Quick is a skipped subtest; Run sets no
+// time limit of its own (go test's -timeout bounds it).
 func Run(t *testing.T, h Harness, opts ...Option) {
 	t.Helper()
 	cfg := newConfig(opts)
@@ -60,16 +64,12 @@ func Run(t *testing.T, h Harness, opts ...Option) {
 	}
 	run := newRunPrefix()
 	t.Logf("storetest: writing under %s", run)
-	for _, tc := range allCases {
-		t.Run(tc.name, func(t *testing.T) {
-			if reason := cfg.skipReason(tc.name); reason != "" {
-				t.Skip(reason)
-			}
-			e := cl.env(t.Context(), cfg, run, tc.name)
-			defer e.cleanup(t)
-			tc.run(t, e)
-		})
-	}
+	suite.Subtests(t, caseNames(), nil, func(ctx context.Context, name string) suite.Outcome {
+		if reason := cfg.skipReason(name); reason != "" {
+			return suite.Outcome{Skipped: true, Reason: reason}
+		}
+		return cl.runCase(ctx, cfg, run, caseNamed(name), suite.Limits{}, true)
+	}, nil)
 	if n, err := countUnder(context.WithoutCancel(t.Context()), cl.s, run); err != nil || n > 0 {
 		t.Errorf("storetest: %d keys left under %s after the run (%v)", n, run, err)
 	}
@@ -103,11 +103,7 @@ func RunReport(ctx context.Context, h Harness, opts ...Option) Report {
 			cfg.progress(tc.name, "running")
 		}
 		start := time.Now()
-		o := suite.RunCase(ctx, suite.Limits{Timeout: cfg.caseTimeout, Grace: abandonGrace}, false, func(cctx context.Context, rec *suite.Recorder) {
-			e := cl.env(cctx, cfg, run, tc.name)
-			defer e.cleanup(rec)
-			tc.run(rec, e)
-		})
+		o := cl.runCase(ctx, cfg, run, tc, suite.Limits{Timeout: cfg.caseTimeout, Grace: abandonGrace}, false)
 		res.Elapsed = time.Since(start)
 		res.Failures, res.Log = o.Failures, o.Log
 		res.Status = Passed
@@ -125,6 +121,30 @@ func RunReport(ctx context.Context, h Harness, opts ...Option) Report {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d keys left under %s", n, run))
 	}
 	return rep
+}
+
+// runCase runs tc with the shared runner, in its own directory under run,
+// removed afterwards whichever way the case ends.
+func (c *clients) runCase(ctx context.Context, cfg *config, run string, tc testCase, lim suite.Limits, stack bool) suite.Outcome {
+	return suite.RunCase(ctx, lim, stack, func(cctx context.Context, rec *suite.Recorder) {
+		e := c.env(cctx, cfg, run, tc.name)
+		defer e.cleanup(rec)
+		tc.run(rec, e)
+	})
+}
+
+// caseNames lists the cases' names in run order.
+func caseNames() []string {
+	out := make([]string, len(allCases))
+	for i, c := range allCases {
+		out[i] = c.name
+	}
+	return out
+}
+
+// caseNamed returns the case of that name (one of caseNames).
+func caseNamed(name string) testCase {
+	return allCases[slices.IndexFunc(allCases, func(c testCase) bool { return c.name == name })]
 }
 
 // clients are the stores the harness made for one run.

@@ -1,7 +1,7 @@
 package storetest
 
-// tb is the part of testing.TB the cases use, so the same cases run under
-// go test (with *testing.T) and without it (RunReport's suite.Recorder).
+// tb is the part of testing.TB the cases use. Run and RunReport both hand
+// the cases the shared runner's suite.Recorder.
 //
 // Cases call Fatalf only from the goroutine that runs the case; helper
 // goroutines use Errorf.

@@ -1,10 +1,11 @@
 // Package suite is the runner the conformance suites (celltest,
-// drivertest, leasetest, storetest) share: case selection, running one
+// drivertest, leasetest, storetest, r2test) share, under Run as without a
+// *testing.T (RunReport, r2test's Check): case selection, running one
 // case with or without a *testing.T (a Recorder that stands in for it,
 // Fatalf and Skipf ending the case's goroutine as testing.T's do, a panic
 // turned into a failure, an optional time limit), reporting an outcome
 // onto a *testing.T, and judging a negative twin's run. Each suite keeps
-// its own public API (Run, RunReport, Report, Twins) on top of it.
+// its own public API (Run, RunReport or Check, Report, Twins) on top of it.
 package suite
 
 import (
