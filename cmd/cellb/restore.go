@@ -12,6 +12,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/progress"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/drivers/modernc"
 )
@@ -105,8 +106,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 		return 2
 	}
 	if !*quiet {
-		bar := newProgressBar(e.stderr, "restore "+cellKey)
-		req.Progress = bar.update
+		req.Progress = progress.NewBar(e.stderr, "restore "+cellKey).Update
 	}
 	// The scratch database is modernc's: it has SQLite sessions.
 	scratch, cleanup := durability.ScratchNextTo(out, modernc.New(modernc.Options{}))
@@ -117,7 +117,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, oneLine(err))
 		return 1
 	}
-	fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, res.From, size(n), out)
+	fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, res.From, progress.Size(n), out)
 	return 0
 }
 
