@@ -327,7 +327,7 @@ func BenchmarkRestore100MiB(b *testing.B) {
 		b.SetBytes(size)
 		for i := 0; i < b.N; i++ {
 			// What `cellb restore` does: decode straight into the file.
-			if _, _, err := restoreToFile(ctx, ltxlog.Mode(), s, "Big:x", durability.RestoreRequest{}, filepath.Join(dir, "restored.db")); err != nil {
+			if _, _, err := ltxlog.Mode().RestoreFile(ctx, s, "Big:x", durability.RestoreRequest{}, filepath.Join(dir, "restored.db")); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -78,25 +77,10 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 	fail := func(err error) int {
 		fmt.Fprintf(e.stderr, "cellb diagnose: %v\n", oneLine(err))
 		if *asJSON {
-			writeJSON(e.stdout, diagnoseJSON{Bucket: rawURL, Error: oneLine(err).Error(), ExitCode: diagnoseFailed})
+			writeJSON(e.stdout, storetest.BucketReport{Bucket: rawURL, Error: oneLine(err).Error(), ExitCode: diagnoseFailed})
 		}
 		return diagnoseFailed
 	}
-	first, err := openBucket(ctx, mux, rawURL)
-	if err != nil {
-		return fail(err)
-	}
-	// A bucket that cannot take even the first write of the probe is
-	// unreachable or unwritable: say so in one line instead of failing
-	// every case.
-	if _, err := (store.Prober{Tag: "diagnose"}).Run(ctx, first); err != nil {
-		var pe *store.ProbeError
-		if !errors.As(err, &pe) || pe.Step == store.ProbeCreate {
-			_ = store.Close(first)
-			return fail(fmt.Errorf("cannot write to %s: %w", rawURL, err))
-		}
-	}
-
 	progress := &progressPrinter{w: e.stderr}
 	opts := []storetest.Option{
 		storetest.LargeObjectSize(*largeMiB << 20),
@@ -105,16 +89,17 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 	if *quick {
 		opts = append(opts, storetest.Quick())
 	}
-	h := &diagnoseHarness{first: first, open: func(ctx context.Context) (store.Store, error) {
+	rep, err := storetest.CheckBucket(ctx, rawURL, func(ctx context.Context) (store.Store, error) {
 		return openBucket(ctx, mux, rawURL)
-	}}
-	rep := storetest.RunReport(ctx, h, opts...)
-	if rep.SetupError != "" {
-		return fail(errors.New(rep.SetupError))
+	}, opts...)
+	if err != nil {
+		return fail(err)
 	}
 	code := exitCode(rep)
 	if *asJSON {
-		writeJSON(e.stdout, reportJSON(rawURL, rep, code))
+		js := rep.BucketReport(rawURL)
+		js.ExitCode = code
+		writeJSON(e.stdout, js)
 	} else {
 		writeTable(e.stdout, rawURL, rep, *quick)
 	}
@@ -131,21 +116,6 @@ func exitCode(rep storetest.Report) int {
 		return diagnoseOK
 	}
 }
-
-// diagnoseHarness hands the suite the client diagnose already probed with,
-// and opens the second client on demand.
-type diagnoseHarness struct {
-	first store.Store
-	open  func(ctx context.Context) (store.Store, error)
-}
-
-func (h *diagnoseHarness) MakeStore(context.Context) (store.Store, error) { return h.first, nil }
-
-func (h *diagnoseHarness) MakeSecondStore(ctx context.Context) (store.Store, error) {
-	return h.open(ctx)
-}
-
-func (h *diagnoseHarness) Close() {}
 
 // progressPrinter writes progress lines to stderr; the suite may call it
 // from several goroutines.
@@ -188,20 +158,7 @@ func writeTable(w io.Writer, bucket string, rep storetest.Report, quick bool) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	fmt.Fprintln(w, summaryLine(bucket, rep))
-}
-
-func summaryLine(bucket string, rep storetest.Report) string {
-	passed, failed, skipped := rep.Counts()
-	total := len(rep.Cases)
-	switch {
-	case failed > 0:
-		return fmt.Sprintf("%s: FAILED %d of %d cases (%s); %d passed, %d skipped", bucket, failed, total, strings.Join(rep.FailedCases(), ", "), passed, skipped)
-	case skipped > 0:
-		return fmt.Sprintf("%s: %d of %d cases passed, %d skipped: not every case ran", bucket, passed, total, skipped)
-	default:
-		return fmt.Sprintf("%s: all %d cases passed", bucket, total)
-	}
+	fmt.Fprintln(w, rep.Summary(bucket))
 }
 
 func formatElapsed(d time.Duration) string {
@@ -218,48 +175,6 @@ func formatElapsed(d time.Duration) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// diagnoseJSON is the --json output.
-type diagnoseJSON struct {
-	Bucket   string     `json:"bucket"`
-	OK       bool       `json:"ok"`
-	Complete bool       `json:"complete"`
-	ExitCode int        `json:"exit_code"`
-	Error    string     `json:"error,omitempty"`
-	Summary  string     `json:"summary,omitempty"`
-	Prefix   string     `json:"prefix,omitempty"`
-	Cases    []caseJSON `json:"cases,omitempty"`
-	Notes    []string   `json:"notes,omitempty"`
-}
-
-type caseJSON struct {
-	Name     string   `json:"name"`
-	Summary  string   `json:"summary"`
-	Result   string   `json:"result"`
-	Seconds  float64  `json:"seconds"`
-	Reason   string   `json:"reason,omitempty"`
-	Failures []string `json:"failures,omitempty"`
-	Log      []string `json:"log,omitempty"`
-}
-
-func reportJSON(bucket string, rep storetest.Report, code int) diagnoseJSON {
-	out := diagnoseJSON{
-		Bucket:   bucket,
-		OK:       rep.OK(),
-		Complete: rep.Complete(),
-		ExitCode: code,
-		Summary:  summaryLine(bucket, rep),
-		Prefix:   rep.Prefix,
-		Notes:    rep.Notes,
-	}
-	for _, c := range rep.Cases {
-		out.Cases = append(out.Cases, caseJSON{
-			Name: c.Name, Summary: c.Summary, Result: string(c.Status), Seconds: c.Elapsed.Seconds(),
-			Reason: c.Reason, Failures: c.Failures, Log: c.Log,
-		})
-	}
-	return out
 }
 
 func writeJSON(w io.Writer, v any) {

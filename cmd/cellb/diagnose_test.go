@@ -89,7 +89,7 @@ func TestDiagnoseJSON(t *testing.T) {
 	if code != diagnoseOK {
 		t.Fatalf("exit %d\n%s", code, &out.stderr)
 	}
-	var rep diagnoseJSON
+	var rep storetest.BucketReport
 	if err := json.Unmarshal(out.stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, &out.stdout)
 	}
@@ -139,7 +139,7 @@ func TestDiagnoseUnwritableBucket(t *testing.T) {
 	if code := diagnose(t.Context(), js.env(), []string{"readonly://b", "--json"}, testSchemes(nil)); code != diagnoseFailed {
 		t.Fatalf("exit %d with --json", code)
 	}
-	var rep diagnoseJSON
+	var rep storetest.BucketReport
 	if err := json.Unmarshal(js.stdout.Bytes(), &rep); err != nil || rep.OK || !strings.Contains(rep.Error, "403") {
 		t.Fatalf("JSON error report: %v %+v", err, rep)
 	}

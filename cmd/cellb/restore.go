@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cellb/cellb/core/atomicfile"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/progress"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/drivers/modernc"
 )
 
 func restoreCommand() command {
@@ -101,22 +102,22 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 	}
 	if !mode.PointInTime && (*txid != 0 || *at != "") {
 		fmt.Fprintf(e.stderr, "cellb restore: --txid and --time need a log that restores to a point in time (%s); the %s log restores its newest state\n",
-			strings.Join(pointInTimeModes(modes), ", "), mode.Name)
+			strings.Join(modes.PointInTime().Names(), ", "), mode.Name)
 		return 2
 	}
 	if !*quiet {
-		bar := newProgressBar(e.stderr, "restore "+cellKey)
-		req.Progress = bar.update
+		req.Progress = progress.NewBar(e.stderr, "restore "+cellKey).Update
 	}
-	scratch, cleanup := scratchDatabase(out)
+	// The scratch database is modernc's: it has SQLite sessions.
+	scratch, cleanup := durability.ScratchNextTo(out, modernc.New(modernc.Options{}))
 	defer cleanup()
 	req.Scratch = scratch
-	res, n, err := restoreToFile(ctx, mode, s, cellKey, req, out)
+	res, n, err := mode.RestoreFile(ctx, s, cellKey, req, out)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, oneLine(err))
 		return 1
 	}
-	fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, res.From, size(n), out)
+	fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, res.From, progress.Size(n), out)
 	return 0
 }
 
@@ -136,43 +137,6 @@ func pickRestoreMode(ctx context.Context, modes durability.Modes, s store.Store,
 		return m, fmt.Errorf("%w with --from", err)
 	}
 	return m, err
-}
-
-// pointInTimeModes names the modes that restore to a TXID or time.
-func pointInTimeModes(modes durability.Modes) []string {
-	var names []string
-	for _, m := range modes {
-		if m.PointInTime {
-			names = append(names, m.Name)
-		}
-	}
-	return names
-}
-
-// restoreToFile has the mode restore straight into a temporary file next
-// to out (the LTX log lays pages at their offsets as it decodes them, so
-// no image-sized buffer is needed), then makes it out atomically
-// (atomicfile.Write: a failure leaves out as it was). It returns the
-// file's size.
-func restoreToFile(ctx context.Context, mode durability.Mode, s store.Store, cellKey string, req durability.RestoreRequest, out string) (durability.Restored, int64, error) {
-	var res durability.Restored
-	var n int64
-	err := atomicfile.Write(out, 0o600, func(f *os.File) error {
-		var err error
-		if res, err = mode.Restore(ctx, s, cellKey, req, f); err != nil {
-			return err
-		}
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		n = st.Size()
-		return nil
-	})
-	if err != nil {
-		return durability.Restored{}, 0, err
-	}
-	return res, n, nil
 }
 
 // parseTime accepts RFC 3339 or Unix milliseconds.

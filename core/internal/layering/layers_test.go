@@ -43,6 +43,8 @@ var layerRules = []layerRule{
 		why: "the fleet plugs into the runtime only through ports (core/wakeport, core/lease)"},
 	{pkgs: []string{"atomicfile"}, forbidden: []string{"*"},
 		why: "the atomic file helper is a leaf every layer (drivers, shards, the CLI) uses: it imports no CellB package"},
+	{pkgs: []string{"progress"}, forbidden: []string{"*"},
+		why: "the progress display is a leaf for command-line programs: it imports no CellB package"},
 	{pkgs: []string{"wake"}, forbidden: []string{"cell"},
 		why: "core/wake implements core/wakeport's Publisher and calls its Waker; it must not import the runtime"},
 	{pkgs: runtimePkgs, forbidden: fleet,

@@ -1,0 +1,73 @@
+package durability
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/cellb/cellb/core/atomicfile"
+	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/store"
+)
+
+// PointInTime lists the modes that restore to a TXID or time, in order.
+func (ms Modes) PointInTime() Modes {
+	var out Modes
+	for _, m := range ms {
+		if m.PointInTime {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// RestoreFile has the mode rebuild cell from the bucket, read-only,
+// straight into a temporary file next to path (the LTX log lays pages at
+// their offsets as it decodes them, so no image-sized buffer is needed),
+// then makes that file path atomically (atomicfile.Write: a failure
+// leaves path as it was). It returns what the restore was from and the
+// file's size.
+func (m Mode) RestoreFile(ctx context.Context, s store.Store, cell string, req RestoreRequest, path string) (Restored, int64, error) {
+	var res Restored
+	var n int64
+	err := atomicfile.Write(path, 0o600, func(f *os.File) error {
+		var err error
+		if res, err = m.Restore(ctx, s, cell, req, f); err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		n = st.Size()
+		return nil
+	})
+	if err != nil {
+		return Restored{}, 0, err
+	}
+	return res, n, nil
+}
+
+// ScratchNextTo returns a RestoreRequest.Scratch that opens an empty
+// database with d (a mode that rebuilds through SQLite sessions needs a
+// driver with them) in a directory it makes next to path on first use,
+// and the cleanup that removes that directory.
+func ScratchNextTo(path string, d driver.Driver) (func(ctx context.Context) (driver.Conn, error), func()) {
+	var dir string
+	open := func(ctx context.Context) (driver.Conn, error) {
+		if dir == "" {
+			made, err := os.MkdirTemp(filepath.Dir(path), ".cellb-restore-*")
+			if err != nil {
+				return nil, err
+			}
+			dir = made
+		}
+		return d.Open(ctx, driver.Config{Path: filepath.Join(dir, "cell.db")})
+	}
+	cleanup := func() {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}
+	return open, cleanup
+}
