@@ -15,10 +15,14 @@ type recorder struct {
 	mu      sync.Mutex
 	batches [][]int
 	gate    chan struct{} // when set, each upload waits for a receive
+	entered chan struct{} // when set, each upload sends on it first
 	fail    map[int]bool  // items whose batch fails
 }
 
 func (r *recorder) upload(batch []int) error {
+	if r.entered != nil {
+		r.entered <- struct{}{}
+	}
 	if r.gate != nil {
 		<-r.gate
 	}
@@ -110,12 +114,20 @@ func TestPipelineBuildErrorFails(t *testing.T) {
 // Closing without a final flush fails what is queued with Closed and
 // stops retries; a final Close waits for the queue.
 func TestPipelineClose(t *testing.T) {
-	r := &recorder{gate: make(chan struct{})}
+	r := &recorder{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	p := NewPipeline(PipelineOptions[int]{Upload: r.upload, Closed: errClosed})
 	inflight := p.Append(item(1))
-	time.Sleep(10 * time.Millisecond)
+	<-r.entered // the first commit is being uploaded
 	queued := p.Append(item(2))
-	go func() { r.gate <- struct{}{} }()
+	// The upload in flight finishes only once Close has abandoned the
+	// pipeline: released earlier, the uploader could take the queued
+	// commit into a second upload that nothing releases.
+	go func() {
+		for !p.Abandoned() {
+			time.Sleep(time.Millisecond)
+		}
+		r.gate <- struct{}{}
+	}()
 	if err := p.Close(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
