@@ -1,7 +1,8 @@
 // Command counter embeds CellB in a program of its own: the counter app
 // (examples/counter) on the embedded default — cells in local SQLite files
 // (the wasm driver), every commit also written to a bucket in a local
-// directory, shard locks so two processes never write one cell.
+// directory, shard locks so two processes never write one cell — built
+// by core/host, which also routes a call to the process holding its cell.
 //
 //	go run ./cmd/counter -data ./data -listen 127.0.0.1:8080
 //	curl -X POST localhost:8080/counter/hits
@@ -17,16 +18,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 
 	"github.com/cellb/cellb/adapters/fs"
-	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/ltxlog"
-	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/drivers/wasm"
 	"github.com/cellb/cellb/examples/counter"
 )
@@ -58,49 +57,39 @@ func run(ctx context.Context, args []string, ready func(addr string)) (err error
 	if err != nil {
 		return err
 	}
+	// The host is closed first (deferred last), then the bucket.
 	defer bucket.Close()
-	log, err := ltxlog.New(ltxlog.Options{Store: bucket})
-	if err != nil {
-		return err
-	}
-	// Shard locks: processes sharing the data directory never write one cell.
-	shards, err := shard.Open(filepath.Join(*data, "shards"), 16)
-	if err != nil {
-		return err
-	}
-	defer shards.Close()
-	rt, err := cell.New(cell.Options{
-		ScriptName: "cellb-example", // keys the ids, as cellb serve's default
-		Driver:     wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=FULL")),
-		DataDir:    filepath.Join(*data, "cells"),
-		Lease:      shards,
-		Log:        log,
-	})
-	if err != nil {
-		return err
-	}
-	// Closed before the shard locks and the bucket (deferred earlier).
-	defer func() { err = errors.Join(err, rt.Close(context.Background())) }()
-	app, err := counter.Register(rt, counter.Options{})
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	app.Routes(mux)
-
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	h, err := host.New(ctx, host.Config{
+		// The local file is the primary copy: one sync per commit.
+		Driver:     wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=FULL")),
+		DataDir:    *data,
+		Bucket:     bucket,
+		Mode:       ltxlog.Mode(),
+		Ownership:  host.SingleHost, // shard locks: one writer per cell on this host
+		Listener:   ln,
+		ScriptName: "cellb-example", // keys the ids, as cellb serve's default
+		Classes: func(s *host.Setup) error {
+			app, err := counter.Register(s.Runtime, counter.Options{Node: s.Node, Route: s.Route})
+			if err != nil {
+				return err
+			}
+			app.Routes(s.Mux)
+			return nil
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	ready(ln.Addr().String())
 	select {
-	case err := <-served:
-		return err
 	case <-ctx.Done():
+	case err = <-h.Err():
 	}
-	// Every call already taken gets its answer before the runtime closes.
-	return srv.Shutdown(context.Background())
+	// Every call already taken gets its answer before the cells close.
+	return errors.Join(err, h.Close(context.Background()))
 }
