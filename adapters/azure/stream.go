@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,19 +26,15 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 		return "", err
 	}
 	body := store.Body(ctx, r, size)
-	var head bytes.Buffer
-	if size >= 0 {
-		head.Grow(int(min(size, s.opts.BlockThreshold)))
-	}
-	_, err := io.CopyN(&head, body, s.opts.BlockThreshold)
+	head, whole, err := store.ReadHead(key, body, size, s.opts.BlockThreshold)
 	switch {
-	case err == io.EOF:
-		return s.Put(ctx, key, head.Bytes(), opts)
 	case err != nil:
-		return "", store.BodyError("put", key, err)
+		return "", err
+	case whole:
+		return s.Put(ctx, key, head, opts)
 	}
 	bb := s.client.NewBlockBlobClient(key)
-	return s.commitBlocks(ctx, bb, key, store.ChunksOf(head.Bytes(), s.opts.BlockSize, store.ChunksFrom(body, s.opts.BlockSize)), opts)
+	return s.commitBlocks(ctx, bb, key, store.ChunksOf(head, s.opts.BlockSize, store.ChunksFrom(body, s.opts.BlockSize)), opts)
 }
 
 // NewRangeReader implements store.Streamer with a ranged Get Blob. A read

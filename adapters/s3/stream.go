@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,18 +27,14 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 		return "", err
 	}
 	body := store.Body(ctx, r, size)
-	var head bytes.Buffer
-	if size >= 0 {
-		head.Grow(int(min(size, s.opts.MultipartThreshold)))
-	}
-	_, err := io.CopyN(&head, body, s.opts.MultipartThreshold)
+	head, whole, err := store.ReadHead(key, body, size, s.opts.MultipartThreshold)
 	switch {
-	case err == io.EOF:
-		return s.Put(ctx, key, head.Bytes(), opts)
 	case err != nil:
-		return "", store.BodyError("put", key, err)
+		return "", err
+	case whole:
+		return s.Put(ctx, key, head, opts)
 	}
-	return s.putParts(ctx, key, store.ChunksOf(head.Bytes(), s.opts.PartSize, store.ChunksFrom(body, s.opts.PartSize)), opts)
+	return s.putParts(ctx, key, store.ChunksOf(head, s.opts.PartSize, store.ChunksFrom(body, s.opts.PartSize)), opts)
 }
 
 // NewRangeReader implements store.Streamer with a ranged GetObject. A read

@@ -1,6 +1,9 @@
 package store
 
-import "io"
+import (
+	"bytes"
+	"io"
+)
 
 // Chunks gives the parts of a body in order, for adapters that upload a
 // large body in pieces (S3 multipart parts, Azure staged blocks): the next
@@ -49,3 +52,23 @@ type BodyFailure struct{ Err error }
 
 func (e BodyFailure) Error() string { return e.Err.Error() }
 func (e BodyFailure) Unwrap() error { return e.Err }
+
+// ReadHead reads up to threshold bytes of a body (size, when known,
+// presizes the buffer). whole reports that the body ended within them, so
+// an adapter can send it in one request; otherwise the rest of the body
+// is what body reads next. A failure of the body is returned as
+// BodyError's error.
+func ReadHead(key string, body io.Reader, size, threshold int64) (head []byte, whole bool, err error) {
+	var buf bytes.Buffer
+	if size >= 0 {
+		buf.Grow(int(min(size, threshold)))
+	}
+	_, err = io.CopyN(&buf, body, threshold)
+	switch {
+	case err == io.EOF:
+		return buf.Bytes(), true, nil
+	case err != nil:
+		return nil, false, BodyError("put", key, err)
+	}
+	return buf.Bytes(), false, nil
+}

@@ -56,3 +56,20 @@ func TestChunksFromPassesTheBodysError(t *testing.T) {
 		t.Fatal("BodyFailure does not unwrap to its cause")
 	}
 }
+
+func TestReadHead(t *testing.T) {
+	head, whole, err := ReadHead("k", bytes.NewReader([]byte("abc")), -1, 4)
+	if err != nil || !whole || string(head) != "abc" {
+		t.Fatalf("short body: %q, %v, %v", head, whole, err)
+	}
+	body := bytes.NewReader([]byte("abcdef"))
+	head, whole, err = ReadHead("k", body, 6, 4)
+	rest, _ := io.ReadAll(body)
+	if err != nil || whole || string(head) != "abcd" || string(rest) != "ef" {
+		t.Fatalf("long body: %q + %q, %v, %v", head, rest, whole, err)
+	}
+	boom := errors.New("boom")
+	if _, _, err := ReadHead("k", iotest.ErrReader(boom), -1, 4); !errors.Is(err, boom) {
+		t.Fatalf("failing body: %v", err)
+	}
+}
