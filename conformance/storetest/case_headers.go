@@ -174,6 +174,16 @@ func testHeadersConditional(t tb, e *env) {
 		t.Fatalf("streamed compare-and-swap with headers: %v", err)
 	}
 	checkHeaders(t, ctx, e.s, "streamed object replaced with headers", ks, bs2, vs2, someHeaders)
+
+	// A body of several parts (a multipart upload, a resumable upload, a
+	// block list) carries its headers too.
+	kl := e.key("headers-cas-large")
+	bl := e.streamBody("large with headers")
+	vl, err := store.PutFrom(ctx, e.s2, kl, &trickle{data: bl}, -1, store.PutOptions{Condition: store.IfAbsent, Headers: someHeaders})
+	if err != nil {
+		t.Fatalf("large streamed put with headers: %v", err)
+	}
+	checkHeaders(t, ctx, e.s, "large streamed object", kl, bl, vl, someHeaders)
 }
 
 // gzipped compresses data.
