@@ -16,7 +16,9 @@ func DropsHeaders(s store.Store) store.Store { return &dropsHeaders{streamer{wra
 // DropsHeadersOnReplace stores the headers of plain and create-only writes
 // but not of compare-and-swap ones, like an adapter whose conditional
 // upload path builds its request separately.
-func DropsHeadersOnReplace(s store.Store) store.Store { return &dropsHeaders{streamer{wrapper{s}}, true} }
+func DropsHeadersOnReplace(s store.Store) store.Store {
+	return &dropsHeaders{streamer{wrapper{s}}, true}
+}
 
 type dropsHeaders struct {
 	streamer
