@@ -104,8 +104,9 @@ func storeHeaders(h HTTPMetadata) store.ContentHeaders {
 // gave: a header the store holds wins, a field it lacks keeps the
 // record's value (objects whose headers live only in the record, and the
 // cache expiry, which is only there). A store's default content type
-// (S3 and GCS fill one in) is not taken over a record that has none:
-// CellB and celld record the type they were given.
+// (S3, GCS and Azure fill one in for an object put without one) is not
+// taken over a record: CellB and celld record the type they were given,
+// or none.
 func mergeHeaders(o *Object, h store.ContentHeaders, enveloped bool) {
 	m := &o.HTTPMetadata
 	take := func(dst *string, v string) {
@@ -113,7 +114,7 @@ func mergeHeaders(o *Object, h store.ContentHeaders, enveloped bool) {
 			*dst = v
 		}
 	}
-	if !(enveloped && m.ContentType == "" && store.DefaultContentType(h.ContentType)) {
+	if !(enveloped && store.DefaultContentType(h.ContentType)) {
 		take(&m.ContentType, h.ContentType)
 	}
 	take(&m.ContentLanguage, h.ContentLanguage)

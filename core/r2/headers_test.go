@@ -122,6 +122,11 @@ func TestStoreDefaultTypeIsNotTaken(t *testing.T) {
 	if h, err := b.Head(ctx, "none"); err != nil || h.HTTPMetadata.ContentType != "" {
 		t.Errorf("enveloped object without a type: %+v, %v", h, err)
 	}
+	s.Put(ctx, "r2/b/typed", []byte("x"), store.PutOptions{Metadata: map[string]string{"celld-r2": `{"http":{"contentType":"image/png"}}`},
+		Headers: store.ContentHeaders{ContentType: "application/octet-stream"}})
+	if h, err := b.Head(ctx, "typed"); err != nil || h.HTTPMetadata.ContentType != "image/png" {
+		t.Errorf("record-typed object on a store reporting its default: %+v, %v", h, err)
+	}
 	if h, err := b.Head(ctx, "plain"); err != nil || h.HTTPMetadata.ContentType != "application/octet-stream" {
 		t.Errorf("object without a record: %+v, %v", h, err)
 	}

@@ -39,7 +39,7 @@ func (h ContentHeaders) Fields() [5][2]string {
 }
 
 // DefaultContentType reports whether t is a type a store reports for an
-// object put without one (S3 and GCS fill one in).
+// object put without one (S3, GCS and Azure fill one in).
 func DefaultContentType(t string) bool {
 	return t == "application/octet-stream" || t == "binary/octet-stream"
 }
