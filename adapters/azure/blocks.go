@@ -62,6 +62,7 @@ func (s *Store) commitBlocks(ctx context.Context, bb *blockblob.Client, key stri
 	}
 	resp, err := bb.CommitBlockList(wctx, ids, &blockblob.CommitBlockListOptions{
 		Metadata:         toAzureMetadata(opts.Metadata),
+		HTTPHeaders:      httpHeaders(opts.Headers),
 		AccessConditions: accessConditions(cond),
 	})
 	if err != nil {

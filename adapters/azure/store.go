@@ -113,7 +113,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	resp, err := s.client.NewBlobClient(key).DownloadStream(ctx, nil)
+	resp, err := s.client.NewBlobClient(key).DownloadStream(storedBytes(ctx), nil)
 	if err != nil {
 		return nil, readError("get", key, err)
 	}
@@ -134,6 +134,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 		Data:     buf.Bytes(),
 		Version:  etagVersion(*resp.ETag),
 		Metadata: fromAzureMetadata(resp.Metadata),
+		Headers:  headersOf(resp.ContentType, resp.ContentLanguage, resp.ContentDisposition, resp.ContentEncoding, resp.CacheControl),
 	}
 	if resp.LastModified != nil {
 		obj.Modified = *resp.LastModified
@@ -158,6 +159,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 	}
 	resp, err := bb.Upload(wctx, streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
 		Metadata:                toAzureMetadata(opts.Metadata),
+		HTTPHeaders:             httpHeaders(opts.Headers),
 		AccessConditions:        accessConditions(cond),
 		TransactionalContentMD5: sum[:],
 	})

@@ -53,7 +53,7 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 		if length > 0 {
 			rng.Count = length
 		}
-		resp, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: rng})
+		resp, err := bc.DownloadStream(storedBytes(ctx), &blob.DownloadStreamOptions{Range: rng})
 		if err == nil {
 			body := resp.Body
 			if resp.ETag == nil || *resp.ETag == "" {
@@ -82,7 +82,8 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 			}
 			rd := &store.Reader{
 				Key: key, Version: etagVersion(*resp.ETag), Size: total, Metadata: fromAzureMetadata(resp.Metadata),
-				Offset: offset, Length: n, Body: body,
+				Headers: headersOf(resp.ContentType, resp.ContentLanguage, resp.ContentDisposition, resp.ContentEncoding, resp.CacheControl),
+				Offset:  offset, Length: n, Body: body,
 			}
 			if resp.LastModified != nil {
 				rd.Modified = *resp.LastModified
@@ -113,7 +114,8 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 	}
 	rd := &store.Reader{
 		Key: key, Version: etagVersion(*props.ETag), Size: total, Metadata: fromAzureMetadata(props.Metadata),
-		Offset: offset, Length: 0, Body: http.NoBody,
+		Headers: headersOf(props.ContentType, props.ContentLanguage, props.ContentDisposition, props.ContentEncoding, props.CacheControl),
+		Offset:  offset, Length: 0, Body: http.NoBody,
 	}
 	if props.LastModified != nil {
 		rd.Modified = *props.LastModified

@@ -103,6 +103,7 @@ func (s *Store) readOnce(op, key string) (obj *store.Object, settled bool, err e
 		Data:     data,
 		Version:  rec.Version,
 		Metadata: cloneMetadata(rec.Metadata),
+		Headers:  rec.headers(),
 		Modified: fi.ModTime(),
 	}, true, nil
 }

@@ -39,7 +39,7 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 	if err := checkKey(op, key); err != nil {
 		return "", err
 	}
-	if err := store.ValidateMetadata(opts.Metadata); err != nil {
+	if err := store.ValidatePutOptions(opts); err != nil {
 		return "", opErr(op, key, err)
 	}
 	cond := opts.Condition
@@ -54,6 +54,10 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 	defer s.end()
 
 	next := &record{Version: newVersion(), Metadata: cloneMetadata(opts.Metadata)}
+	if !opts.Headers.IsZero() {
+		h := opts.Headers
+		next.Headers = &h
+	}
 	var attr func(identity) []byte
 	if !s.sidecarsOnly {
 		attr = func(id identity) []byte {

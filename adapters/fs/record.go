@@ -52,6 +52,17 @@ type record struct {
 	Version  store.Version     `json:"version"`
 	File     identity          `json:"file"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Headers are the object's content headers, versioned with the body
+	// like its metadata. Absent in records written before they existed.
+	Headers *store.ContentHeaders `json:"headers,omitempty"`
+}
+
+// headers returns the record's content headers.
+func (r *record) headers() store.ContentHeaders {
+	if r.Headers == nil {
+		return store.ContentHeaders{}
+	}
+	return *r.Headers
 }
 
 // sidecar is the file kept for each key under recordDir. It names the file
@@ -114,6 +125,9 @@ func decodeSidecar(data []byte, key string) (*sidecar, error) {
 			return nil, fmt.Errorf("%w: empty version", errBadSidecar)
 		}
 		if err := store.ValidateMetadata(r.Metadata); err != nil {
+			return nil, fmt.Errorf("%w: %w", errBadSidecar, err)
+		}
+		if err := store.ValidateHeaders(r.headers()); err != nil {
 			return nil, fmt.Errorf("%w: %w", errBadSidecar, err)
 		}
 	}

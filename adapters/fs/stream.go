@@ -94,7 +94,7 @@ func (s *Store) openOnce(op, key string, offset, length int64) (r *store.Reader,
 	}
 	keep = true
 	return &store.Reader{
-		Key: key, Version: rec.Version, Size: fi.Size(), Metadata: cloneMetadata(rec.Metadata), Modified: fi.ModTime(),
+		Key: key, Version: rec.Version, Size: fi.Size(), Metadata: cloneMetadata(rec.Metadata), Headers: rec.headers(), Modified: fi.ModTime(),
 		Offset: offset, Length: n,
 		Body: struct {
 			io.Reader

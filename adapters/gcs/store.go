@@ -84,30 +84,32 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // server that keeps failing yields an error instead of retrying forever.
 const unconditionalAttempts = 3
 
-// Get implements store.Store. The XML read path returns the user metadata
-// with the body, so one request suffices.
+// Get implements store.Store: the attributes, then the body of exactly
+// that generation, as stored (see open).
 func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	r, err := s.bucket.Object(key).NewReader(ctx)
+	r, attrs, n, err := s.open(ctx, key, 0, -1)
 	if err != nil {
-		return nil, readError("get", key, err)
+		return nil, err
 	}
-	defer r.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, max(r.Attrs.Size, 0)))
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, &store.OpError{Op: "get", Key: key, Err: fmt.Errorf("reading body: %w", err)}
-	}
-	if r.Attrs.Generation <= 0 {
-		return nil, &store.OpError{Op: "get", Key: key, Err: ErrNoVersion}
+	data := make([]byte, 0, n)
+	if r != nil {
+		defer r.Close()
+		buf := bytes.NewBuffer(data)
+		if _, err := buf.ReadFrom(r); err != nil {
+			return nil, &store.OpError{Op: "get", Key: key, Err: fmt.Errorf("reading body: %w", err)}
+		}
+		data = buf.Bytes()
 	}
 	return &store.Object{
 		Key:      key,
-		Data:     buf.Bytes(),
-		Version:  generationVersion(r.Attrs.Generation),
-		Metadata: lowerKeys(r.Metadata()),
-		Modified: r.Attrs.LastModified,
+		Data:     data,
+		Version:  generationVersion(attrs.Generation),
+		Metadata: lowerKeys(attrs.Metadata),
+		Headers:  headersOf(attrs),
+		Modified: attrs.Updated,
 	}, nil
 }
 
@@ -116,7 +118,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 	if err := store.ValidateKey(key); err != nil {
 		return "", err
 	}
-	if err := store.ValidateMetadata(opts.Metadata); err != nil {
+	if err := store.ValidatePutOptions(opts); err != nil {
 		return "", &store.OpError{Op: "put", Key: key, Err: err}
 	}
 	cond := opts.Condition
@@ -135,6 +137,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 		w.ChunkSize = 0
 	}
 	w.Metadata = opts.Metadata
+	setHeaders(w, opts.Headers)
 	w.CRC32C = crc32.Checksum(data, castagnoli)
 	w.SendCRC32C = true
 	if _, err := w.Write(data); err != nil {

@@ -2,7 +2,6 @@ package gcs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +23,7 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 	if err := store.ValidateKey(key); err != nil {
 		return "", err
 	}
-	if err := store.ValidateMetadata(opts.Metadata); err != nil {
+	if err := store.ValidatePutOptions(opts); err != nil {
 		return "", &store.OpError{Op: "put", Key: key, Err: err}
 	}
 	cond := opts.Condition
@@ -39,6 +38,7 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 	defer cancel()
 	w := obj.NewWriter(wctx)
 	w.Metadata = opts.Metadata
+	setHeaders(w, opts.Headers)
 	body := store.Body(ctx, r, size)
 	buf := make([]byte, 256<<10)
 	for {
@@ -74,9 +74,8 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 	return generationVersion(attrs.Generation), nil
 }
 
-// NewRangeReader implements store.Streamer with the client's ranged
-// reader. A read of no bytes, or one the service refuses with 416 (a range
-// from the very end), reads the attributes instead.
+// NewRangeReader implements store.Streamer: the object's attributes, then
+// the range of exactly that generation, read as stored (see open).
 func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
@@ -84,50 +83,18 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 	if offset < 0 {
 		return nil, &store.OpError{Op: "get", Key: key, Err: fmt.Errorf("%w (offset %d)", store.ErrInvalidRange, offset)}
 	}
-	obj := s.bucket.Object(key)
-	if length != 0 {
-		r, err := obj.NewRangeReader(ctx, offset, length)
-		if err == nil {
-			if r.Attrs.Generation <= 0 {
-				r.Close()
-				return nil, &store.OpError{Op: "get", Key: key, Err: ErrNoVersion}
-			}
-			n, err := store.CheckRange("get", key, offset, length, r.Attrs.Size)
-			if err == nil && r.Remain() != n {
-				err = &store.OpError{Op: "get", Key: key, Err: fmt.Errorf("gcs: asked for %d bytes from %d of %d, the reader holds %d", n, offset, r.Attrs.Size, r.Remain())}
-			}
-			if err != nil {
-				r.Close()
-				return nil, err
-			}
-			return &store.Reader{
-				Key: key, Version: generationVersion(r.Attrs.Generation), Size: r.Attrs.Size,
-				Metadata: lowerKeys(r.Metadata()), Modified: r.Attrs.LastModified,
-				Offset: offset, Length: n, Body: r,
-			}, nil
-		}
-		if status(err) != http.StatusRequestedRangeNotSatisfiable && !isRangeError(err) {
-			return nil, readError("get", key, err)
-		}
-	}
-	attrs, err := obj.Attrs(ctx)
-	if err != nil {
-		return nil, readError("get", key, err)
-	}
-	if attrs.Generation <= 0 {
-		return nil, &store.OpError{Op: "get", Key: key, Err: ErrNoVersion}
-	}
-	n, err := store.CheckRange("get", key, offset, length, attrs.Size)
+	r, attrs, n, err := s.open(ctx, key, offset, length)
 	if err != nil {
 		return nil, err
 	}
-	if n != 0 {
-		return nil, &store.OpError{Op: "get", Key: key, Err: errors.New("gcs: the service refused a satisfiable range")}
+	var body io.ReadCloser = http.NoBody
+	if r != nil {
+		body = r
 	}
 	return &store.Reader{
 		Key: key, Version: generationVersion(attrs.Generation), Size: attrs.Size,
-		Metadata: lowerKeys(attrs.Metadata), Modified: attrs.Updated,
-		Offset: offset, Length: 0, Body: http.NoBody,
+		Metadata: lowerKeys(attrs.Metadata), Headers: headersOf(attrs), Modified: attrs.Updated,
+		Offset: offset, Length: n, Body: body,
 	}, nil
 }
 

@@ -40,7 +40,11 @@ func (s *Store) putMultipart(ctx context.Context, key string, data []byte, opts 
 func (s *Store) putParts(ctx context.Context, key string, next store.Chunks, opts store.PutOptions) (store.Version, error) {
 	cond := opts.Condition
 	bucket, objKey := aws.String(s.opts.Bucket), aws.String(key)
-	create := &s3.CreateMultipartUploadInput{Bucket: bucket, Key: objKey, Metadata: opts.Metadata}
+	h := opts.Headers
+	create := &s3.CreateMultipartUploadInput{Bucket: bucket, Key: objKey, Metadata: opts.Metadata,
+		ContentType: optional(h.ContentType), ContentLanguage: optional(h.ContentLanguage),
+		ContentDisposition: optional(h.ContentDisposition), ContentEncoding: optional(h.ContentEncoding),
+		CacheControl: optional(h.CacheControl)}
 	if !s.opts.ChecksumsWhenRequired {
 		// The SDK adds a CRC32 to every part by default; the upload must
 		// declare it and the completion must list each part's value.

@@ -133,6 +133,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 		Data:     buf.Bytes(),
 		Version:  v,
 		Metadata: lowerKeys(out.Metadata),
+		Headers:  headersOf(out.ContentType, out.ContentLanguage, out.ContentDisposition, out.ContentEncoding, out.CacheControl),
 		Modified: aws.ToTime(out.LastModified),
 	}, nil
 }
@@ -152,6 +153,12 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 		Metadata:      opts.Metadata,
+
+		ContentType:        optional(opts.Headers.ContentType),
+		ContentLanguage:    optional(opts.Headers.ContentLanguage),
+		ContentDisposition: optional(opts.Headers.ContentDisposition),
+		ContentEncoding:    optional(opts.Headers.ContentEncoding),
+		CacheControl:       optional(opts.Headers.CacheControl),
 	}
 	in.IfNoneMatch, in.IfMatch = preconditions(cond)
 	var optFns []func(*s3.Options)

@@ -82,7 +82,8 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 			}
 			return &store.Reader{
 				Key: key, Version: v, Size: total, Metadata: lowerKeys(out.Metadata), Modified: aws.ToTime(out.LastModified),
-				Offset: offset, Length: n, Body: out.Body,
+				Headers: headersOf(out.ContentType, out.ContentLanguage, out.ContentDisposition, out.ContentEncoding, out.CacheControl),
+				Offset:  offset, Length: n, Body: out.Body,
 			}, nil
 		}
 		if status(err) != http.StatusRequestedRangeNotSatisfiable {
@@ -108,7 +109,8 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 	}
 	return &store.Reader{
 		Key: key, Version: v, Size: total, Metadata: lowerKeys(head.Metadata), Modified: aws.ToTime(head.LastModified),
-		Offset: offset, Length: 0, Body: http.NoBody,
+		Headers: headersOf(head.ContentType, head.ContentLanguage, head.ContentDisposition, head.ContentEncoding, head.CacheControl),
+		Offset:  offset, Length: 0, Body: http.NoBody,
 	}, nil
 }
 

@@ -21,12 +21,13 @@ import (
 	"github.com/cellb/cellb/core/wake"
 	"github.com/cellb/cellb/examples/chatroom"
 	"github.com/cellb/cellb/examples/counter"
+	"github.com/cellb/cellb/examples/images"
 )
 
 func serveCommand() command {
 	return command{
 		name:    "serve",
-		summary: "run a node hosting the example counter app over HTTP",
+		summary: "run a node hosting the example apps (counter, chat rooms, R2 images) over HTTP",
 		run: func(ctx context.Context, e *env, args []string) int {
 			return serveCmd(ctx, e, args)
 		},
@@ -150,6 +151,7 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	hc := host.Config{
 		Driver: drv, DataDir: cfg.Data, Mode: mode, Ownership: host.SingleHost,
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells, Logger: logger,
+		R2: map[string]string{images.Binding: images.BucketName},
 		Classes: func(su *host.Setup) (err error) {
 			if s.app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node, Route: su.Route}); err != nil {
 				return err
@@ -159,6 +161,11 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 			}
 			s.app.Routes(su.Mux)
 			s.rooms.Routes(su.Mux)
+			imgs, err := su.R2(images.Binding)
+			if err != nil {
+				return err
+			}
+			images.New(imgs).Routes(su.Mux)
 			return nil
 		},
 	}

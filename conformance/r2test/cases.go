@@ -21,6 +21,9 @@ import (
 var cases = []testCase{
 	{"put-get", "a Put's body and record read back whole through Get and Head", casePutGet},
 	{"format", "the store holds celld's format: the body, and one ASCII JSON record in celld-r2", caseFormat},
+	{"store-headers", "the five HTTP fields are the store's own object headers (Put, streamed Put, multipart)", caseStoreHeaders},
+	{"celld-fixture", "an object as celld writes it (headers as store headers, the rest in celld-r2 or celld_r2) reads back with every field", caseCelldFixture},
+	{"gzip-body", "a gzip-encoded object reads back as stored, never decoded", caseGzipBody},
 	{"no-envelope", "an object without celld-r2 reads with its user metadata as custom metadata", caseNoEnvelope},
 	{"etag", "the ETag and version are the store's version of the object, and change with it", caseEtag},
 	{"conditional-put", "a Put whose onlyIf fails writes nothing and says so with a typed error", caseConditionalPut},

@@ -57,6 +57,7 @@ type env struct {
 	s      store.Store
 	b      Binding
 	bucket string
+	bind   Bind
 }
 
 // CaseNames lists the suite's cases in order.
@@ -76,7 +77,7 @@ func newEnv(ctx context.Context, s store.Store, bind Bind, name string) (*env, e
 	if err != nil {
 		return nil, fmt.Errorf("bind %s: %w", bucket, err)
 	}
-	return &env{ctx: ctx, s: s, b: b, bucket: bucket}, nil
+	return &env{ctx: ctx, s: s, b: b, bucket: bucket, bind: bind}, nil
 }
 
 // cleanup deletes everything the case left under its bucket (and staged

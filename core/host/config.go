@@ -65,6 +65,10 @@ type Config struct {
 	// Classes registers the node's classes and their HTTP routes. It runs
 	// once the runtime exists and before anything is served or woken.
 	Classes func(*Setup) error
+	// R2 declares R2 bindings: binding name -> bucket_name, whose objects
+	// live under r2/<bucket_name>/ in Bucket (required with R2). See
+	// Setup.R2 and Host.R2 (r2.go).
+	R2 map[string]string
 
 	// Listener, if set, is served with Handler; Close shuts it down
 	// first, letting calls in flight finish. Embedders that mount
@@ -116,4 +120,6 @@ type Setup struct {
 	Node string
 	// Route runs a call here or at its cell's owner; see Host.Route.
 	Route func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (answered bool, err error)
+
+	host *Host // for R2 (r2.go)
 }

@@ -54,6 +54,7 @@ type Host struct {
 	name string // the node's name in answers: its fleet id, or "local"
 
 	rt     *cell.Runtime
+	r2     r2Buckets // Config.R2's buckets, by binding (r2.go)
 	mux    *http.ServeMux
 	node   *fleet.Node   // nil unless Fleet
 	wake   *wake.Service // nil unless Fleet
@@ -131,6 +132,9 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	if h.r2, err = openR2(cfg); err != nil {
+		return nil, err
+	}
 	var serving context.Context
 	serving, h.stopServing = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
@@ -169,7 +173,7 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	if cfg.Classes != nil {
-		if err := cfg.Classes(&Setup{Runtime: h.rt, Mux: h.mux, Node: h.name, Route: h.Route}); err != nil {
+		if err := cfg.Classes(&Setup{Runtime: h.rt, Mux: h.mux, Node: h.name, Route: h.Route, host: h}); err != nil {
 			return nil, err
 		}
 	}

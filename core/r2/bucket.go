@@ -78,7 +78,7 @@ func (b *Bucket) objectOf(key string, r *store.Reader) (*Object, error) {
 		Size: r.Size, Uploaded: r.Modified,
 	}
 	o.HTTPETag = `"` + o.ETag + `"`
-	if err := decodeRecord(o, r.Metadata); err != nil {
+	if err := decodeRecord(o, r.Metadata, r.Headers); err != nil {
 		return nil, &MetadataError{Bucket: b.name, Key: key, Reason: err.Error()}
 	}
 	return o, nil
@@ -246,6 +246,9 @@ func (b *Bucket) record(key string, opts PutOptions, sums Checksums) (map[string
 	if err := store.ValidateMetadata(md); err != nil {
 		return nil, &MetadataError{Bucket: b.name, Key: key, Reason: fmt.Sprintf("the record does not fit the store's metadata (%d bytes): %v", len(rec), err)}
 	}
+	if err := store.ValidateHeaders(storeHeaders(opts.HTTPMetadata)); err != nil {
+		return nil, &MetadataError{Bucket: b.name, Key: key, Reason: fmt.Sprintf("the HTTP metadata cannot be the store's own headers: %v", err)}
+	}
 	return md, nil
 }
 
@@ -267,7 +270,7 @@ func (b *Bucket) putOnce(ctx context.Context, key string, data []byte, opts PutO
 		return nil, err
 	}
 	return b.putWith(ctx, key, opts, sums, func(cond store.Condition) (store.Version, int64, bool, error) {
-		v, err := b.s.Put(ctx, b.Key(key), data, store.PutOptions{Condition: cond, Metadata: md})
+		v, err := b.s.Put(ctx, b.Key(key), data, store.PutOptions{Condition: cond, Metadata: md, Headers: storeHeaders(opts.HTTPMetadata)})
 		return v, int64(len(data)), false, err
 	})
 }
@@ -281,7 +284,7 @@ func (b *Bucket) putStream(ctx context.Context, key string, body io.Reader, size
 	}
 	return b.putWith(ctx, key, opts, opts.Checksums, func(cond store.Condition) (store.Version, int64, bool, error) {
 		cb := newChecked(b, key, body, opts.Checksums, size)
-		v, err := store.PutFrom(ctx, b.s, b.Key(key), cb, size, store.PutOptions{Condition: cond, Metadata: md})
+		v, err := store.PutFrom(ctx, b.s, b.Key(key), cb, size, store.PutOptions{Condition: cond, Metadata: md, Headers: storeHeaders(opts.HTTPMetadata)})
 		if cb.mismatch != nil {
 			return "", cb.n, cb.started, cb.mismatch
 		}

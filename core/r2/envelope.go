@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf16"
+
+	"github.com/cellb/cellb/core/store"
 )
 
 // MetadataName is the user-metadata entry holding the record (the Azure
@@ -88,10 +90,56 @@ func asciiEscape(s string) string {
 	return b.String()
 }
 
+// storeHeaders are the five HTTP fields as the store's own object
+// headers, where celld keeps them (the record repeats them in "http").
+func storeHeaders(h HTTPMetadata) store.ContentHeaders {
+	return store.ContentHeaders{
+		ContentType: h.ContentType, ContentLanguage: h.ContentLanguage,
+		ContentDisposition: h.ContentDisposition, ContentEncoding: h.ContentEncoding,
+		CacheControl: h.CacheControl,
+	}
+}
+
+// mergeHeaders lays the store's own headers over the fields the record
+// gave: a header the store holds wins, a field it lacks keeps the
+// record's value (objects whose headers live only in the record, and the
+// cache expiry, which is only there). A store's default content type
+// (S3, GCS and Azure fill one in for an object put without one) is not
+// taken over a record: CellB and celld record the type they were given,
+// or none.
+func mergeHeaders(o *Object, h store.ContentHeaders, enveloped bool) {
+	m := &o.HTTPMetadata
+	take := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	if !(enveloped && store.DefaultContentType(h.ContentType)) {
+		take(&m.ContentType, h.ContentType)
+	}
+	take(&m.ContentLanguage, h.ContentLanguage)
+	take(&m.ContentDisposition, h.ContentDisposition)
+	take(&m.ContentEncoding, h.ContentEncoding)
+	take(&m.CacheControl, h.CacheControl)
+}
+
 // decodeRecord fills o's record from the store's user metadata: the
 // "celld-r2" entry (either spelling) when there is one, else the whole
 // user metadata as custom metadata.
-func decodeRecord(o *Object, md map[string]string) error {
+func decodeRecord(o *Object, md map[string]string, h store.ContentHeaders) error {
+	_, enveloped := md[MetadataName]
+	if !enveloped {
+		_, enveloped = md[metadataNameAzure]
+	}
+	if err := decodeEnvelope(o, md); err != nil {
+		return err
+	}
+	mergeHeaders(o, h, enveloped)
+	return nil
+}
+
+// decodeEnvelope fills o's record from the user metadata alone.
+func decodeEnvelope(o *Object, md map[string]string) error {
 	raw, ok := md[MetadataName]
 	if !ok {
 		raw, ok = md[metadataNameAzure]

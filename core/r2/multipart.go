@@ -44,8 +44,9 @@ type UploadedPart struct {
 
 // uploadRecord is what Complete needs from CreateMultipartUpload.
 type uploadRecord struct {
-	Key    string `json:"key"`
-	Record string `json:"record"`
+	Key     string               `json:"key"`
+	Record  string               `json:"record"`
+	Headers store.ContentHeaders `json:"headers"`
 }
 
 // ErrNoSuchUpload: the upload id names no upload in progress (completed,
@@ -58,17 +59,15 @@ func (b *Bucket) CreateMultipartUpload(ctx context.Context, key string, opts Put
 	if err := b.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	rec, err := encodeRecord(opts.CustomMetadata, opts.HTTPMetadata, Checksums{}, opts.StorageClass)
+	md, err := b.record(key, PutOptions{CustomMetadata: opts.CustomMetadata, HTTPMetadata: opts.HTTPMetadata, StorageClass: opts.StorageClass}, Checksums{})
 	if err != nil {
-		return nil, &MetadataError{Bucket: b.name, Key: key, Reason: err.Error()}
+		return nil, err
 	}
-	if err := store.ValidateMetadata(map[string]string{MetadataName: rec}); err != nil {
-		return nil, &MetadataError{Bucket: b.name, Key: key, Reason: fmt.Sprintf("the record does not fit the store's metadata: %v", err)}
-	}
+	rec := md[MetadataName]
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	u := &MultipartUpload{b: b, Key: key, UploadID: hex.EncodeToString(id[:])}
-	data, _ := json.Marshal(uploadRecord{Key: key, Record: rec})
+	data, _ := json.Marshal(uploadRecord{Key: key, Record: rec, Headers: storeHeaders(opts.HTTPMetadata)})
 	if _, err := b.s.Put(ctx, uploadPrefix(b.name, u.UploadID)+"upload", data, store.PutOptions{Condition: store.IfAbsent}); err != nil {
 		return nil, err
 	}
@@ -166,7 +165,7 @@ func (u *MultipartUpload) Complete(ctx context.Context, parts []UploadedPart) (*
 	for i, r := range readers {
 		bodies[i] = r
 	}
-	v, err := store.PutFrom(ctx, u.b.s, u.b.Key(u.Key), io.MultiReader(bodies...), size, store.PutOptions{Metadata: map[string]string{MetadataName: rec.Record}})
+	v, err := store.PutFrom(ctx, u.b.s, u.b.Key(u.Key), io.MultiReader(bodies...), size, store.PutOptions{Metadata: map[string]string{MetadataName: rec.Record}, Headers: rec.Headers})
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +175,7 @@ func (u *MultipartUpload) Complete(ctx context.Context, parts []UploadedPart) (*
 		// Replaced (or unreadable) right after: describe what was written.
 		o = &Object{Key: u.Key, Version: string(v), ETag: etagOf(string(v)), Size: size}
 		o.HTTPETag = `"` + o.ETag + `"`
-		if err := decodeRecord(o, map[string]string{MetadataName: rec.Record}); err != nil {
+		if err := decodeRecord(o, map[string]string{MetadataName: rec.Record}, rec.Headers); err != nil {
 			return nil, &MetadataError{Bucket: u.b.name, Key: u.Key, Reason: err.Error()}
 		}
 	}

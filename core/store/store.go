@@ -28,6 +28,8 @@ type Object struct {
 	Data     []byte
 	Version  Version
 	Metadata map[string]string
+	// Headers are the object's content headers (see ContentHeaders).
+	Headers  ContentHeaders
 	Modified time.Time
 }
 
@@ -85,6 +87,10 @@ type PutOptions struct {
 	// Metadata is stored with the object and returned by Get. Names follow
 	// ValidateMetadata; values are printable ASCII.
 	Metadata map[string]string
+	// Headers are stored as the object's own HTTP content headers (not in
+	// its user metadata) and returned by Get and the stream readers. Values
+	// follow ValidateHeaders.
+	Headers ContentHeaders
 }
 
 // ListOptions selects a page of a listing.

@@ -42,6 +42,7 @@ type Reader struct {
 	// Size is the size of the whole object, not of the range.
 	Size     int64
 	Metadata map[string]string
+	Headers  ContentHeaders
 	Modified time.Time
 	// Offset and Length are the range the stream delivers, cut to the
 	// object: Length is exactly the number of bytes Read will give.
@@ -104,7 +105,7 @@ func ReaderOf(o *Object, offset, length int64) (*Reader, error) {
 		return nil, err
 	}
 	return &Reader{
-		Key: o.Key, Version: o.Version, Size: int64(len(o.Data)), Metadata: o.Metadata, Modified: o.Modified,
+		Key: o.Key, Version: o.Version, Size: int64(len(o.Data)), Metadata: o.Metadata, Headers: o.Headers, Modified: o.Modified,
 		Offset: offset, Length: n,
 		Body: io.NopCloser(bytes.NewReader(o.Data[offset : offset+n])),
 	}, nil
@@ -211,6 +212,15 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// ValidatePutOptions checks a put's metadata (ValidateMetadata) and
+// content headers (ValidateHeaders).
+func ValidatePutOptions(opts PutOptions) error {
+	if err := ValidateMetadata(opts.Metadata); err != nil {
+		return err
+	}
+	return ValidateHeaders(opts.Headers)
+}
+
 // CheckPut is what an adapter checks before a put sends anything: a valid
 // key and metadata, an if-match condition that names a version (an empty
 // one can never hold), and a context that has not ended. Nothing was sent
@@ -219,7 +229,7 @@ func CheckPut(ctx context.Context, key string, opts PutOptions) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	if err := ValidateMetadata(opts.Metadata); err != nil {
+	if err := ValidatePutOptions(opts); err != nil {
 		return &OpError{Op: "put", Key: key, Err: err}
 	}
 	if c := opts.Condition; c.Kind == MatchVersion && c.Version == "" {

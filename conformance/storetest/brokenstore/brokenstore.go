@@ -48,6 +48,10 @@ func All() []Twin {
 		{"ignores-range", "a ranged read gives the whole object", IgnoresRange},
 		{"publishes-partial-bodies", "a streamed put whose body fails publishes the part it read", PublishesPartialBodies},
 		{"ignores-stream-conditions", "streamed puts apply whatever their condition", IgnoresStreamConditions},
+		{"drops-headers", "Content-Disposition is not stored", DropsHeaders},
+		{"drops-headers-on-replace", "a compare-and-swap write stores no content headers", DropsHeadersOnReplace},
+		{"headless-streams", "stream reads return no Content-Language or Content-Disposition", HeadlessStreams},
+		{"decompresses-gzip", "objects stored with Content-Encoding gzip read back decompressed", DecompressesGzip},
 	}
 }
 

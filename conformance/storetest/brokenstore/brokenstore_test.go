@@ -35,6 +35,10 @@ var caughtBy = map[string][]string{
 	"ignores-range":             {"stream-range"},
 	"publishes-partial-bodies":  {"stream-failure", "stream-put"},
 	"ignores-stream-conditions": {"stream-conditions"},
+	"drops-headers":             {"content-headers", "headers-conditional"},
+	"drops-headers-on-replace":  {"headers-conditional"},
+	"headless-streams":          {"content-headers", "headers-conditional"},
+	"decompresses-gzip":         {"gzip-body"},
 }
 
 func TestEveryTwinFailsTheSuite(t *testing.T) {

@@ -37,6 +37,7 @@ type object struct {
 	data     []byte
 	version  store.Version
 	metadata map[string]string
+	headers  store.ContentHeaders
 	modified time.Time
 }
 
@@ -77,6 +78,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 		Data:     slices.Clone(o.data),
 		Version:  o.version,
 		Metadata: cloneMetadata(o.metadata),
+		Headers:  o.headers,
 		Modified: o.modified,
 	}, nil
 }
@@ -86,11 +88,11 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 	if err := check(ctx, "put", key); err != nil {
 		return "", err
 	}
-	if err := store.ValidateMetadata(opts.Metadata); err != nil {
+	if err := store.ValidatePutOptions(opts); err != nil {
 		return "", &store.OpError{Op: "put", Key: key, Err: err}
 	}
 	// Copy before taking the lock: large bodies should not stall readers.
-	o := &object{data: slices.Clone(data), metadata: cloneMetadata(opts.Metadata)}
+	o := &object{data: slices.Clone(data), metadata: cloneMetadata(opts.Metadata), headers: opts.Headers}
 	if o.data == nil {
 		o.data = []byte{}
 	}
@@ -184,7 +186,7 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 		return nil, err
 	}
 	return &store.Reader{
-		Key: key, Version: o.version, Size: int64(len(o.data)), Metadata: cloneMetadata(o.metadata), Modified: o.modified,
+		Key: key, Version: o.version, Size: int64(len(o.data)), Metadata: cloneMetadata(o.metadata), Headers: o.headers, Modified: o.modified,
 		Offset: offset, Length: n,
 		Body: io.NopCloser(bytes.NewReader(slices.Clone(o.data[offset : offset+n]))),
 	}, nil
