@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -34,43 +33,29 @@ func diagnoseCommand() command {
 	}
 }
 
-const diagnoseUsageText = `usage: cellb diagnose [--quick] [--json] [--large-mib N] <bucket-url>
-
-Runs celld's start-up probe and the store conformance suite against a live
-bucket, writing only under storetest/<run id>/ and deleting what it writes.
-
-  --quick        skip the large-object and contention cases
-  --json         print the report as JSON instead of a table
-  --large-mib N  size of the large-object case in MiB (default 64)
+const diagnoseAbout = `Runs celld's start-up probe and the store conformance suite against a live
+bucket, writing only under storetest/<run id>/ (and the probe's key) and
+deleting what it writes: the bucket holds the same keys afterwards.
+Progress goes to stderr, the report to stdout.
 
 Exit status: 0 every case ran and passed; 1 a case failed or the bucket
 could not be used; 2 bad usage; 3 every case that ran passed but some were
-skipped (--quick).
-`
+skipped (--quick).`
 
 // diagnose is the command with an injectable URL mux, so tests can
 // point it at in-memory and deliberately broken buckets.
 func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
-	fs := flag.NewFlagSet("diagnose", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "")
-	asJSON := fs.Bool("json", false, "")
-	largeMiB := fs.Int("large-mib", storetest.DefaultLargeObjectSize>>20, "")
-	help := fs.Bool("help", false, "")
-	fs.BoolVar(help, "h", false, "")
-	pos, err := parseFlags(fs, args)
-	switch {
-	case err != nil:
-		fmt.Fprintf(e.stderr, "cellb diagnose: %v\n\n%s", err, diagnoseUsageText)
-		return diagnoseUsage
-	case *help:
-		fmt.Fprint(e.stdout, diagnoseUsageText)
-		return diagnoseOK
-	case len(pos) != 1:
-		fmt.Fprintf(e.stderr, "cellb diagnose: want one bucket URL, got %d arguments\n\n%s", len(pos), diagnoseUsageText)
-		return diagnoseUsage
-	case *largeMiB < 1:
-		fmt.Fprintf(e.stderr, "cellb diagnose: --large-mib must be at least 1\n")
-		return diagnoseUsage
+	cl := newCmdLine("diagnose", "<bucket-url>", diagnoseAbout, 1, 1, "one bucket URL")
+	quick := cl.fs.Bool("quick", false, "skip the large-object and contention cases")
+	asJSON := cl.fs.Bool("json", false, "print the report as JSON instead of a table")
+	largeMiB := cl.fs.Int("large-mib", storetest.DefaultLargeObjectSize>>20, "size of the large-object case in MiB")
+	quiet := cl.fs.Bool("quiet", false, "no progress lines on stderr")
+	pos, code, done := cl.parse(e, args)
+	if done {
+		return code
+	}
+	if *largeMiB < 1 {
+		return cl.usageErr(e, "--large-mib must be at least 1")
 	}
 	rawURL := pos[0]
 
@@ -81,10 +66,9 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 		}
 		return diagnoseFailed
 	}
-	progress := &progressPrinter{w: e.stderr}
-	opts := []storetest.Option{
-		storetest.LargeObjectSize(*largeMiB << 20),
-		storetest.Progress(progress.print),
+	opts := []storetest.Option{storetest.LargeObjectSize(*largeMiB << 20)}
+	if !*quiet {
+		opts = append(opts, storetest.Progress((&progressPrinter{w: e.stderr}).print))
 	}
 	if *quick {
 		opts = append(opts, storetest.Quick())
@@ -95,7 +79,7 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 	if err != nil {
 		return fail(err)
 	}
-	code := exitCode(rep)
+	code = exitCode(rep)
 	if *asJSON {
 		js := rep.BucketReport(rawURL)
 		js.ExitCode = code

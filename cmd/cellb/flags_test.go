@@ -1,8 +1,9 @@
 package main
 
 import (
-	"flag"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -21,10 +22,10 @@ func TestParseFlagsInterspersed(t *testing.T) {
 		{[]string{"-q", "--", "--txid"}, []string{"--txid"}, 0, true},
 	}
 	for _, c := range cases {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		txid := fs.Int("txid", 0, "")
-		q := fs.Bool("q", false, "")
-		pos, err := parseFlags(fs, c.args)
+		cl := newCmdLine("t", "", "", 0, -1, "")
+		txid := cl.fs.Int("txid", 0, "")
+		q := cl.fs.Bool("q", false, "")
+		pos, err := cl.parseArgs(c.args)
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
@@ -35,9 +36,32 @@ func TestParseFlagsInterspersed(t *testing.T) {
 			t.Errorf("%v: txid=%d q=%v, want %d %v", c.args, *txid, *q, c.wantTxid, c.wantQ)
 		}
 	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.Int("txid", 0, "")
-	if _, err := parseFlags(fs, []string{"a", "--nope"}); err == nil {
-		t.Error("unknown flag after a positional argument was accepted")
+	cl := newCmdLine("t", "", "", 0, -1, "")
+	cl.fs.Int("txid", 0, "")
+	cl.fs.Bool("q", false, "")
+	cl.alias("old-txid", "txid")
+	for args, want := range map[string]string{
+		"a --nope":     "unknown flag --nope",
+		"-nope=1 a":    "unknown flag -nope",
+		"a --txid":     "--txid needs a value",
+		"--txid x":     `bad value "x" for --txid: want a whole number`,
+		"--q=maybe":    `bad value "maybe" for --q: want true or false`,
+		"--old-txid=x": `bad value "x" for --txid: want a whole number`,
+		"--=1":         "unknown flag --",
+		"---txid=1":    "unknown flag ---txid",
+	} {
+		_, err := cl.parseArgs(strings.Fields(args))
+		var ue *usageError
+		if !errors.As(err, &ue) || err.Error() != want {
+			t.Errorf("%s: %v, want usage error %q", args, err, want)
+		}
+	}
+	for _, h := range []string{"-h", "--help", "-help"} {
+		if _, err := cl.parseArgs([]string{"a", h, "--nope"}); !errors.Is(err, errHelp) {
+			t.Errorf("%s: %v", h, err)
+		}
+	}
+	if _, err := cl.parseArgs([]string{"--old-txid", "4"}); err != nil || cl.fs.Lookup("txid").Value.String() != "4" {
+		t.Errorf("alias: %v", err)
 	}
 }
