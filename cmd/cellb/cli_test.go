@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/cellb/cellb/core/cli"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -103,7 +104,7 @@ func wantUsageError(t *testing.T, r cliRunner, cmd, first string, args ...string
 	code, stdout, stderr := r(t, args...)
 	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
 	hint := "run 'cellb help " + cmd + "' for usage"
-	if code != exitUsage || stdout != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], "cellb "+cmd+": "+first) || lines[1] != hint {
+	if code != cli.ExitUsage || stdout != "" || len(lines) != 2 || !strings.HasPrefix(lines[0], "cellb "+cmd+": "+first) || lines[1] != hint {
 		t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and two lines on stderr: %q..., %q", args, code, stdout, stderr, "cellb "+cmd+": "+first, hint)
 	}
 	if strings.Contains(stderr, "flag provided but not defined") || strings.Contains(stderr, "usage:") {
@@ -141,7 +142,7 @@ func checkConventions(t *testing.T, r cliRunner) {
 			if cases.runtime != nil {
 				args := append([]string{c.name}, cases.runtime...)
 				code, _, stderr := r(t, args...)
-				if code != exitFailed || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "cellb "+c.name+": ") {
+				if code != cli.ExitFailed || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "cellb "+c.name+": ") {
 					t.Errorf("%q: exit %d, stderr %q; want exit 1 and one line", args, code, stderr)
 				}
 			}
@@ -149,7 +150,7 @@ func checkConventions(t *testing.T, r cliRunner) {
 	}
 	t.Run("top level", func(t *testing.T) {
 		code, stdout, stderr := r(t)
-		if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, "usage: cellb <command>") {
+		if code != cli.ExitUsage || stdout != "" || !strings.HasPrefix(stderr, "usage: cellb <command>") {
 			t.Errorf("no arguments: exit %d, stdout %q, stderr %q; want the usage on stderr, exit 2", code, stdout, stderr)
 		}
 		code, help, stderr := r(t, "help")
@@ -172,7 +173,7 @@ func checkConventions(t *testing.T, r cliRunner) {
 			"help nope": `cellb help: unknown command "nope"`,
 		} {
 			code, stdout, stderr := r(t, strings.Fields(args)...)
-			if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 2 || !strings.HasPrefix(stderr, want+"\n") {
+			if code != cli.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 2 || !strings.HasPrefix(stderr, want+"\n") {
 				t.Errorf("cellb %s: exit %d, stdout %q, stderr %q; want exit 2 and %q plus a hint", args, code, stdout, stderr, want)
 			}
 		}

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
-	"text/tabwriter"
-	"time"
 
 	"github.com/cellb/cellb/conformance/storetest"
 	"github.com/cellb/cellb/core/store"
@@ -46,16 +42,16 @@ skipped (--quick).`
 // point it at in-memory and deliberately broken buckets.
 func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
 	cl := newCmdLine("diagnose", "<bucket-url>", diagnoseAbout, 1, 1, "one bucket URL")
-	quick := cl.fs.Bool("quick", false, "skip the large-object and contention cases")
-	asJSON := cl.fs.Bool("json", false, "print the report as JSON instead of a table")
-	largeMiB := cl.fs.Int("large-mib", storetest.DefaultLargeObjectSize>>20, "size of the large-object case in MiB")
-	quiet := cl.fs.Bool("quiet", false, "no progress lines on stderr")
-	pos, code, done := cl.parse(e, args)
+	quick := cl.Flags.Bool("quick", false, "skip the large-object and contention cases")
+	asJSON := cl.Flags.Bool("json", false, "print the report as JSON instead of a table")
+	largeMiB := cl.Flags.Int("large-mib", storetest.DefaultLargeObjectSize>>20, "size of the large-object case in MiB")
+	quiet := cl.Flags.Bool("quiet", false, "no progress lines on stderr")
+	pos, code, done := cl.Parse(e.stdout, e.stderr, args)
 	if done {
 		return code
 	}
 	if *largeMiB < 1 {
-		return cl.usageErr(e, "--large-mib must be at least 1")
+		return cl.UsageErr(e.stderr, "--large-mib must be at least 1")
 	}
 	rawURL := pos[0]
 
@@ -85,7 +81,11 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 		js.ExitCode = code
 		writeJSON(e.stdout, js)
 	} else {
-		writeTable(e.stdout, rawURL, rep, *quick)
+		quickNote := ""
+		if *quick {
+			quickNote = "skipped by --quick"
+		}
+		rep.WriteTable(e.stdout, rawURL, quickNote)
 	}
 	return code
 }
@@ -112,53 +112,6 @@ func (p *progressPrinter) print(caseName, msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "cellb diagnose: %s: %s\n", caseName, msg)
-}
-
-func writeTable(w io.Writer, bucket string, rep storetest.Report, quick bool) {
-	var buf bytes.Buffer
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tRESULT\tTIME\tREASON")
-	for _, c := range rep.Cases {
-		result, elapsed := string(c.Status), "-"
-		if c.Status == storetest.Failed {
-			result = "FAIL"
-		}
-		if c.Status != storetest.Skipped {
-			elapsed = formatElapsed(c.Elapsed)
-		}
-		reason := firstLine(c.Reason)
-		if c.Status == storetest.Skipped && quick && strings.Contains(reason, "quick") {
-			reason = "skipped by --quick"
-		}
-		if n := len(c.Failures); n > 1 {
-			reason += fmt.Sprintf(" (and %d more)", n-1)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, result, elapsed, reason)
-	}
-	_ = tw.Flush()
-	for line := range strings.Lines(buf.String()) {
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
-	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	fmt.Fprintln(w, rep.Summary(bucket))
-}
-
-func formatElapsed(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d < time.Second:
-		return d.Round(100 * time.Microsecond).String()
-	default:
-		return d.Round(10 * time.Millisecond).String()
-	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/cellb/cellb/core/cli"
 	"io"
 	"os"
 	"os/signal"
@@ -57,7 +58,7 @@ func run(ctx context.Context, e *env, args []string) int {
 	cmds := sortedCommands()
 	if len(args) == 0 {
 		usage(e.stderr, cmds)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	name := args[0]
 	switch name {
@@ -74,7 +75,7 @@ func run(ctx context.Context, e *env, args []string) int {
 		what = "flag"
 	}
 	fmt.Fprintf(e.stderr, "cellb: unknown %s %q\nrun 'cellb help' for usage\n", what, name)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 func sortedCommands() []command {
@@ -108,18 +109,18 @@ func helpCommand() command {
 		summary: "print the usage of cellb or of one command",
 		run: func(ctx context.Context, e *env, args []string) int {
 			cl := newCmdLine("help", "[<command>]", "Prints the list of commands, or the usage of one command (as cellb <command> --help).", 0, 1, "at most one command name")
-			pos, code, done := cl.parse(e, args)
+			pos, code, done := cl.Parse(e.stdout, e.stderr, args)
 			if done {
 				return code
 			}
 			cmds := sortedCommands()
 			if len(pos) == 0 {
 				usage(e.stdout, cmds)
-				return exitOK
+				return cli.ExitOK
 			}
 			c, ok := lookup(cmds, pos[0])
 			if !ok {
-				return cl.usageErr(e, "unknown command %q", pos[0])
+				return cl.UsageErr(e.stderr, "unknown command %q", pos[0])
 			}
 			return c.run(ctx, e, []string{"--help"})
 		},

@@ -12,7 +12,7 @@ import (
 // serveUsage is serve's usage text for a registry of modes.
 func serveUsage(modes durability.Modes) string {
 	var b strings.Builder
-	serveFlags(&serveConfig{}, modes).usage(&b)
+	serveFlags(&serveConfig{}, modes).Usage(&b)
 	return b.String()
 }
 

@@ -40,54 +40,54 @@ restored; TXIDs start at 1, so --txid 0 is refused.`
 func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
 	modes := durabilityModes()
 	cl := newCmdLine("restore", "<bucket-url> <Class:id> <out.db>", restoreAbout, 3, 3, "<bucket-url> <Class:id> <out.db>")
-	txid := cl.fs.Uint64("txid", 0, "restore exactly this transaction (1 or more; ltx only)")
-	at := cl.fs.String("time", "", "restore the newest state at or before this `time` (RFC 3339 or Unix ms; ltx only)")
-	force := cl.fs.Bool("force", false, "overwrite out.db if it exists")
-	from := cl.fs.String("from", "", "the `log` to restore from: "+modeChoices(modes)+" (default: what the bucket holds)")
-	quiet := cl.fs.Bool("quiet", false, "no progress on stderr")
-	pos, code, done := cl.parse(e, args)
+	txid := cl.Flags.Uint64("txid", 0, "restore exactly this transaction (1 or more; ltx only)")
+	at := cl.Flags.String("time", "", "restore the newest state at or before this `time` (RFC 3339 or Unix ms; ltx only)")
+	force := cl.Flags.Bool("force", false, "overwrite out.db if it exists")
+	from := cl.Flags.String("from", "", "the `log` to restore from: "+modeChoices(modes)+" (default: what the bucket holds)")
+	quiet := cl.Flags.Bool("quiet", false, "no progress on stderr")
+	pos, code, done := cl.Parse(e.stdout, e.stderr, args)
 	if done {
 		return code
 	}
 	bucketURL, cellKey, out := pos[0], pos[1], pos[2]
 	if err := cell.ValidateCellKey(cellKey); err != nil {
-		return cl.usageErr(e, "%v", err)
+		return cl.UsageErr(e.stderr, "%v", err)
 	}
-	if cl.set("txid") && *txid == 0 {
-		return cl.usageErr(e, "--txid 0: TXIDs start at 1; leave --txid out to restore the newest state")
+	if cl.Set("txid") && *txid == 0 {
+		return cl.UsageErr(e.stderr, "--txid 0: TXIDs start at 1; leave --txid out to restore the newest state")
 	}
 	if *from != "" {
 		if _, err := modes.Lookup(*from); err != nil {
-			return cl.usageErr(e, "--from: %v", err)
+			return cl.UsageErr(e.stderr, "--from: %v", err)
 		}
 	}
 	req := durability.RestoreRequest{TXID: *txid}
 	if *at != "" {
 		if *txid != 0 {
-			return cl.usageErr(e, "give --txid or --time, not both")
+			return cl.UsageErr(e.stderr, "give --txid or --time, not both")
 		}
 		t, err := parseTime(*at)
 		if err != nil {
-			return cl.usageErr(e, "bad value %q for --time: want RFC 3339 (2026-05-30T02:46:41Z) or Unix milliseconds", *at)
+			return cl.UsageErr(e.stderr, "bad value %q for --time: want RFC 3339 (2026-05-30T02:46:41Z) or Unix milliseconds", *at)
 		}
 		req.Time = t
 	}
 	if !*force {
 		if _, err := os.Stat(out); err == nil {
-			return cl.fail(e, fmt.Errorf("%s exists; pass --force to overwrite it", out))
+			return cl.Fail(e.stderr, fmt.Errorf("%s exists; pass --force to overwrite it", out))
 		}
 	}
 	s, err := openBucket(ctx, mux, bucketURL)
 	if err != nil {
-		return cl.fail(e, err)
+		return cl.Fail(e.stderr, err)
 	}
 	defer store.Close(s)
 	mode, err := pickRestoreMode(ctx, modes, s, cellKey, *from)
 	if err != nil {
-		return cl.fail(e, fmt.Errorf("%s: %w", cellKey, err))
+		return cl.Fail(e.stderr, fmt.Errorf("%s: %w", cellKey, err))
 	}
 	if !mode.PointInTime && (*txid != 0 || *at != "") {
-		return cl.usageErr(e, "--txid and --time need a log that restores to a point in time (%s); the %s log restores its newest state",
+		return cl.UsageErr(e.stderr, "--txid and --time need a log that restores to a point in time (%s); the %s log restores its newest state",
 			strings.Join(modes.PointInTime().Names(), ", "), mode.Name)
 	}
 	if !*quiet {
@@ -99,7 +99,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 	req.Scratch = scratch
 	res, n, err := mode.RestoreFile(ctx, s, cellKey, req, out)
 	if err != nil {
-		return cl.fail(e, fmt.Errorf("%s: %w", cellKey, err))
+		return cl.Fail(e.stderr, fmt.Errorf("%s: %w", cellKey, err))
 	}
 	fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, res.From, progress.Size(n), out)
 	return 0

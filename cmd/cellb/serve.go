@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cellb/cellb/core/cli"
 	"log/slog"
 	"net"
 	"net/http"
@@ -58,12 +59,12 @@ could not start or a listener failed; 2 bad usage; 3 the node self-fenced
 
 // serveFlags declares serve's flags on a new cmdLine, into c; the choices
 // of --durability come from modes.
-func serveFlags(c *serveConfig, modes durability.Modes) *cmdLine {
+func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	cl := newCmdLine("serve", "", serveAbout, 0, 0, "no arguments")
-	fs := cl.fs
+	fs := cl.Flags
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8787", "HTTP `address` of the app")
 	fs.StringVar(&c.Data, "data-dir", ".cellb", "`directory` for cell databases (and the embedded bucket)")
-	cl.alias("data", "data-dir")
+	cl.Alias("data", "data-dir")
 	fs.StringVar(&c.Driver, "driver", "wasm", "SQLite `driver`: wasm, cgo or modernc")
 	fs.StringVar(&c.Bucket, "bucket", "", "bucket `URL` to join a fleet on (file://, s3://, gs://, az://)")
 	fs.StringVar(&c.Node, "node", "", "this node's `id` in the fleet (default: generated)")
@@ -76,7 +77,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cmdLine {
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
 	fs.StringVar(&c.ScriptName, "script-name", "cellb-example", "deployment `name` that keys counter ids (celld's script_name)")
-	cl.alias("script", "script-name")
+	cl.Alias("script", "script-name")
 	return cl
 }
 
@@ -98,20 +99,20 @@ type serveConfig struct {
 	MaxCells   int
 }
 
-// parseServe parses serve's command line; its errors are *usageError,
-// or errHelp.
+// parseServe parses serve's command line; its errors are *cli.UsageError,
+// or cli.ErrHelp.
 func parseServe(args []string) (serveConfig, error) {
 	var c serveConfig
 	cl := serveFlags(&c, durabilityModes())
-	pos, err := cl.parseArgs(args)
+	pos, err := cl.ParseArgs(args)
 	if err != nil {
 		return c, err
 	}
 	if len(pos) > 0 {
-		return c, usagef("unexpected argument %q: serve takes flags only", pos[0])
+		return c, cli.Usagef("unexpected argument %q: serve takes flags only", pos[0])
 	}
 	if err := checkServe(c); err != nil {
-		return c, &usageError{msg: err.Error()}
+		return c, &cli.UsageError{Msg: err.Error()}
 	}
 	return c, nil
 }
@@ -210,22 +211,22 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	cfg, err := parseServe(args)
 	cl := serveFlags(&serveConfig{}, durabilityModes())
 	switch {
-	case errors.Is(err, errHelp):
-		cl.usage(e.stdout)
-		return exitOK
+	case errors.Is(err, cli.ErrHelp):
+		cl.Usage(e.stdout)
+		return cli.ExitOK
 	case err != nil:
-		return cl.usageErr(e, "%v", err)
+		return cl.UsageErr(e.stderr, "%v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return cl.fail(e, err)
+		return cl.Fail(e.stderr, err)
 	}
 	var peerLn net.Listener
 	if cfg.PeerListen != "" {
 		if peerLn, err = net.Listen("tcp", cfg.PeerListen); err != nil {
 			ln.Close()
-			return cl.fail(e, err)
+			return cl.Fail(e.stderr, err)
 		}
 	}
 	s, err := newServer(ctx, cfg, ln, peerLn, logger)
@@ -234,7 +235,7 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		if peerLn != nil {
 			peerLn.Close()
 		}
-		return cl.fail(e, err)
+		return cl.Fail(e.stderr, err)
 	}
 	attrs := []any{"listen", ln.Addr().String(), "driver", cfg.Driver, "data", cfg.Data}
 	if cfg.Bucket != "" {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -22,10 +22,10 @@ func TestParseFlagsInterspersed(t *testing.T) {
 		{[]string{"-q", "--", "--txid"}, []string{"--txid"}, 0, true},
 	}
 	for _, c := range cases {
-		cl := newCmdLine("t", "", "", 0, -1, "")
-		txid := cl.fs.Int("txid", 0, "")
-		q := cl.fs.Bool("q", false, "")
-		pos, err := cl.parseArgs(c.args)
+		cl := New("prog", "t", "", "", 0, -1, "")
+		txid := cl.Flags.Int("txid", 0, "")
+		q := cl.Flags.Bool("q", false, "")
+		pos, err := cl.ParseArgs(c.args)
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
@@ -36,10 +36,10 @@ func TestParseFlagsInterspersed(t *testing.T) {
 			t.Errorf("%v: txid=%d q=%v, want %d %v", c.args, *txid, *q, c.wantTxid, c.wantQ)
 		}
 	}
-	cl := newCmdLine("t", "", "", 0, -1, "")
-	cl.fs.Int("txid", 0, "")
-	cl.fs.Bool("q", false, "")
-	cl.alias("old-txid", "txid")
+	cl := New("prog", "t", "", "", 0, -1, "")
+	cl.Flags.Int("txid", 0, "")
+	cl.Flags.Bool("q", false, "")
+	cl.Alias("old-txid", "txid")
 	for args, want := range map[string]string{
 		"a --nope":     "unknown flag --nope",
 		"-nope=1 a":    "unknown flag -nope",
@@ -50,18 +50,18 @@ func TestParseFlagsInterspersed(t *testing.T) {
 		"--=1":         "unknown flag --",
 		"---txid=1":    "unknown flag ---txid",
 	} {
-		_, err := cl.parseArgs(strings.Fields(args))
-		var ue *usageError
+		_, err := cl.ParseArgs(strings.Fields(args))
+		var ue *UsageError
 		if !errors.As(err, &ue) || err.Error() != want {
 			t.Errorf("%s: %v, want usage error %q", args, err, want)
 		}
 	}
 	for _, h := range []string{"-h", "--help", "-help"} {
-		if _, err := cl.parseArgs([]string{"a", h, "--nope"}); !errors.Is(err, errHelp) {
+		if _, err := cl.ParseArgs([]string{"a", h, "--nope"}); !errors.Is(err, ErrHelp) {
 			t.Errorf("%s: %v", h, err)
 		}
 	}
-	if _, err := cl.parseArgs([]string{"--old-txid", "4"}); err != nil || cl.fs.Lookup("txid").Value.String() != "4" {
+	if _, err := cl.ParseArgs([]string{"--old-txid", "4"}); err != nil || cl.Flags.Lookup("txid").Value.String() != "4" {
 		t.Errorf("alias: %v", err)
 	}
 }
