@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cellb/cellb/adapters/azure"
@@ -60,4 +63,18 @@ func oneLine(err error) error {
 		return fmt.Errorf("%s", msg[:i])
 	}
 	return err
+}
+
+// freshFilesDir returns the directory of a files bucket that has no
+// fsstore.MetaDir yet (the store makes it on its first write), or "" for
+// any other bucket.
+func freshFilesDir(mux *store.URLMux, rawURL string) string {
+	u, err := mux.Parse(rawURL)
+	if err != nil || u.Dir == "" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(u.Dir, fsstore.MetaDir)); !errors.Is(err, iofs.ErrNotExist) {
+		return ""
+	}
+	return u.Dir
 }

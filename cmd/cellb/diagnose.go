@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/conformance/storetest"
 	"github.com/cellb/cellb/core/store"
 )
@@ -68,6 +69,11 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 	}
 	if *quick {
 		opts = append(opts, storetest.Quick())
+	}
+	// diagnose changes nothing: in a files bucket that had no store
+	// directory, the one its writes made goes again once they are deleted.
+	if dir := freshFilesDir(mux, rawURL); dir != "" {
+		defer fsstore.RemoveUnusedMeta(dir)
 	}
 	rep, err := storetest.CheckBucket(ctx, rawURL, func(ctx context.Context) (store.Store, error) {
 		return openBucket(ctx, mux, rawURL)
