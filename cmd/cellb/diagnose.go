@@ -45,7 +45,7 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 	cl := newCmdLine("diagnose", "<bucket-url>", diagnoseAbout, 1, 1, "one bucket URL")
 	quick := cl.Flags.Bool("quick", false, "skip the large-object and contention cases")
 	asJSON := cl.Flags.Bool("json", false, "print the report as JSON instead of a table")
-	largeMiB := cl.Flags.Int("large-mib", storetest.DefaultLargeObjectSize>>20, "size of the large-object case in MiB")
+	largeMiB := cl.Flags.Int("large-mib", storetest.DefaultLargeObjectSize>>20, "size of the large-object case in `MiB`")
 	quiet := cl.Flags.Bool("quiet", false, "no progress lines on stderr")
 	pos, code, done := cl.Parse(e.stdout, e.stderr, args)
 	if done {

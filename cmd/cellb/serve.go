@@ -73,7 +73,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "fleet: node lease TTL")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
 	fs.IntVar(&c.MaxCells, "max-cells", 0, "most cells kept open; the longest idle are evicted beyond it (0: from the file-descriptor limit, 3 per cell)")
-	fs.StringVar(&c.Durability, "durability", modes[0].Name, "what the bucket keeps: "+modeChoices(modes))
+	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode`, what the bucket keeps: "+modeChoices(modes))
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
 	fs.StringVar(&c.ScriptName, "script-name", "cellb-example", "deployment `name` that keys counter ids (celld's script_name)")
