@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"github.com/cellb/cellb/core/cli"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cellb/cellb/core/cli"
 )
 
 // cliRunner runs one command line and returns its exit status, stdout and
@@ -93,8 +98,58 @@ func TestCLIConventions(t *testing.T) {
 		if testing.Short() {
 			t.Skip("builds the binary")
 		}
-		checkConventions(t, builtBinary(t))
+		r := builtBinary(t)
+		checkConventions(t, r)
+		t.Run("files bucket", func(t *testing.T) { checkFilesBucket(t, r) })
+		t.Run("S3 bucket", func(t *testing.T) { checkS3Bucket(t, r) })
 	})
+}
+
+// checkFilesBucket restores the golden cell with the binary: the result on
+// stdout, the progress on stderr from 0%; then the same with --quiet.
+func checkFilesBucket(t *testing.T, r cliRunner) {
+	const cellKey = "Golden:kv"
+	bucket := "file://" + goldenBucket(t, cellKey)
+	out := filepath.Join(t.TempDir(), "out.db")
+	code, stdout, stderr := r(t, "restore", bucket, cellKey, out)
+	if code != 0 || !strings.HasPrefix(stdout, "restored Golden:kv from ") || !strings.HasPrefix(stderr, "restore Golden:kv: 0% (0 B of ") || !strings.Contains(stderr, ": 100% (") {
+		t.Fatalf("restore: exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = r(t, "restore", "--quiet", "--force", bucket, cellKey, out)
+	if code != 0 || stderr != "" {
+		t.Fatalf("restore --quiet: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = r(t, "restore", bucket, cellKey, out)
+	if code != 1 || stderr != "cellb restore: "+out+" exists; pass --force to overwrite it\n" {
+		t.Fatalf("restore over an existing file: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// checkS3Bucket runs the binary against the S3 server: a cell the bucket
+// does not hold is a runtime error (exit 1, one line), and a quick
+// diagnose exits 3 with its JSON report on stdout and nothing on stderr.
+func checkS3Bucket(t *testing.T, r cliRunner) {
+	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": os.Getenv("CELLB_TEST_S3_ACCESS_KEY"), "AWS_SECRET_ACCESS_KEY": os.Getenv("CELLB_TEST_S3_SECRET_KEY"),
+		"AWS_REGION": os.Getenv("CELLB_TEST_S3_REGION"), "AWS_ENDPOINT_URL_S3": endpoint,
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
+	bucket := fmt.Sprintf("s3://%s/cli-test-%d", os.Getenv("CELLB_TEST_S3_BUCKET"), time.Now().UnixNano())
+	code, _, stderr := r(t, "restore", bucket, "Counter:nothing-here", filepath.Join(t.TempDir(), "out.db"))
+	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "holds no ltx, changeset or backup files") {
+		t.Errorf("restore of a cell S3 does not hold: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr := r(t, "diagnose", "--quick", "--json", "--quiet", bucket)
+	var rep struct {
+		OK       bool `json:"ok"`
+		ExitCode int  `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); code != diagnoseIncomplete || err != nil || stderr != "" {
+		t.Errorf("diagnose --quick --json --quiet on S3: exit %d, %v\nstdout %s\nstderr %q", code, err, stdout, stderr)
+	}
 }
 
 // wantUsageError checks a usage error: exit 2, nothing on stdout, and on
