@@ -33,25 +33,15 @@ func serveCommand() command {
 	}
 }
 
-const serveAbout = `Without --bucket the node runs on the embedded default: cell databases
-under --data-dir (the primary copy) and an LTX log in a local-files bucket
-at <data-dir>/bucket, from which an empty database is restored. Processes
-sharing --data-dir take cells by shard locks and route calls for a shard
-another holds to it over a local socket, so a new process started before
-the old one stops takes over without losing a call (docs/single-host.md).
-With --bucket the node joins a fleet on that bucket: it takes cells by
-celld's ownership protocol, and the bucket wins over local files. With
---peer-listen, calls for cells another live node owns are forwarded to it.
-In a fleet, alarms are published to the bucket's wake index (celld's
-format 2): every --wake-poll a node wakes its own cells whose alarms are
-due, and the node holding the waker role also wakes, every --wake-tick, due
-cells whose owner is gone (docs/fleet.md).
-
---durability picks what goes to the bucket (docs/durability.md): ltx, the
-LTX log celld reads (default); changeset, row changes in CellB's own format
-(needs --driver modernc); backup, the whole database each minute and on
-shutdown, acknowledging at once (a crash loses what came after the last
-backup).
+const serveAbout = `Runs a node hosting the example counter and chat room apps. Without
+--bucket, on the embedded default: cell databases under --data-dir (the
+primary copy) and an LTX log in a files bucket at <data-dir>/bucket;
+processes sharing --data-dir take cells by shard locks and route calls to
+each other (docs/single-host.md). With --bucket the node joins a fleet on
+that bucket: cells are taken by celld's ownership protocol, the bucket wins
+over local files, calls for cells another node owns are forwarded over
+--peer-listen, and alarms are woken through the bucket's wake index
+(docs/fleet.md). --durability: docs/durability.md; every flag: docs/cli.md.
 
 Exit status: 0 after a clean shutdown (SIGINT or SIGTERM); 1 when the node
 could not start or a listener failed; 2 bad usage; 3 the node self-fenced
@@ -73,7 +63,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "fleet: node lease TTL")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
 	fs.IntVar(&c.MaxCells, "max-cells", 0, "most cells kept open; the longest idle are evicted beyond it (0: from the file-descriptor limit, 3 per cell)")
-	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode`, what the bucket keeps: "+modeChoices(modes))
+	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode` (changeset needs --driver modernc), what the bucket keeps: "+modeChoices(modes))
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
 	fs.StringVar(&c.ScriptName, "script-name", "cellb-example", "deployment `name` that keys counter ids (celld's script_name)")
