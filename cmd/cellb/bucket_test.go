@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -82,7 +83,9 @@ func TestOpenMissingDirectory(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	for _, raw := range []string{missing, "file://" + missing} {
 		_, err := openBucket(t.Context(), bucketMux(), raw)
-		if err == nil || err.Error() != "fs: open "+missing+": the bucket directory does not exist" {
+		var me *MissingBucketDirError
+		if !errors.As(err, &me) || me.Dir != missing || !errors.Is(err, fsstore.ErrNoRoot) ||
+			err.Error() != "bucket directory "+missing+" does not exist; create it first (mkdir -p "+missing+") if the path is right" {
 			t.Errorf("%s: %v", raw, err)
 		}
 	}

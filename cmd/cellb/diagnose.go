@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
-	"text/tabwriter"
-	"time"
 
+	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/conformance/storetest"
 	"github.com/cellb/cellb/core/store"
 )
@@ -34,43 +30,29 @@ func diagnoseCommand() command {
 	}
 }
 
-const diagnoseUsageText = `usage: cellb diagnose [--quick] [--json] [--large-mib N] <bucket-url>
-
-Runs celld's start-up probe and the store conformance suite against a live
-bucket, writing only under storetest/<run id>/ and deleting what it writes.
-
-  --quick        skip the large-object and contention cases
-  --json         print the report as JSON instead of a table
-  --large-mib N  size of the large-object case in MiB (default 64)
+const diagnoseAbout = `Runs celld's start-up probe and the store conformance suite against a live
+bucket, writing only under storetest/<run id>/ (and the probe's key) and
+deleting what it writes: the bucket holds the same keys afterwards.
+Progress goes to stderr, the report to stdout.
 
 Exit status: 0 every case ran and passed; 1 a case failed or the bucket
 could not be used; 2 bad usage; 3 every case that ran passed but some were
-skipped (--quick).
-`
+skipped (--quick).`
 
 // diagnose is the command with an injectable URL mux, so tests can
 // point it at in-memory and deliberately broken buckets.
 func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
-	fs := flag.NewFlagSet("diagnose", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "")
-	asJSON := fs.Bool("json", false, "")
-	largeMiB := fs.Int("large-mib", storetest.DefaultLargeObjectSize>>20, "")
-	help := fs.Bool("help", false, "")
-	fs.BoolVar(help, "h", false, "")
-	pos, err := parseFlags(fs, args)
-	switch {
-	case err != nil:
-		fmt.Fprintf(e.stderr, "cellb diagnose: %v\n\n%s", err, diagnoseUsageText)
-		return diagnoseUsage
-	case *help:
-		fmt.Fprint(e.stdout, diagnoseUsageText)
-		return diagnoseOK
-	case len(pos) != 1:
-		fmt.Fprintf(e.stderr, "cellb diagnose: want one bucket URL, got %d arguments\n\n%s", len(pos), diagnoseUsageText)
-		return diagnoseUsage
-	case *largeMiB < 1:
-		fmt.Fprintf(e.stderr, "cellb diagnose: --large-mib must be at least 1\n")
-		return diagnoseUsage
+	cl := newCmdLine("diagnose", "<bucket-url>", diagnoseAbout, 1, 1, "one bucket URL")
+	quick := cl.Flags.Bool("quick", false, "skip the large-object and contention cases")
+	asJSON := cl.Flags.Bool("json", false, "print the report as JSON instead of a table")
+	largeMiB := cl.Flags.Int("large-mib", storetest.DefaultLargeObjectSize>>20, "size of the large-object case in `MiB`")
+	quiet := cl.Flags.Bool("quiet", false, "no progress lines on stderr")
+	pos, code, done := cl.Parse(e.stdout, e.stderr, args)
+	if done {
+		return code
+	}
+	if *largeMiB < 1 {
+		return cl.UsageErr(e.stderr, "--large-mib must be at least 1")
 	}
 	rawURL := pos[0]
 
@@ -81,13 +63,17 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 		}
 		return diagnoseFailed
 	}
-	progress := &progressPrinter{w: e.stderr}
-	opts := []storetest.Option{
-		storetest.LargeObjectSize(*largeMiB << 20),
-		storetest.Progress(progress.print),
+	opts := []storetest.Option{storetest.LargeObjectSize(*largeMiB << 20)}
+	if !*quiet {
+		opts = append(opts, storetest.Progress((&progressPrinter{w: e.stderr}).print))
 	}
 	if *quick {
 		opts = append(opts, storetest.Quick())
+	}
+	// diagnose changes nothing: in a files bucket that had no store
+	// directory, the one its writes made goes again once they are deleted.
+	if dir := freshFilesDir(mux, rawURL); dir != "" {
+		defer fsstore.RemoveUnusedMeta(dir)
 	}
 	rep, err := storetest.CheckBucket(ctx, rawURL, func(ctx context.Context) (store.Store, error) {
 		return openBucket(ctx, mux, rawURL)
@@ -95,13 +81,17 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 	if err != nil {
 		return fail(err)
 	}
-	code := exitCode(rep)
+	code = exitCode(rep)
 	if *asJSON {
 		js := rep.BucketReport(rawURL)
 		js.ExitCode = code
 		writeJSON(e.stdout, js)
 	} else {
-		writeTable(e.stdout, rawURL, rep, *quick)
+		quickNote := ""
+		if *quick {
+			quickNote = "skipped by --quick"
+		}
+		rep.WriteTable(e.stdout, rawURL, quickNote)
 	}
 	return code
 }
@@ -128,53 +118,6 @@ func (p *progressPrinter) print(caseName, msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "cellb diagnose: %s: %s\n", caseName, msg)
-}
-
-func writeTable(w io.Writer, bucket string, rep storetest.Report, quick bool) {
-	var buf bytes.Buffer
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tRESULT\tTIME\tREASON")
-	for _, c := range rep.Cases {
-		result, elapsed := string(c.Status), "-"
-		if c.Status == storetest.Failed {
-			result = "FAIL"
-		}
-		if c.Status != storetest.Skipped {
-			elapsed = formatElapsed(c.Elapsed)
-		}
-		reason := firstLine(c.Reason)
-		if c.Status == storetest.Skipped && quick && strings.Contains(reason, "quick") {
-			reason = "skipped by --quick"
-		}
-		if n := len(c.Failures); n > 1 {
-			reason += fmt.Sprintf(" (and %d more)", n-1)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, result, elapsed, reason)
-	}
-	_ = tw.Flush()
-	for line := range strings.Lines(buf.String()) {
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
-	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	fmt.Fprintln(w, rep.Summary(bucket))
-}
-
-func formatElapsed(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d < time.Second:
-		return d.Round(100 * time.Microsecond).String()
-	default:
-		return d.Round(10 * time.Millisecond).String()
-	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -151,9 +151,9 @@ func TestDiagnoseUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"diagnose"}, diagnoseUsage, "want one bucket URL, got 0"},
-		{[]string{"diagnose", "a", "b"}, diagnoseUsage, "got 2 arguments"},
-		{[]string{"diagnose", "--bogus", "x"}, diagnoseUsage, "flag provided but not defined"},
+		{[]string{"diagnose"}, diagnoseUsage, "missing arguments: want one bucket URL, got 0"},
+		{[]string{"diagnose", "a", "b"}, diagnoseUsage, `unexpected argument "b": want one bucket URL`},
+		{[]string{"diagnose", "--bogus", "x"}, diagnoseUsage, "unknown flag --bogus"},
 		{[]string{"diagnose", "--large-mib", "0", "x"}, diagnoseUsage, "at least 1"},
 		{[]string{"diagnose", "nope://x"}, diagnoseFailed, `cellb diagnose: bad bucket URL "nope://x": unknown scheme "nope"`},
 		{[]string{"diagnose", "file://host/x"}, diagnoseFailed, "three slashes"},
@@ -169,8 +169,8 @@ func TestDiagnoseUsage(t *testing.T) {
 		t.Fatalf("--help: exit %d\n%s", code, &out.stdout)
 	}
 	out = output{}
-	if code := run(t.Context(), out.env(), []string{"help"}); code != 0 || !strings.Contains(out.stderr.String(), "diagnose") {
-		t.Fatalf("the command table does not list diagnose:\n%s", &out.stderr)
+	if code := run(t.Context(), out.env(), []string{"help"}); code != 0 || !strings.Contains(out.stdout.String(), "diagnose") {
+		t.Fatalf("the command table does not list diagnose:\n%s", &out.stdout)
 	}
 }
 
@@ -203,7 +203,7 @@ func TestDiagnoseUnusableDirectories(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{"file://" + file + "/sub", "not a directory"},
 		{file, "not a directory"},
-		{"file://" + filepath.Join(t.TempDir(), "missing"), "the bucket directory does not exist"},
+		{"file://" + filepath.Join(t.TempDir(), "missing"), "does not exist; create it first (mkdir -p "},
 		// Root may write anywhere, but not into /proc.
 		{"file:///proc", "cannot write to file:///proc: bucket probe failed at step 1 (create-only)"},
 	} {

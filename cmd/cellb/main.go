@@ -3,17 +3,23 @@
 //	cellb serve     run a node hosting the example app
 //	cellb diagnose  check that a bucket keeps the promises CellB relies on
 //	cellb restore   rebuild a cell's database from a bucket
+//	cellb version   print the versions of the modules in this binary
+//	cellb help      print a command's usage
 //
-// Every command takes its flags before or after its arguments.
+// Every command keeps the conventions in flags.go (docs/cli.md): usage on
+// --help to stdout, usage errors in one line with exit status 2, runtime
+// errors with exit status 1, flags before or after the arguments.
 package main
 
 import (
 	"context"
 	"fmt"
+	"github.com/cellb/cellb/core/cli"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -35,8 +41,10 @@ func commands() []command {
 	return []command{
 		// Each subcommand's file adds its entry here.
 		diagnoseCommand(),
+		helpCommand(),
 		restoreCommand(),
 		serveCommand(),
+		versionCommand(),
 	}
 }
 
@@ -47,22 +55,42 @@ func main() {
 }
 
 func run(ctx context.Context, e *env, args []string) int {
+	cmds := sortedCommands()
+	if len(args) == 0 {
+		usage(e.stderr, cmds)
+		return cli.ExitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	case "-version", "--version":
+		name = "version"
+	}
+	if c, ok := lookup(cmds, name); ok {
+		return c.run(ctx, e, args[1:])
+	}
+	what := "command"
+	if strings.HasPrefix(name, "-") {
+		what = "flag"
+	}
+	fmt.Fprintf(e.stderr, "cellb: unknown %s %q\nrun 'cellb help' for usage\n", what, name)
+	return cli.ExitUsage
+}
+
+func sortedCommands() []command {
 	cmds := commands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(e.stderr, cmds)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
+	return cmds
+}
+
+func lookup(cmds []command, name string) (command, bool) {
 	for _, c := range cmds {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
+		if c.name == name {
+			return c, true
 		}
 	}
-	fmt.Fprintf(e.stderr, "cellb: unknown command %q (run 'cellb help')\n", args[0])
-	return 2
+	return command{}, false
 }
 
 func usage(w io.Writer, cmds []command) {
@@ -71,5 +99,30 @@ func usage(w io.Writer, cmds []command) {
 	fmt.Fprintln(w, "commands:")
 	for _, c := range cmds {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'cellb help <command>' (or cellb <command> --help) for a command's usage.")
+}
+
+func helpCommand() command {
+	return command{
+		name:    "help",
+		summary: "print the usage of cellb or of one command",
+		run: func(ctx context.Context, e *env, args []string) int {
+			cl := newCmdLine("help", "[<command>]", "Prints the list of commands, or the usage of one command (as cellb <command> --help).", 0, 1, "at most one command name")
+			pos, code, done := cl.Parse(e.stdout, e.stderr, args)
+			if done {
+				return code
+			}
+			cmds := sortedCommands()
+			if len(pos) == 0 {
+				usage(e.stdout, cmds)
+				return cli.ExitOK
+			}
+			c, ok := lookup(cmds, pos[0])
+			if !ok {
+				return cl.UsageErr(e.stderr, "unknown command %q", pos[0])
+			}
+			return c.run(ctx, e, []string{"--help"})
+		},
 	}
 }

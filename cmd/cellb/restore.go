@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -27,83 +26,69 @@ func restoreCommand() command {
 	}
 }
 
-// restoreUsage is restore's usage text; the choices of --from come from
-// modes.
-func restoreUsage(modes durability.Modes) string {
-	return fmt.Sprintf(restoreUsageText, modeChoices(modes))
-}
-
-const restoreUsageText = `usage: cellb restore <bucket-url> <Class:id> <out.db> [--from %s]
-                    [--txid N | --time T] [--force]
-
-Rebuilds the cell's SQLite database from what the bucket keeps of it and
+const restoreAbout = `Rebuilds the cell's SQLite database from what the bucket keeps of it and
 writes it to out.db. It only reads the bucket: it never takes ownership,
-so it is safe while nodes serve the cell.
+so it is safe while nodes serve the cell. Progress goes to stderr, from 0%.
 
 --from picks the source (default: the one the bucket holds for the cell;
 name one when it holds several): ltx, the LTX log (any TXID or time with
 --txid or --time, which takes RFC 3339 such as 2026-05-30T02:46:41Z or Unix
 milliseconds); changeset, the changeset log (its newest state); backup, the
-newest whole-database backup.`
+newest whole-database backup. Without --txid and --time the newest state is
+restored; TXIDs start at 1, so --txid 0 is refused.`
 
 func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
 	modes := durabilityModes()
-	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
-	txid := fs.Uint64("txid", 0, "restore exactly this transaction")
-	at := fs.String("time", "", "restore the newest state at or before this time")
-	force := fs.Bool("force", false, "overwrite out.db if it exists")
-	from := fs.String("from", "", strings.Join(modes.Names(), ", ")+" (default: what the bucket holds)")
-	quiet := fs.Bool("quiet", false, "no progress output")
-	pos, err := parseFlags(fs, args)
-	if err != nil || len(pos) != 3 {
-		if err != nil && !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
-		}
-		fmt.Fprintln(e.stderr, restoreUsage(modes))
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	cl := newCmdLine("restore", "<bucket-url> <Class:id> <out.db>", restoreAbout, 3, 3, "<bucket-url> <Class:id> <out.db>")
+	txid := cl.Flags.Uint64("txid", 0, "restore exactly this transaction (1 or more; ltx only)")
+	at := cl.Flags.String("time", "", "restore the newest state at or before this `time` (RFC 3339 or Unix ms; ltx only)")
+	force := cl.Flags.Bool("force", false, "overwrite out.db if it exists")
+	from := cl.Flags.String("from", "", "the `log` to restore from: "+modeChoices(modes)+" (default: what the bucket holds)")
+	quiet := cl.Flags.Bool("quiet", false, "no progress on stderr")
+	pos, code, done := cl.Parse(e.stdout, e.stderr, args)
+	if done {
+		return code
 	}
 	bucketURL, cellKey, out := pos[0], pos[1], pos[2]
 	if err := cell.ValidateCellKey(cellKey); err != nil {
-		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
-		return 2
+		return cl.UsageErr(e.stderr, "%v", err)
+	}
+	if cl.Set("txid") && *txid == 0 {
+		return cl.UsageErr(e.stderr, "--txid 0: TXIDs start at 1; leave --txid out to restore the newest state")
+	}
+	if *from != "" {
+		if _, err := modes.Lookup(*from); err != nil {
+			return cl.UsageErr(e.stderr, "--from: %v", err)
+		}
 	}
 	req := durability.RestoreRequest{TXID: *txid}
 	if *at != "" {
 		if *txid != 0 {
-			fmt.Fprintln(e.stderr, "cellb restore: give --txid or --time, not both")
-			return 2
+			return cl.UsageErr(e.stderr, "give --txid or --time, not both")
 		}
 		t, err := parseTime(*at)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "cellb restore: --time %q: %v\n", *at, err)
-			return 2
+			return cl.UsageErr(e.stderr, "bad value %q for --time: want RFC 3339 (2026-05-30T02:46:41Z) or Unix milliseconds", *at)
 		}
 		req.Time = t
 	}
 	if !*force {
 		if _, err := os.Stat(out); err == nil {
-			fmt.Fprintf(e.stderr, "cellb restore: %s exists; pass --force to overwrite it\n", out)
-			return 1
+			return cl.Fail(e.stderr, fmt.Errorf("%s exists; pass --force to overwrite it", out))
 		}
 	}
 	s, err := openBucket(ctx, mux, bucketURL)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
-		return 1
+		return cl.Fail(e.stderr, err)
 	}
 	defer store.Close(s)
 	mode, err := pickRestoreMode(ctx, modes, s, cellKey, *from)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, err)
-		return 1
+		return cl.Fail(e.stderr, fmt.Errorf("%s: %w", cellKey, err))
 	}
 	if !mode.PointInTime && (*txid != 0 || *at != "") {
-		fmt.Fprintf(e.stderr, "cellb restore: --txid and --time need a log that restores to a point in time (%s); the %s log restores its newest state\n",
+		return cl.UsageErr(e.stderr, "--txid and --time need a log that restores to a point in time (%s); the %s log restores its newest state",
 			strings.Join(modes.PointInTime().Names(), ", "), mode.Name)
-		return 2
 	}
 	if !*quiet {
 		req.Progress = progress.NewBar(e.stderr, "restore "+cellKey).Update
@@ -114,8 +99,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 	req.Scratch = scratch
 	res, n, err := mode.RestoreFile(ctx, s, cellKey, req, out)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "cellb restore: %s: %v\n", cellKey, oneLine(err))
-		return 1
+		return cl.Fail(e.stderr, fmt.Errorf("%s: %w", cellKey, err))
 	}
 	fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, res.From, progress.Size(n), out)
 	return 0

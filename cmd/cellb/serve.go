@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/cellb/cellb/core/cli"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,37 +34,43 @@ func serveCommand() command {
 	}
 }
 
-// serveUsage is serve's usage text; the choices of --durability come from
-// modes.
-func serveUsage(modes durability.Modes) string {
-	return fmt.Sprintf(serveUsageText, modeChoices(modes))
+const serveAbout = `Runs a node hosting the example counter and chat room apps. Without
+--bucket, on the embedded default: cell databases under --data-dir (the
+primary copy) and an LTX log in a files bucket at <data-dir>/bucket;
+processes sharing --data-dir take cells by shard locks and route calls to
+each other (docs/single-host.md). With --bucket the node joins a fleet on
+that bucket: cells are taken by celld's ownership protocol, the bucket wins
+over local files, calls for cells another node owns are forwarded over
+--peer-listen, and alarms are woken through the bucket's wake index
+(docs/fleet.md). --durability: docs/durability.md; every flag: docs/cli.md.
+
+Exit status: 0 after a clean shutdown (SIGINT or SIGTERM); 1 when the node
+could not start or a listener failed; 2 bad usage; 3 the node self-fenced
+(a supervisor should restart it).`
+
+// serveFlags declares serve's flags on a new cmdLine, into c; the choices
+// of --durability come from modes.
+func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
+	cl := newCmdLine("serve", "", serveAbout, 0, 0, "no arguments")
+	fs := cl.Flags
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8787", "HTTP `address` of the app")
+	fs.StringVar(&c.Data, "data-dir", ".cellb", "`directory` for cell databases (and the embedded bucket)")
+	cl.Alias("data", "data-dir")
+	fs.StringVar(&c.Driver, "driver", "wasm", "SQLite `driver`: wasm, cgo or modernc")
+	fs.StringVar(&c.Bucket, "bucket", "", "bucket `URL` to join a fleet on (file://, s3://, gs://, az://)")
+	fs.StringVar(&c.Node, "node", "", "this node's `id` in the fleet (default: generated)")
+	fs.StringVar(&c.PeerListen, "peer-listen", "", "`address` of the authenticated peer listener (needs --bucket)")
+	fs.StringVar(&c.Advertise, "advertise", "", "peer `address` other nodes use to reach this one (default: --peer-listen)")
+	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "fleet: node lease TTL")
+	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
+	fs.IntVar(&c.MaxCells, "max-cells", 0, "most cells kept open; the longest idle are evicted beyond it (0: from the file-descriptor limit, 3 per cell)")
+	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode` (changeset needs --driver modernc), what the bucket keeps: "+modeChoices(modes))
+	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
+	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
+	fs.StringVar(&c.ScriptName, "script-name", "cellb-example", "deployment `name` that keys counter ids (celld's script_name)")
+	cl.Alias("script", "script-name")
+	return cl
 }
-
-const serveUsageText = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
-                  [--idle D] [--max-cells N]
-                  [--durability %s]
-                  [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D]
-                   [--wake-tick D] [--wake-poll D]]
-
-Without --bucket the node runs on the embedded default: cell databases
-under DIR (the primary copy) and an LTX log in a local-files bucket at
-DIR/bucket, from which an empty database is restored. Processes sharing
-DIR take cells by shard locks and route calls for a shard another holds to
-it over a local socket, so a new process started before the old one stops
-takes over without losing a call (docs/single-host.md). With --bucket the
-node joins a fleet on that bucket: it takes cells by celld's ownership
-protocol, and the bucket wins over local files. With --peer-listen, calls
-for cells another live node owns are forwarded to it. In a fleet, alarms
-are published to the bucket's wake index (celld's format 2): every
---wake-poll a node wakes its own cells whose alarms are due, and the node
-holding the waker role also wakes, every --wake-tick, due cells whose owner
-is gone (docs/fleet.md).
-
---durability picks what goes to the bucket (docs/durability.md): ltx, the
-LTX log celld reads (default); changeset, row changes in CellB's own format
-(needs --driver modernc); backup, the whole database each minute and on
-shutdown, acknowledging at once (a crash loses what came after the last
-backup).`
 
 // serveConfig is what `cellb serve` runs.
 type serveConfig struct {
@@ -84,47 +90,42 @@ type serveConfig struct {
 	MaxCells   int
 }
 
+// parseServe parses serve's command line; its errors are *cli.UsageError,
+// or cli.ErrHelp.
 func parseServe(args []string) (serveConfig, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c serveConfig
-	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8787", "HTTP address of the app")
-	fs.StringVar(&c.Data, "data", ".cellb", "directory for cell databases (and the embedded bucket)")
-	fs.StringVar(&c.Driver, "driver", "wasm", "SQLite driver: wasm, cgo or modernc")
-	fs.StringVar(&c.Bucket, "bucket", "", "bucket URL to join a fleet on (file://, s3://, gs://, az://)")
-	fs.StringVar(&c.Node, "node", "", "this node's id in the fleet (default: generated)")
-	fs.StringVar(&c.PeerListen, "peer-listen", "", "address of the authenticated peer listener")
-	fs.StringVar(&c.Advertise, "advertise", "", "peer address other nodes use to reach this one (default: --peer-listen)")
-	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "node lease TTL")
-	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
-	fs.IntVar(&c.MaxCells, "max-cells", 0, "most cells kept open; the longest idle are evicted beyond it (0: from the file-descriptor limit, 3 per cell)")
-	fs.StringVar(&c.Durability, "durability", "ltx", "what the bucket keeps: ltx, changeset (needs --driver modernc) or backup")
-	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
-	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
-	fs.StringVar(&c.ScriptName, "script", "cellb-example", "deployment name that keys counter ids (celld's script_name)")
-	pos, err := parseFlags(fs, args)
+	cl := serveFlags(&c, durabilityModes())
+	pos, err := cl.ParseArgs(args)
 	if err != nil {
 		return c, err
 	}
 	if len(pos) > 0 {
-		return c, fmt.Errorf("unexpected argument %q", pos[0])
+		return c, cli.Usagef("unexpected argument %q: serve takes flags only", pos[0])
 	}
+	if err := checkServe(c); err != nil {
+		return c, &cli.UsageError{Msg: err.Error()}
+	}
+	return c, nil
+}
+
+func checkServe(c serveConfig) error {
 	if c.Bucket == "" && (c.Node != "" || c.PeerListen != "" || c.Advertise != "") {
-		return c, errors.New("--node, --peer-listen and --advertise need --bucket")
+		return errors.New("--node, --peer-listen and --advertise need --bucket")
 	}
 	mode, err := durabilityModes().Lookup(c.Durability)
 	if err != nil {
-		return c, fmt.Errorf("--durability: %w", err)
+		return fmt.Errorf("--durability: %w", err)
 	}
 	if err := checkDriver(c.Driver); err != nil {
-		return c, fmt.Errorf("--driver %s: %w", c.Driver, err)
+		return fmt.Errorf("--driver %s: %w", c.Driver, err)
 	}
 	if mode.NeedsSessions && c.Driver != "modernc" {
-		return c, fmt.Errorf("--durability %s needs --driver modernc (the only driver with SQLite sessions)", mode.Name)
+		return fmt.Errorf("--durability %s needs --driver modernc (the only driver with SQLite sessions)", mode.Name)
 	}
 	if c.Advertise != "" && c.PeerListen == "" {
-		return c, errors.New("--advertise needs --peer-listen")
+		return errors.New("--advertise needs --peer-listen")
 	}
-	return c, nil
+	return nil
 }
 
 // server is one running node: the host and the example apps it serves.
@@ -205,26 +206,24 @@ const exitFenced = 3
 
 func serveCmd(ctx context.Context, e *env, args []string) int {
 	cfg, err := parseServe(args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(e.stderr, serveUsage(durabilityModes()))
-			return 0
-		}
-		fmt.Fprintf(e.stderr, "cellb serve: %v\n%s\n", err, serveUsage(durabilityModes()))
-		return 2
+	cl := serveFlags(&serveConfig{}, durabilityModes())
+	switch {
+	case errors.Is(err, cli.ErrHelp):
+		cl.Usage(e.stdout)
+		return cli.ExitOK
+	case err != nil:
+		return cl.UsageErr(e.stderr, "%v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "cellb serve: %v\n", err)
-		return 1
+		return cl.Fail(e.stderr, err)
 	}
 	var peerLn net.Listener
 	if cfg.PeerListen != "" {
 		if peerLn, err = net.Listen("tcp", cfg.PeerListen); err != nil {
 			ln.Close()
-			fmt.Fprintf(e.stderr, "cellb serve: %v\n", err)
-			return 1
+			return cl.Fail(e.stderr, err)
 		}
 	}
 	s, err := newServer(ctx, cfg, ln, peerLn, logger)
@@ -233,8 +232,7 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		if peerLn != nil {
 			peerLn.Close()
 		}
-		fmt.Fprintf(e.stderr, "cellb serve: %v\n", oneLine(err))
-		return 1
+		return cl.Fail(e.stderr, err)
 	}
 	attrs := []any{"listen", ln.Addr().String(), "driver", cfg.Driver, "data", cfg.Data}
 	if cfg.Bucket != "" {

@@ -241,3 +241,20 @@ func TestServeFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesEmptyAndDotNames: the counter's routes answer 400 to an
+// empty or dot-segment name, never a redirect to (and a call on) another
+// counter; the counters named by the cleaned paths are untouched.
+func TestServeRefusesEmptyAndDotNames(t *testing.T) {
+	_, hs := startServer(t, serveConfig{Data: t.TempDir()})
+	for _, path := range []string{"/counter//alarm?in=10", "/counter/./alarm", "/counter/../counter/x", "/counter/%2e%2e", "/counter/%2E%2e/alarm?in=1"} {
+		if r := call(t, "POST", hs.URL+path); r.status != http.StatusBadRequest || !strings.HasPrefix(r.body, "bad path ") {
+			t.Errorf("POST %s: %+v, want 400", path, r)
+		}
+	}
+	for _, name := range []string{"alarm", "x"} {
+		if r := call(t, "GET", hs.URL+"/counter/"+name); r.status != 200 || r.value != 0 {
+			t.Errorf("counter %s: %+v, want untouched", name, r)
+		}
+	}
+}

@@ -99,6 +99,15 @@ func keysUnder(ctx context.Context, s store.Store, prefix string) ([]string, err
 	return keys, fmt.Errorf("listing %s did not end after %d pages", prefix, maxPages)
 }
 
+// sweep deletes every key left under prefix, ignoring errors: what it
+// cannot delete, countUnder reports.
+func sweep(ctx context.Context, s store.Store, prefix string) {
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	keys, _ := keysUnder(ctx, s, prefix)
+	parallel(len(keys), 16, func(i int) { _ = s.Delete(ctx, keys[i]) })
+}
+
 func countUnder(ctx context.Context, s store.Store, prefix string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()

@@ -115,6 +115,10 @@ func RunReport(ctx context.Context, h Harness, opts ...Option) Report {
 		}
 		rep.Cases = append(rep.Cases, res)
 	}
+	// A write a case abandoned (a timeout, a retried request the store
+	// applied late) may land after the case's cleanup: sweep the run's
+	// directory once more, so the bucket is left as it was found.
+	sweep(context.WithoutCancel(ctx), cl.s, run)
 	if n, err := countUnder(context.WithoutCancel(ctx), cl.s, run); err != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("could not check for keys left under %s: %v", run, err))
 	} else if n > 0 {

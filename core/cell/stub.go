@@ -75,6 +75,9 @@ func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.Fetch(r.Context(), r)
 	if err != nil {
 		status, msg := HTTPStatus(err)
+		if after := RetryAfter(err); after > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(after))
+		}
 		http.Error(w, msg, status)
 		return
 	}

@@ -75,6 +75,11 @@ type Config struct {
 	// Handler on a server of their own shut that down before Close.
 	Listener net.Listener
 
+	// Limits bound the requests of every server the host starts (public,
+	// peer, local socket): header, read and idle timeouts, header and body
+	// sizes. Zero fields take DefaultLimits'.
+	Limits Limits
+
 	// ScriptName keys IDFromName (celld's script_name).
 	ScriptName string
 	// IdleTimeout and MaxOpenCells are cell.Options'.

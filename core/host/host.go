@@ -53,12 +53,15 @@ type Host struct {
 	clk  clock.Clock
 	name string // the node's name in answers: its fleet id, or "local"
 
-	rt     *cell.Runtime
-	r2     r2Buckets // Config.R2's buckets, by binding (r2.go)
-	mux    *http.ServeMux
-	node   *fleet.Node   // nil unless Fleet
-	wake   *wake.Service // nil unless Fleet
-	shards *shard.Lease  // nil unless SingleHost
+	rt  *cell.Runtime
+	r2  r2Buckets // Config.R2's buckets, by binding (r2.go)
+	mux *http.ServeMux
+	// handler is mux behind guard: what every listener serves.
+	handler http.Handler
+	limits  Limits
+	node    *fleet.Node   // nil unless Fleet
+	wake    *wake.Service // nil unless Fleet
+	shards  *shard.Lease  // nil unless SingleHost
 	// stopServing ends the shard watch and the wake polling: the first
 	// step of Close.
 	stopServing context.CancelFunc
@@ -129,6 +132,8 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 		return nil, err
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, clk: clock.Or(cfg.Clock), name: "local", mux: http.NewServeMux(), errc: make(chan error, 3)}
+	h.limits = cfg.Limits.withDefaults()
+	h.handler = guard(h.mux, h.limits.MaxBodyBytes)
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -258,15 +263,15 @@ func (h *Host) serve() {
 	if h.localLn != nil {
 		// Accepting: a router that sees no 102 before the connection ends
 		// knows the call never started here, and runs it elsewhere.
-		h.local = &http.Server{Handler: shard.Accepting(h.mux), ReadHeaderTimeout: 10 * time.Second}
+		h.local = h.server(shard.Accepting(h.handler))
 		go h.local.Serve(h.localLn)
 	}
 	if h.cfg.Listener != nil {
-		h.public = &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		h.public = h.server(h.Handler())
 		go func() { h.report(h.public.Serve(h.cfg.Listener)) }()
 	}
 	if ln := h.cfg.Fleet.PeerListener; ln != nil {
-		h.peer = &http.Server{Handler: h.PeerHandler(), ReadHeaderTimeout: 10 * time.Second}
+		h.peer = h.server(h.PeerHandler())
 		go func() { h.report(h.peer.Serve(ln)) }()
 	}
 }
@@ -279,8 +284,10 @@ func (h *Host) report(err error) {
 
 // Handler serves every registered class's routes. A call for a cell owned
 // elsewhere is forwarded to its owner by the class's Route hook (see
-// Route).
-func (h *Host) Handler() http.Handler { return h.mux }
+// Route). Before the routes, it answers 400 to a path with an empty or dot
+// segment (which the mux would redirect to another cell's URL) and bounds
+// the body to Limits.MaxBodyBytes.
+func (h *Host) Handler() http.Handler { return h.handler }
 
 // PeerHandler serves the same routes behind peer authentication, for this
 // incarnation of this node only; nil unless the node is a fleet node with
@@ -289,7 +296,7 @@ func (h *Host) PeerHandler() http.Handler {
 	if h.peerRcv == nil {
 		return nil
 	}
-	app := h.peerRcv.Handler(h.mux)
+	app := h.peerRcv.Handler(h.handler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.lastPeerCall.Store(h.clk.Now().UnixNano())
 		if h.draining.Load() {

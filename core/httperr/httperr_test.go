@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/httperr"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/peer"
@@ -46,6 +50,11 @@ func TestWrite(t *testing.T) {
 		{"closing", cell.ErrClosed, 503, "cell: runtime is closed", "closing"},
 		{"canceled", context.Canceled, 503, "context canceled", ""},
 		{"other", errors.New("disk on fire"), 500, "disk on fire", ""},
+		{"ENOSPC", fmt.Errorf("write spool: %w", &os.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}), 503, "database or disk is full", ""},
+		{"SQLITE_FULL", activation(&driver.SQLiteError{Code: driver.CodeFull, ExtendedCode: driver.CodeFull, Msg: "database or disk is full"}), 503, "database or disk is full", ""},
+		{"SQLite's message only", &cell.BrokenObjectError{Key: "Counter:x", Reason: "a commit failed", Err: errors.New("sqlite3: database or disk is full")}, 503, "database or disk is full", ""},
+		{"activation failed", activation(errors.New("open the database: no such device")), 503, "cell Counter:x: activation failed: open the database: no such device", ""},
+		{"body over the limit", fmt.Errorf("read: %w", &http.MaxBytesError{Limit: 1 << 20}), 413, "request body over 1048576 bytes", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,6 +65,16 @@ func TestWrite(t *testing.T) {
 			}
 			if got := w.Header().Get(peer.HeaderNotApplied); got != c.notApplied {
 				t.Errorf("%s: %q, want %q", peer.HeaderNotApplied, got, c.notApplied)
+			}
+			wantAfter := ""
+			switch {
+			case c.status == 503 && c.body == "database or disk is full":
+				wantAfter = "30"
+			case c.status == 503:
+				wantAfter = "1"
+			}
+			if got := w.Header().Get("Retry-After"); got != wantAfter {
+				t.Errorf("Retry-After %q, want %q", got, wantAfter)
 			}
 			if ct := w.Header().Get("Content-Type"); ct != "text/plain; charset=utf-8" {
 				t.Errorf("Content-Type %q", ct)
@@ -77,6 +96,7 @@ func TestStubAgrees(t *testing.T) {
 		&lease.ShardOwnerLostError{Class: "Counter", ID: "x", Err: io.EOF},
 		&cell.BrokenObjectError{Key: "Counter:x", Reason: "a handler panicked"},
 		cell.ErrClosed, context.Canceled, errors.New("other"),
+		syscall.ENOSPC, &cell.ActivationError{Key: "Counter:x", Err: errors.New("bucket unavailable")},
 	} {
 		s1, m1 := cell.HTTPStatus(err)
 		s2, m2 := httperr.Status(err)

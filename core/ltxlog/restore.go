@@ -115,8 +115,16 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 		im = ltx.NewImageTo(co)
 	}
 	res := &Result{}
+	// Progress starts at 0 and advances as each file's bytes arrive, not
+	// only when a file ends: the first file is the snapshot, most of the
+	// bytes.
+	var read func(n int64)
+	if opts.Progress != nil {
+		opts.Progress(0, total)
+		read = func(n int64) { opts.Progress(done+n, total) }
+	}
 	for _, f := range plan {
-		stop, n, err := applyStreamed(ctx, s, im, f, opts.Time, cell)
+		stop, n, err := applyStreamed(ctx, s, im, f, opts.Time, cell, read)
 		if err != nil {
 			return nil, err
 		}
@@ -146,16 +154,20 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 // first (checked against its name, and against the time limit: stop when
 // the file is newer than it), then its pages one by one, so no file-sized
 // buffer is held. n is the file's size.
-func applyStreamed(ctx context.Context, s store.Store, im *ltx.Image, f ltx.FileInfo, limit time.Time, cell string) (stop bool, n int64, err error) {
-	r, err := store.NewReader(ctx, s, f.Key)
+func applyStreamed(ctx context.Context, s store.Store, im *ltx.Image, f ltx.FileInfo, limit time.Time, cell string, read func(n int64)) (stop bool, n int64, err error) {
+	sr, err := store.NewReader(ctx, s, f.Key)
 	if err != nil {
 		return false, 0, fmt.Errorf("read %s: %w", f.Key, err)
 	}
-	defer r.Close()
+	defer sr.Close()
+	r := io.Reader(sr)
+	if read != nil {
+		r = &countingReader{r: sr, report: read}
+	}
 	hb := make([]byte, ltx.HeaderSize)
 	if _, err := io.ReadFull(r, hb); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return false, 0, &ltx.CorruptError{Key: f.Key, Reason: fmt.Sprintf("only %d bytes, shorter than a header", r.Size)}
+			return false, 0, &ltx.CorruptError{Key: f.Key, Reason: fmt.Sprintf("only %d bytes, shorter than a header", sr.Size)}
 		}
 		return false, 0, fmt.Errorf("read %s: %w", f.Key, err)
 	}
@@ -177,7 +189,27 @@ func applyStreamed(ctx context.Context, s store.Store, im *ltx.Image, f ltx.File
 	if _, err := im.ApplyFrom(io.MultiReader(bytes.NewReader(hb), r)); err != nil {
 		return false, 0, fmt.Errorf("apply %s: %w", f.Key, withKey(err, f.Key))
 	}
-	return false, r.Size, nil
+	return false, sr.Size, nil
+}
+
+// countingReader reports the bytes read so far, at most once per
+// progressStep, so a progress bar advances within a large file.
+type countingReader struct {
+	r       io.Reader
+	n, last int64
+	report  func(n int64)
+}
+
+const progressStep = 256 << 10
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	if c.n-c.last >= progressStep {
+		c.last = c.n
+		c.report(c.n)
+	}
+	return k, err
 }
 
 // findChain lists the cell's epochs from newest to oldest and stops as soon

@@ -7,7 +7,7 @@
 //	go run ./cmd/chatroom -data ./data -listen 127.0.0.1:8080
 //	curl -X POST --data hello localhost:8080/room/lobby
 //
-// The data directory has cellb serve's layout: `cellb serve --data ./data`
+// The data directory has cellb serve's layout: `cellb serve --data-dir ./data`
 // serves the same rooms.
 package main
 

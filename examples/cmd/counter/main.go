@@ -7,7 +7,7 @@
 //	go run ./cmd/counter -data ./data -listen 127.0.0.1:8080
 //	curl -X POST localhost:8080/counter/hits
 //
-// The data directory has cellb serve's layout: `cellb serve --data ./data`
+// The data directory has cellb serve's layout: `cellb serve --data-dir ./data`
 // serves the same counters.
 package main
 
