@@ -54,7 +54,10 @@ type Host struct {
 	name string // the node's name in answers: its fleet id, or "local"
 
 	rt     *cell.Runtime
-	mux    *http.ServeMux
+	mux    *http.ServeMux // the classes' routes (Setup.Mux)
+	// handler serves mux with routing (Handler); internal also serves
+	// FetchPath, for the peer port and the local socket.
+	handler, internal http.Handler
 	node   *fleet.Node   // nil unless Fleet
 	wake   *wake.Service // nil unless Fleet
 	shards *shard.Lease  // nil unless SingleHost
@@ -149,7 +152,13 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 		ScriptName: cfg.ScriptName, Driver: cfg.Driver, Logger: h.log, Clock: cfg.Clock,
 		IdleTimeout: cfg.IdleTimeout, MaxOpenCells: cfg.MaxOpenCells,
 		DataDir: filepath.Join(cfg.DataDir, "cells"),
+		Router:  router{h},
 	}
+	h.handler = h.routed(h.mux)
+	internal := http.NewServeMux()
+	internal.HandleFunc(FetchPath, h.serveFetch)
+	internal.Handle("/", h.mux)
+	h.internal = h.routed(internal)
 	switch cfg.Ownership {
 	case Fleet:
 		if err := h.joinFleet(ctx, &opts); err != nil {
@@ -254,7 +263,7 @@ func (h *Host) serve() {
 	if h.localLn != nil {
 		// Accepting: a router that sees no 102 before the connection ends
 		// knows the call never started here, and runs it elsewhere.
-		h.local = &http.Server{Handler: shard.Accepting(h.mux), ReadHeaderTimeout: 10 * time.Second}
+		h.local = &http.Server{Handler: shard.Accepting(h.internal), ReadHeaderTimeout: 10 * time.Second}
 		go h.local.Serve(h.localLn)
 	}
 	if h.cfg.Listener != nil {
@@ -273,10 +282,11 @@ func (h *Host) report(err error) {
 	}
 }
 
-// Handler serves every registered class's routes. A call for a cell owned
-// elsewhere is forwarded to its owner by the class's Route hook (see
-// Route).
-func (h *Host) Handler() http.Handler { return h.mux }
+// Handler serves every registered class's routes, routing each request
+// whose first cell call is for a cell another node or process owns to that
+// owner (docs/embedding.md, "Routing"); Stub.Fetch reaches the owner on
+// its own, inside a request or not.
+func (h *Host) Handler() http.Handler { return h.handler }
 
 // PeerHandler serves the same routes behind peer authentication, for this
 // incarnation of this node only; nil unless the node is a fleet node with
@@ -285,7 +295,7 @@ func (h *Host) PeerHandler() http.Handler {
 	if h.peerRcv == nil {
 		return nil
 	}
-	app := h.peerRcv.Handler(h.mux)
+	app := h.peerRcv.Handler(h.internal)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.lastPeerCall.Store(h.clk.Now().UnixNano())
 		if h.draining.Load() {
