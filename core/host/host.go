@@ -53,14 +53,14 @@ type Host struct {
 	clk  clock.Clock
 	name string // the node's name in answers: its fleet id, or "local"
 
-	rt     *cell.Runtime
-	mux    *http.ServeMux // the classes' routes (Setup.Mux)
+	rt  *cell.Runtime
+	mux *http.ServeMux // the classes' routes (Setup.Mux)
 	// handler serves mux with routing (Handler); internal also serves
 	// FetchPath, for the peer port and the local socket.
 	handler, internal http.Handler
-	node   *fleet.Node   // nil unless Fleet
-	wake   *wake.Service // nil unless Fleet
-	shards *shard.Lease  // nil unless SingleHost
+	node              *fleet.Node   // nil unless Fleet
+	wake              *wake.Service // nil unless Fleet
+	shards            *shard.Lease  // nil unless SingleHost
 	// stopServing ends the shard watch and the wake polling: the first
 	// step of Close.
 	stopServing context.CancelFunc

@@ -132,6 +132,9 @@ func (e *NotRoutedError) Error() string {
 	return fmt.Sprintf("%s (%s); not routed: %s. Make the call first in a handler served by Host.Handler, or use Stub.Fetch", e.Owned.Error(), where, reason)
 }
 
+// HTTPStatus is 409 (Conflict): httperr answers it with the whole message.
+func (e *NotRoutedError) HTTPStatus() int { return http.StatusConflict }
+
 func (e *NotRoutedError) Unwrap() error {
 	if e.Owned == nil {
 		return nil

@@ -139,6 +139,16 @@ func TestHolderRecordNamesTheRouteToTheHolder(t *testing.T) {
 	if !errors.As(err, &oe) || oe.Addr != "" {
 		t.Fatalf("same process: %v (addr %q)", err, oe.Addr)
 	}
+	// Another Lease in this process that routes, on a socket of its own,
+	// is offered the holder's socket: it is another server.
+	routing, err := Open(dir, 4, WithAddr("unix:/run/b.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer routing.Close()
+	if _, err = routing.TryAcquire(context.Background(), "Counter:x"); !errors.As(err, &oe) || oe.Addr != "unix:/run/a.sock" {
+		t.Fatalf("same process, another socket: %v", err)
+	}
 	// A record written by another process is offered.
 	if err := writeHolder(dir, Of("Counter:x", 4), Holder{PID: os.Getpid() + 1, Addr: "unix:/run/other.sock"}); err != nil {
 		t.Fatal(err)
