@@ -516,6 +516,10 @@ func (w *slotWriter) Flush() {
 	}
 }
 
+// Unwrap lets http.ResponseController reach the connection's writer (for
+// deadlines; a handler that hijacks the connection is never routed).
+func (w *slotWriter) Unwrap() http.ResponseWriter { return w.s.w }
+
 // captureBody keeps the first peer.MaxBody+1 bytes the handler reads of
 // the request body, so the whole request can still be sent to a cell's
 // owner.

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,7 @@ func (t *Tally) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httperr.Write(w, err)
 		return
 	}
-	fmt.Fprintf(w, "%d", v)
+	fmt.Fprintf(w, "%d %s", v, r.URL.RequestURI())
 }
 
 type tallyApp struct {
@@ -184,6 +185,18 @@ func hammer(t *testing.T, nodes []*tallyNode) {
 	}
 }
 
+// shortDir is a data directory whose socket paths fit a unix socket's
+// limit (t.TempDir's may not, with a long test name).
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // TestFleetRoutesEveryClass: a class registered without Setup.Route, whose
 // handlers make only typed calls, is served by any of three fleet nodes
 // for any cell: no call is refused, lost or run twice.
@@ -199,7 +212,7 @@ func TestFleetRoutesEveryClass(t *testing.T) {
 // TestSingleHostRoutesEveryClass: the same with two processes (two Hosts)
 // sharing one data directory: the process holding a cell's shard answers.
 func TestSingleHostRoutesEveryClass(t *testing.T) {
-	dir := t.TempDir()
+	dir := shortDir(t)
 	hammer(t, []*tallyNode{startTallyNode(t, nil, dir), startTallyNode(t, nil, dir)})
 }
 
@@ -213,7 +226,7 @@ func TestFetchWithoutARequestReachesTheOwner(t *testing.T) {
 			if fleet {
 				bucket = memstore.New()
 			}
-			dir := t.TempDir()
+			dir := shortDir(t)
 			a, b := startTallyNode(t, bucket, dir), startTallyNode(t, bucket, dir)
 			// a takes the cell.
 			if r := do(t, "POST", a.url+"/tally/f"); r.status != 200 || r.value != 1 {
@@ -229,7 +242,7 @@ func TestFetchWithoutARequestReachesTheOwner(t *testing.T) {
 			}
 			done := make(chan string)
 			go func() {
-				req, _ := http.NewRequest("POST", "http://cell/add?x=1", strings.NewReader("ignored"))
+				req, _ := http.NewRequest("POST", "http://cell/add/a%2Fb?x=1", strings.NewReader("ignored"))
 				resp, err := stub.Fetch(context.Background(), req)
 				if err != nil {
 					done <- "error: " + err.Error()
@@ -238,8 +251,8 @@ func TestFetchWithoutARequestReachesTheOwner(t *testing.T) {
 				body, _ := io.ReadAll(resp.Body)
 				done <- fmt.Sprintf("%d %s", resp.StatusCode, body)
 			}()
-			if got := <-done; got != "200 2" {
-				t.Fatalf("Fetch on b: %q, want 200 2", got)
+			if got := <-done; got != "200 2 /add/a%2Fb?x=1" {
+				t.Fatalf("Fetch on b: %q, want 200 2 /add/a%%2Fb?x=1", got)
 			}
 			if r := do(t, "GET", a.url+"/tally/f"); r.status != 200 || r.value != 2 || r.node != a.h.Node() {
 				t.Fatalf("after the Fetch, a answers %+v", r)
