@@ -50,7 +50,10 @@ func Call[O, R any](ctx context.Context, s *Stub[O], fn func(ctx context.Context
 	}
 	var err error
 	if rtr := s.ns.rt.opts.Router; rtr != nil {
-		err = rtr.Call(ctx, s.ns.cls.name, s.id, here)
+		// The caller's turn is yielded for the whole routing, as for the
+		// call itself: a call sent to another node must not hold the
+		// calling object's gate (the owner may call back into it).
+		err = yield(ctx, func(context.Context) error { return rtr.Call(ctx, s.ns.cls.name, s.id, here) })
 	} else {
 		err = here()
 	}
@@ -69,9 +72,15 @@ func Call[O, R any](ctx context.Context, s *Stub[O], fn func(ctx context.Context
 // *lease.CellOwnedElsewhereError.
 func (s *Stub[O]) Fetch(ctx context.Context, req *http.Request) (*http.Response, error) {
 	if rtr := s.ns.rt.opts.Router; rtr != nil {
-		return rtr.Fetch(ctx, s.ns.cls.name, s.id, req, func(req *http.Request) (*http.Response, error) {
-			return s.fetchHere(ctx, req)
+		var resp *http.Response
+		// Yielded for the whole routing: see Call.
+		err := yield(ctx, func(context.Context) (err error) {
+			resp, err = rtr.Fetch(ctx, s.ns.cls.name, s.id, req, func(req *http.Request) (*http.Response, error) {
+				return s.fetchHere(ctx, req)
+			})
+			return err
 		})
+		return resp, err
 	}
 	return s.fetchHere(ctx, req)
 }

@@ -107,7 +107,7 @@ type tallyNode struct {
 
 // startTallyNode starts a node serving Tally: a fleet node on bucket, or
 // (bucket nil) a single-host process on dataDir.
-func startTallyNode(t *testing.T, bucket store.Store, dataDir string) *tallyNode {
+func startTallyNode(t *testing.T, bucket store.Store, dataDir string, more ...func(*host.Setup) error) *tallyNode {
 	t.Helper()
 	ctx := context.Background()
 	public, err := net.Listen("tcp", "127.0.0.1:0")
@@ -121,8 +121,15 @@ func startTallyNode(t *testing.T, bucket store.Store, dataDir string) *tallyNode
 		Ownership: host.SingleHost,
 		Listener:  public,
 		Classes: func(s *host.Setup) (err error) {
-			n.app, err = registerTally(s)
-			return err
+			if n.app, err = registerTally(s); err != nil {
+				return err
+			}
+			for _, f := range more {
+				if err := f(s); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	if bucket != nil {
@@ -295,5 +302,75 @@ func TestSecondCellOwnedElsewhereIs409(t *testing.T) {
 	}
 	if r := do(t, "GET", b.url+"/tally/mine"); r.status != 200 || r.value != 1 {
 		t.Fatalf("mine after the reverse pair: %+v, want 1", r)
+	}
+}
+
+// relay is an object that, asked with op=via, Fetches another relay (op=wait,
+// which blocks until release is closed).
+type relay struct {
+	ns               *cell.Namespace[*relay]
+	waiting, release chan struct{}
+}
+
+func (o *relay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Query().Get("op") {
+	case "ping":
+		io.WriteString(w, "pong")
+	case "wait":
+		o.waiting <- struct{}{}
+		<-o.release
+		io.WriteString(w, "waited")
+	case "via":
+		req, _ := http.NewRequestWithContext(r.Context(), "GET", "/x?op=wait", nil)
+		resp, err := o.ns.Get(o.ns.IDFromName(r.URL.Query().Get("to"))).Fetch(r.Context(), req)
+		if err != nil {
+			httperr.Write(w, err)
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		io.WriteString(w, "via "+string(b))
+	}
+}
+
+// TestRoutedFetchYieldsTheCallersTurn: an object whose handler Fetches a
+// cell on another node does not hold its own gate meanwhile (as for a call
+// here): another call to it is answered before the routed Fetch returns.
+func TestRoutedFetchYieldsTheCallersTurn(t *testing.T) {
+	waiting, release := make(chan struct{}), make(chan struct{})
+	reg := func(s *host.Setup) error {
+		o := &relay{waiting: waiting, release: release}
+		ns, err := cell.Register(s.Runtime, "Relay", func(context.Context, *cell.State) (*relay, error) { return o, nil })
+		o.ns = ns
+		s.Mux.HandleFunc("/relay/{name}", func(w http.ResponseWriter, r *http.Request) {
+			ns.Get(ns.IDFromName(r.PathValue("name"))).ServeHTTP(w, r)
+		})
+		return err
+	}
+	bucket, dir := memstore.New(), t.TempDir()
+	a, b := startTallyNode(t, bucket, dir, reg), startTallyNode(t, bucket, dir, reg)
+	get := func(url string) string {
+		resp, err := http.Get(url)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, body)
+	}
+	if got := get(b.url + "/relay/B?op=ping"); got != "200 pong" { // b takes B
+		t.Fatal(got)
+	}
+	if got := get(a.url + "/relay/A?op=ping"); got != "200 pong" { // a takes A
+		t.Fatal(got)
+	}
+	via := make(chan string)
+	go func() { via <- get(a.url + "/relay/A?op=via&to=B") }()
+	<-waiting // A's Fetch reached B, on b, and waits there
+	if got := get(a.url + "/relay/A?op=ping"); got != "200 pong" {
+		t.Fatalf("A while its Fetch to B is out: %q", got)
+	}
+	close(release)
+	if got := <-via; got != "200 via waited" {
+		t.Fatalf("via: %q", got)
 	}
 }
