@@ -77,6 +77,15 @@ func TestRouterReportsAHolderThatDidNotRunTheCall(t *testing.T) {
 	if rec.Code != 200 || rec.Body.Len() != 0 {
 		t.Fatal("Forward wrote an answer it did not pass on")
 	}
+	// A holder named by a stale record refuses the call as owned elsewhere
+	// (409, not applied): nothing ran there either.
+	stale := holderServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(HeaderNotApplied, "owned elsewhere")
+		w.WriteHeader(http.StatusConflict)
+	}))
+	if err := rt.Forward(context.Background(), stale, httptest.NewRecorder(), routedRequest("")); !errors.Is(err, ErrHolderGone) {
+		t.Fatalf("stale holder: %v, want ErrHolderGone", err)
+	}
 	// A plain 503 did run (or may have): it is passed on as the answer.
 	plain := holderServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }))
 	rec = httptest.NewRecorder()
