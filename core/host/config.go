@@ -110,7 +110,9 @@ type FleetConfig struct {
 // requests and Fetches to their cell's owner; handlers need no hook.
 type Setup struct {
 	Runtime *cell.Runtime
-	// Mux serves Handler (and, behind authentication, PeerHandler).
+	// Mux serves Handler (and, behind authentication, PeerHandler). Serve
+	// it through Handler, not directly: Handler routes each request to
+	// its cell's owner.
 	Mux *http.ServeMux
 	// Node names this node in answers: the fleet node id, or "local".
 	Node string

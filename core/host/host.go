@@ -289,7 +289,8 @@ func (h *Host) report(err error) {
 func (h *Host) Handler() http.Handler { return h.handler }
 
 // PeerHandler serves the same routes behind peer authentication, for this
-// incarnation of this node only; nil unless the node is a fleet node with
+// incarnation of this node only, plus the Fetches other nodes send here
+// (FetchPath); nil unless the node is a fleet node with
 // a peer listener. The host serves it on FleetConfig.PeerListener.
 func (h *Host) PeerHandler() http.Handler {
 	if h.peerRcv == nil {
