@@ -88,7 +88,9 @@ func TestStubServeHTTPOwnedElsewhereIs409(t *testing.T) {
 
 // notRouted is a refusal that states its status, as core/host's
 // *NotRoutedError does; it wraps the refusal.
-type notRouted struct{ owned *lease.CellOwnedElsewhereError }
+type notRouted struct {
+	owned *lease.CellOwnedElsewhereError
+}
 
 func (e notRouted) Error() string   { return "not routed: " + e.owned.Error() }
 func (e notRouted) HTTPStatus() int { return 409 }
