@@ -57,7 +57,7 @@ func notApplied(err error) bool {
 // When answered is false, the handler answers itself: err is call's (or
 // the forwarding's) error, for httperr.Write.
 func (h *Host) Route(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (answered bool, err error) {
-	if slotFrom(r.Context()) != nil {
+	if h.slotOf(r.Context()) != nil {
 		err := call()
 		if errors.Is(err, ErrAnsweredByOwner) {
 			return true, nil

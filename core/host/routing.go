@@ -124,7 +124,7 @@ func isOwnedElsewhere(err error) bool {
 type router struct{ h *Host }
 
 func (rt router) Call(ctx context.Context, class string, id cell.ID, here func() error) error {
-	s := slotFrom(ctx)
+	s := rt.h.slotOf(ctx)
 	if s == nil {
 		err := here()
 		var oe *lease.CellOwnedElsewhereError
@@ -138,7 +138,7 @@ func (rt router) Call(ctx context.Context, class string, id cell.ID, here func()
 }
 
 func (rt router) Fetch(ctx context.Context, class string, id cell.ID, req *http.Request, here func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	s := slotFrom(ctx)
+	s := rt.h.slotOf(ctx)
 	if s == nil {
 		return rt.h.fetch(ctx, class, id, req, here, nil)
 	}
@@ -285,6 +285,15 @@ type slotKey struct{}
 func slotFrom(ctx context.Context) *slot {
 	s, _ := ctx.Value(slotKey{}).(*slot)
 	return s
+}
+
+// slotOf is ctx's slot if h serves its request (a request another host
+// serves has no slot for h's cells).
+func (h *Host) slotOf(ctx context.Context) *slot {
+	if s := slotFrom(ctx); s != nil && s.h == h {
+		return s
+	}
+	return nil
 }
 
 // routed serves next with a routing slot in each request's context.
