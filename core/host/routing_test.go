@@ -134,3 +134,49 @@ func TestNoRouteSaysSo(t *testing.T) {
 		t.Fatalf("%v; %d %q", err, w.Code, w.Body.String())
 	}
 }
+
+// TestFetchPathRefusesBadInputAndNeverSendsOn: the owner's end of a sent
+// Fetch checks the class and the id before anything runs, and a Fetch it
+// cannot run (the cell is owned elsewhere after all) is answered "not
+// applied", never sent on.
+func TestFetchPathRefusesBadInputAndNeverSendsOn(t *testing.T) {
+	h := &Host{clk: clock.Real{}, mux: http.NewServeMux(), forward: func(context.Context, *lease.CellOwnedElsewhereError, http.ResponseWriter, *http.Request) error {
+		t.Error("sent on")
+		return nil
+	}}
+	rt, err := cell.New(cell.Options{Driver: noDriver{}, DataDir: t.TempDir(), Lease: ownedByN2{}, Router: router{h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	h.rt = rt
+	ns, err := cell.Register(rt, "Counter", func(context.Context, *cell.State) (obj, error) { return obj{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := http.NewServeMux()
+	internal.HandleFunc(FetchPath, h.serveFetch)
+	srv := h.routed(internal)
+	send := func(path string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", path, nil)
+		r.Header.Set(peer.HeaderForwarded, "n1")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		return w
+	}
+	id := ns.IDFromName("x").String()
+	for path, want := range map[string]string{
+		FetchPath + "Nope/" + id + "/a":                                   `cell: unknown class: "Nope"`,
+		FetchPath + "Counter/abc/a":                                       "an id is 64 hex digits",
+		FetchPath + "Counter":                                             "a fetch sent to a cell's owner is " + FetchPath + "<class>/<id>/<path>",
+		FetchPath + "Counter/" + ns.IDFromName("y").String()[:63] + "0/a": "not made for class Counter",
+	} {
+		if w := send(path); w.Code != 400 || !strings.Contains(w.Body.String(), want) {
+			t.Errorf("%s: %d %q, want 400 %q", path, w.Code, w.Body.String(), want)
+		}
+	}
+	w := send(FetchPath + "Counter/" + id + "/a?b=1")
+	if w.Code != 409 || w.Header().Get(peer.HeaderNotApplied) != "owned elsewhere" {
+		t.Fatalf("owned elsewhere: %d %v %q", w.Code, w.Header(), w.Body.String())
+	}
+}
