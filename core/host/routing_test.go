@@ -180,3 +180,24 @@ func TestFetchPathRefusesBadInputAndNeverSendsOn(t *testing.T) {
 		t.Fatalf("owned elsewhere: %d %v %q", w.Code, w.Header(), w.Body.String())
 	}
 }
+
+// TestOversizedRequestIsNotSent: a request whose body is over peer.MaxBody
+// is read no further than the limit and answered 413; nothing is sent.
+func TestOversizedRequestIsNotSent(t *testing.T) {
+	srv := routedHost(t, func(context.Context, *lease.CellOwnedElsewhereError, http.ResponseWriter, *http.Request) error {
+		t.Error("an oversized request was sent")
+		return nil
+	}, func(ns *cell.Namespace[obj]) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			httperr.Write(w, typedCall(r, ns, "a"))
+		}
+	})
+	body := &countingBody{size: 200 << 20}
+	r := httptest.NewRequest("POST", "/counter/a", nil)
+	r.Body, r.ContentLength = io.NopCloser(body), -1
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, r)
+	if w.Code != http.StatusRequestEntityTooLarge || body.read > peer.MaxBody+1 {
+		t.Fatalf("%d %q after reading %d bytes", w.Code, w.Body.String(), body.read)
+	}
+}
