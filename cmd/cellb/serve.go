@@ -154,10 +154,10 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells, Logger: logger,
 		R2: map[string]string{images.Binding: images.BucketName},
 		Classes: func(su *host.Setup) (err error) {
-			if s.app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node, Route: su.Route}); err != nil {
+			if s.app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node}); err != nil {
 				return err
 			}
-			if s.rooms, err = chatroom.Register(su.Runtime, chatroom.Options{Route: su.Route}); err != nil {
+			if s.rooms, err = chatroom.Register(su.Runtime, chatroom.Options{}); err != nil {
 				return err
 			}
 			s.app.Routes(su.Mux)

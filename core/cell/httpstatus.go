@@ -15,6 +15,9 @@ import (
 // CellB answers it with, and the message to answer with: the error's own
 // wording, without the runtime's wrapping where the error names its cell.
 //
+//	an error with HTTPStatus() int  that status, its own message (a router's
+//	                                refusal that says why, e.g. core/host's
+//	                                *NotRoutedError, 409)
 //	*lease.CellOwnedElsewhereError  409 (owned by another node or process)
 //	a full disk (IsDiskFull)        503 "database or disk is full"
 //	*lease.ShardOwnerLostError      502 (the holder went away mid-call)
@@ -38,10 +41,16 @@ func HTTPStatus(err error) (status int, msg string) {
 		gone   *lease.ShardOwnerLostError
 		broken *BrokenObjectError
 		act    *ActivationError
+		says   interface {
+			error
+			HTTPStatus() int
+		}
 	)
 	switch {
 	case err == nil:
 		return http.StatusOK, ""
+	case errors.As(err, &says):
+		return says.HTTPStatus(), says.Error()
 	case errors.As(err, &owned):
 		return http.StatusConflict, owned.Error()
 	case IsDiskFull(err):

@@ -29,6 +29,7 @@ func TestHTTPStatus(t *testing.T) {
 		msg    string
 	}{
 		{wrap(owned), 409, owned.Error()},
+		{fmt.Errorf("call: %w", notRouted{owned}), 409, "not routed: " + owned.Error()},
 		{wrap(gone), 502, gone.Error()},
 		{fmt.Errorf("commit: %w", lapsed), 503, lapsed.Error()},
 		{wrap(lost), 503, lost.Error()},
@@ -84,3 +85,13 @@ func TestStubServeHTTPOwnedElsewhereIs409(t *testing.T) {
 		t.Fatalf("%d %q, want 409 %q", w.Code, w.Body.String(), want)
 	}
 }
+
+// notRouted is a refusal that states its status, as core/host's
+// *NotRoutedError does; it wraps the refusal.
+type notRouted struct {
+	owned *lease.CellOwnedElsewhereError
+}
+
+func (e notRouted) Error() string   { return "not routed: " + e.owned.Error() }
+func (e notRouted) HTTPStatus() int { return 409 }
+func (e notRouted) Unwrap() error   { return e.owned }

@@ -67,6 +67,9 @@ type Options struct {
 	// as they wait for durability. Nil (a single host) publishes nothing
 	// and costs nothing.
 	Wake wakeport.Publisher
+	// Router routes calls (Call, Stub.Fetch) whose cell another node or
+	// process owns to that owner; see Router. Nil runs every call here.
+	Router Router
 }
 
 // DefaultAlarmResidency is celld's default CELLD_ALARM_RESIDENT_MS.

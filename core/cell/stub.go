@@ -31,17 +31,32 @@ func (s *Stub[O]) Key() string { return CellKey(s.ns.cls.name, s.id) }
 // An error returned by fn is an ordinary reply: writes made before it are
 // committed. A panic in fn rolls back the open transaction, resets the
 // object and returns a *BrokenObjectError.
+//
+// A call for a cell another node or process owns goes through
+// Options.Router, which decides whether it can reach the owner (see
+// Router); without one it fails with *lease.CellOwnedElsewhereError.
 func Call[O, R any](ctx context.Context, s *Stub[O], fn func(ctx context.Context, obj O) (R, error)) (R, error) {
 	var out R
-	err := s.ns.rt.dispatch(ctx, s.ns.cls, s.id, func(ctx context.Context, obj any) error {
-		o, ok := obj.(O)
-		if !ok {
-			return fmt.Errorf("cell: object of class %s is %T, not %T", s.ns.cls.name, obj, *new(O))
-		}
-		var err error
-		out, err = fn(ctx, o)
-		return err
-	})
+	here := func() error {
+		return s.ns.rt.dispatch(ctx, s.ns.cls, s.id, func(ctx context.Context, obj any) error {
+			o, ok := obj.(O)
+			if !ok {
+				return fmt.Errorf("cell: object of class %s is %T, not %T", s.ns.cls.name, obj, *new(O))
+			}
+			var err error
+			out, err = fn(ctx, o)
+			return err
+		})
+	}
+	var err error
+	if rtr := s.ns.rt.opts.Router; rtr != nil {
+		// The caller's turn is yielded for the whole routing, as for the
+		// call itself: a call sent to another node must not hold the
+		// calling object's gate (the owner may call back into it).
+		err = yield(ctx, func(context.Context) error { return rtr.Call(ctx, s.ns.cls.name, s.id, here) })
+	} else {
+		err = here()
+	}
 	return out, err
 }
 
@@ -50,7 +65,28 @@ func Call[O, R any](ctx context.Context, s *Stub[O], fn func(ctx context.Context
 // is durable. The handler's request carries the event's context (use
 // r.Context() for storage calls). Streaming and hijacking are not
 // supported: the whole response is buffered.
+//
+// With an Options.Router (a node core/host built), a Fetch for a cell
+// another node or process owns is delivered there and answered by the
+// owner, whoever calls it; without one it fails with
+// *lease.CellOwnedElsewhereError.
 func (s *Stub[O]) Fetch(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if rtr := s.ns.rt.opts.Router; rtr != nil {
+		var resp *http.Response
+		// Yielded for the whole routing: see Call.
+		err := yield(ctx, func(context.Context) (err error) {
+			resp, err = rtr.Fetch(ctx, s.ns.cls.name, s.id, req, func(req *http.Request) (*http.Response, error) {
+				return s.fetchHere(ctx, req)
+			})
+			return err
+		})
+		return resp, err
+	}
+	return s.fetchHere(ctx, req)
+}
+
+// fetchHere runs a Fetch on this runtime.
+func (s *Stub[O]) fetchHere(ctx context.Context, req *http.Request) (*http.Response, error) {
 	var rec *responseBuffer
 	err := s.ns.rt.dispatch(ctx, s.ns.cls, s.id, func(ctx context.Context, obj any) error {
 		h, ok := obj.(http.Handler)

@@ -114,16 +114,21 @@ type FleetConfig struct {
 	WakeTick, WakePoll time.Duration
 }
 
-// Setup is what Config.Classes gets: the runtime to register classes on,
-// the mux to add their routes to, and the routing hook their handlers
-// wrap each call in.
+// Setup is what Config.Classes gets: the runtime to register classes on
+// and the mux to add their routes to. The host routes every class's
+// requests and Fetches to their cell's owner; handlers need no hook.
 type Setup struct {
 	Runtime *cell.Runtime
-	// Mux serves Handler (and, behind authentication, PeerHandler).
+	// Mux serves Handler (and, behind authentication, PeerHandler). Serve
+	// it through Handler, not directly: Handler routes each request to
+	// its cell's owner.
 	Mux *http.ServeMux
 	// Node names this node in answers: the fleet node id, or "local".
 	Node string
 	// Route runs a call here or at its cell's owner; see Host.Route.
+	//
+	// Deprecated: the host routes every request it serves; a handler may
+	// call the cell directly. Route is kept for handlers written for it.
 	Route func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (answered bool, err error)
 
 	host *Host // for R2 (r2.go)

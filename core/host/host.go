@@ -54,14 +54,16 @@ type Host struct {
 	name string // the node's name in answers: its fleet id, or "local"
 
 	rt  *cell.Runtime
-	r2  r2Buckets // Config.R2's buckets, by binding (r2.go)
-	mux *http.ServeMux
-	// handler is mux behind guard: what every listener serves.
-	handler http.Handler
-	limits  Limits
-	node    *fleet.Node   // nil unless Fleet
-	wake    *wake.Service // nil unless Fleet
-	shards  *shard.Lease  // nil unless SingleHost
+	r2  r2Buckets      // Config.R2's buckets, by binding (r2.go)
+	mux *http.ServeMux // the classes' routes (Setup.Mux)
+	// handler serves mux with routing, behind guard (Handler); internal
+	// also serves FetchPath, for the peer port and the local socket, whose
+	// callers are hosts that guarded the request already.
+	handler, internal http.Handler
+	limits            Limits
+	node              *fleet.Node   // nil unless Fleet
+	wake              *wake.Service // nil unless Fleet
+	shards            *shard.Lease  // nil unless SingleHost
 	// stopServing ends the shard watch and the wake polling: the first
 	// step of Close.
 	stopServing context.CancelFunc
@@ -133,7 +135,6 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, clk: clock.Or(cfg.Clock), name: "local", mux: http.NewServeMux(), errc: make(chan error, 3)}
 	h.limits = cfg.Limits.withDefaults()
-	h.handler = guard(h.mux, h.limits.MaxBodyBytes)
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -158,7 +159,13 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 		ScriptName: cfg.ScriptName, Driver: cfg.Driver, Logger: h.log, Clock: cfg.Clock,
 		IdleTimeout: cfg.IdleTimeout, MaxOpenCells: cfg.MaxOpenCells,
 		DataDir: filepath.Join(cfg.DataDir, "cells"),
+		Router:  router{h},
 	}
+	h.handler = guard(h.routed(h.mux), h.limits.MaxBodyBytes)
+	internal := http.NewServeMux()
+	internal.HandleFunc(FetchPath, h.serveFetch)
+	internal.Handle("/", h.mux)
+	h.internal = h.routed(internal)
 	switch cfg.Ownership {
 	case Fleet:
 		if err := h.joinFleet(ctx, &opts); err != nil {
@@ -263,7 +270,7 @@ func (h *Host) serve() {
 	if h.localLn != nil {
 		// Accepting: a router that sees no 102 before the connection ends
 		// knows the call never started here, and runs it elsewhere.
-		h.local = h.server(shard.Accepting(h.handler))
+		h.local = h.server(shard.Accepting(h.internal))
 		go h.local.Serve(h.localLn)
 	}
 	if h.cfg.Listener != nil {
@@ -282,21 +289,23 @@ func (h *Host) report(err error) {
 	}
 }
 
-// Handler serves every registered class's routes. A call for a cell owned
-// elsewhere is forwarded to its owner by the class's Route hook (see
-// Route). Before the routes, it answers 400 to a path with an empty or dot
-// segment (which the mux would redirect to another cell's URL) and bounds
-// the body to Limits.MaxBodyBytes.
+// Handler serves every registered class's routes, routing each request
+// whose first cell call is for a cell another node or process owns to that
+// owner (docs/embedding.md, "Routing"); Stub.Fetch reaches the owner on
+// its own, inside a request or not. Before the routes, it answers 400 to a
+// path with an empty or dot segment (which the mux would redirect to
+// another cell's URL) and bounds the body to Limits.MaxBodyBytes.
 func (h *Host) Handler() http.Handler { return h.handler }
 
 // PeerHandler serves the same routes behind peer authentication, for this
-// incarnation of this node only; nil unless the node is a fleet node with
+// incarnation of this node only, plus the Fetches other nodes send here
+// (FetchPath); nil unless the node is a fleet node with
 // a peer listener. The host serves it on FleetConfig.PeerListener.
 func (h *Host) PeerHandler() http.Handler {
 	if h.peerRcv == nil {
 		return nil
 	}
-	app := h.peerRcv.Handler(h.handler)
+	app := h.peerRcv.Handler(h.internal)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.lastPeerCall.Store(h.clk.Now().UnixNano())
 		if h.draining.Load() {

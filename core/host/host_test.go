@@ -143,7 +143,7 @@ func TestCallSaysHowToRoute(t *testing.T) {
 	if !errors.As(err, &nr) || !errors.As(err, &oe) {
 		t.Fatalf("%T %v, want *NotRoutedError wrapping *lease.CellOwnedElsewhereError", err, err)
 	}
-	want := `Durable Object Counter/` + stub.ID().String() + ` is owned by another node: a typed call runs only where its cell is owned (n2 at "10.0.0.6:9201"); send it as an HTTP request through Host.Handler with Route, or host.Fetch`
+	want := `Durable Object Counter/` + stub.ID().String() + ` is owned by another node (n2 at "10.0.0.6:9201"); not routed: a typed call made outside a request the host serves runs only where its cell is owned. Make the call first in a handler served by Host.Handler, or use Stub.Fetch`
 	if err.Error() != want {
 		t.Fatalf("%q\nwant %q", err, want)
 	}

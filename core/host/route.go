@@ -35,10 +35,18 @@ func notApplied(err error) bool {
 	return errors.Is(err, shard.ErrHolderGone) || errors.Is(err, peer.ErrNotApplied)
 }
 
-// Route runs call here, as a class's handler would. When another node or
-// process owns the cell, it forwards the request r there (body is the
-// request body already read, or nil: then at most peer.MaxBody bytes of
-// it are read, a larger one is a *peer.BodyTooLargeError), the owner's
+// Route runs call here, as a class's handler would, and reports whether
+// the request was answered by its cell's owner instead.
+//
+// Handlers no longer need it: Handler, PeerHandler and the local socket
+// route every class's requests (see routing.go and docs/embedding.md).
+// Inside a request they serve, Route just runs call and reports answered
+// when the host sent the request to the owner (ErrAnsweredByOwner).
+//
+// For a request served some other way (Setup.Mux mounted directly), Route
+// forwards r itself when another node or process owns the cell (body is
+// the request body already read, or nil: then at most peer.MaxBody bytes
+// of it are read, a larger one is a *peer.BodyTooLargeError), the owner's
 // answer is written to w, and Route reports answered. When the owner
 // provably did not run the call — it is shutting down, gone, or was named
 // by a stale view — Route looks again until the cell comes free (and runs
@@ -47,67 +55,40 @@ func notApplied(err error) bool {
 // such (*lease.ShardOwnerLostError, *peer.OwnerLostError), never retried.
 //
 // When answered is false, the handler answers itself: err is call's (or
-// the forwarding's) error, for httperr.Write. Calls the host cannot route
-// (no peer listener, no local socket) return the
-// *lease.CellOwnedElsewhereError.
+// the forwarding's) error, for httperr.Write.
 func (h *Host) Route(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (answered bool, err error) {
-	var deadline time.Time
-	for {
-		err = call()
-		var oe *lease.CellOwnedElsewhereError
-		if !errors.As(err, &oe) {
-			return false, err
+	if h.slotOf(r.Context()) != nil {
+		err := call()
+		if errors.Is(err, ErrAnsweredByOwner) {
+			return true, nil
 		}
+		return false, err
+	}
+	return h.reach(r.Context(), call, func(oe *lease.CellOwnedElsewhereError) error {
 		if r.Header.Get(peer.HeaderForwarded) != "" {
 			// Forwarded here on a view that is stale already: the call
 			// did not run, and the sender may look again.
 			w.Header().Set(peer.HeaderNotApplied, "owned elsewhere")
-			return false, err
-		}
-		if h.forward == nil || oe.Addr == "" {
-			return false, err
+			return oe
 		}
 		if body == nil {
-			if body, err = peer.ReadBody(r, peer.MaxBody); err != nil {
-				return false, err
+			b, err := peer.ReadBody(r, peer.MaxBody)
+			if err != nil {
+				return err
 			}
-			if body == nil {
-				body = []byte{}
-			}
+			body = append([]byte{}, b...)
 		}
+		return nil
+	}, func(oe *lease.CellOwnedElsewhereError) error {
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		ferr := h.forward(r.Context(), oe, w, r)
-		if ferr == nil {
-			return true, nil
-		}
-		var lost *lease.ShardOwnerLostError
-		if errors.As(ferr, &lost) {
-			lost.Class, lost.ID = oe.Class, oe.ID
-			return false, lost
-		}
-		ferr = &peer.ForwardError{Owned: oe, Err: ferr}
-		if !notApplied(ferr) {
-			return false, ferr
-		}
-		if deadline.IsZero() {
-			deadline = h.clk.Now().Add(takeoverWait)
-		} else if h.clk.Now().After(deadline) {
-			return false, ferr
-		}
-		t := h.clk.NewTimer(retryPause)
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			return false, r.Context().Err()
-		case <-t.C():
-		}
-	}
+		return h.forward(r.Context(), oe, w, r)
+	})
 }
 
-// Fetch delivers req to the object's ServeHTTP, as stub.Fetch does, at its
-// cell's owner: here when this node owns it or can take it, else
-// forwarded over the peer protocol or the local socket (Route). The body
-// is at most peer.MaxBody bytes.
+// Fetch delivers req to the object's ServeHTTP at its cell's owner, as
+// stub.Fetch does on a runtime the host built (which routes by itself);
+// on another runtime it routes through Route. The body is at most
+// peer.MaxBody bytes.
 func Fetch[O any](h *Host, ctx context.Context, stub *cell.Stub[O], req *http.Request) (*http.Response, error) {
 	req = req.WithContext(ctx)
 	var resp *http.Response
@@ -122,33 +103,54 @@ func Fetch[O any](h *Host, ctx context.Context, stub *cell.Stub[O], req *http.Re
 	return resp, err
 }
 
-// NotRoutedError is a typed call (Call) for a cell another node or process
-// owns. A typed call is a Go function: it cannot cross to the owner, so it
-// runs only where the cell is owned. Route the request instead — serve it
-// with Host.Handler and a class handler that wraps the call in Route, or
-// send it with Fetch. It unwraps to the *lease.CellOwnedElsewhereError
-// (answered 409 by httperr).
+// NotRoutedError is a typed call (cell.Call, Call) for a cell another node
+// or process owns that the host could not route. A typed call is a Go
+// function: it cannot cross to the owner. Inside a request served by
+// Handler (or the peer port, or the local socket) the host sends the whole
+// request to the owner instead — but only when the refused call is the
+// first cell call of the request and the handler has not started its
+// answer; Reason says which condition failed. Outside any request it is
+// never routed: use Stub.Fetch, which is. It unwraps to the
+// *lease.CellOwnedElsewhereError (answered 409 by httperr).
 type NotRoutedError struct {
-	Owned *lease.CellOwnedElsewhereError
+	Owned  *lease.CellOwnedElsewhereError // nil when the call was refused before it ran (Reason says why)
+	Reason string
 }
 
 func (e *NotRoutedError) Error() string {
+	reason := e.Reason
+	if reason == "" {
+		reason = reasonNoRequest
+	}
+	if e.Owned == nil {
+		return "cell call not routed: " + reason
+	}
 	where := "another node"
 	if e.Owned.Owner != "" {
 		where = fmt.Sprintf("%s at %q", e.Owned.Owner, e.Owned.Addr)
 	}
-	return fmt.Sprintf("%s: a typed call runs only where its cell is owned (%s); send it as an HTTP request through Host.Handler with Route, or host.Fetch", e.Owned.Error(), where)
+	return fmt.Sprintf("%s (%s); not routed: %s. Make the call first in a handler served by Host.Handler, or use Stub.Fetch", e.Owned.Error(), where, reason)
 }
 
-func (e *NotRoutedError) Unwrap() error { return e.Owned }
+// HTTPStatus is 409 (Conflict): httperr answers it with the whole message.
+func (e *NotRoutedError) HTTPStatus() int { return http.StatusConflict }
 
-// Call runs fn on the object as cell.Call does. Typed calls do not route:
-// for a cell owned elsewhere it fails with *NotRoutedError, which says how
-// to route the call.
+func (e *NotRoutedError) Unwrap() error {
+	if e.Owned == nil {
+		return nil
+	}
+	return e.Owned
+}
+
+// Call runs fn on the object as cell.Call does. Inside a request the host
+// serves, a call for a cell owned elsewhere may send the whole request to
+// the owner (it then returns ErrAnsweredByOwner); otherwise it fails with
+// *NotRoutedError, which says why and how to route the call.
 func Call[O, R any](ctx context.Context, stub *cell.Stub[O], fn func(ctx context.Context, obj O) (R, error)) (R, error) {
 	out, err := cell.Call(ctx, stub, fn)
+	var nr *NotRoutedError
 	var oe *lease.CellOwnedElsewhereError
-	if errors.As(err, &oe) {
+	if !errors.As(err, &nr) && errors.As(err, &oe) {
 		return out, &NotRoutedError{Owned: oe}
 	}
 	return out, err

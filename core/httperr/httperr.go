@@ -4,6 +4,7 @@
 // and (through cell.HTTPStatus, the runtime's half of it) cell.Stub.
 //
 //	*BadInputError                  400 (the request is malformed)
+//	an error with HTTPStatus() int  that status, its own message (core/host's *NotRoutedError: 409 saying why)
 //	*peer.BodyTooLargeError         413 (a body over peer.MaxBody to forward)
 //	*http.MaxBytesError             413 (a body over the server's limit)
 //	*peer.OwnerLostError            502 (the owner went away mid-call)
@@ -44,9 +45,18 @@ func BadInput(format string, args ...any) error {
 	return &BadInputError{Msg: fmt.Sprintf(format, args...)}
 }
 
+// StatusError is an error that names its own status; it is answered with
+// that status and its whole message. core/host's *NotRoutedError is one,
+// so its answer says why the call was not routed.
+type StatusError interface {
+	error
+	HTTPStatus() int
+}
+
 // Status maps err to an HTTP status and the message to answer with.
 func Status(err error) (status int, msg string) {
 	var (
+		se     StatusError
 		bad    *BadInputError
 		big    *peer.BodyTooLargeError
 		gone   *peer.OwnerLostError
@@ -56,6 +66,8 @@ func Status(err error) (status int, msg string) {
 	switch {
 	case errors.As(err, &bad):
 		return http.StatusBadRequest, bad.Error()
+	case errors.As(err, &se):
+		return se.HTTPStatus(), se.Error()
 	case errors.As(err, &big):
 		return http.StatusRequestEntityTooLarge, big.Error()
 	case errors.As(err, &tooBig):

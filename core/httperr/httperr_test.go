@@ -42,6 +42,7 @@ func TestWrite(t *testing.T) {
 		{"owner lost mid-call", lostPeer, 502, lostPeer.Error(), ""},
 		{"forwarding failed", &peer.ForwardError{Owned: owned, Err: refused}, 409,
 			"Durable Object Counter/x is owned by another node (forwarding to 127.0.0.1:1 failed: the owner at 127.0.0.1:1 refused the forwarded call: peer request not authenticated)", ""},
+		{"states its status", fmt.Errorf("call: %w", statusErr{}), 409, "not routed: the handler already answered", ""},
 		{"owned elsewhere", activation(owned), 409, "Durable Object Counter/x is owned by another node", ""},
 		{"lease lapsed", fmt.Errorf("commit: %w", lapsed), 503, lapsed.Error(), ""},
 		{"record lost", activation(lost), 503, lost.Error(), ""},
@@ -105,3 +106,9 @@ func TestStubAgrees(t *testing.T) {
 		}
 	}
 }
+
+// statusErr names its own status, as core/host's *NotRoutedError does.
+type statusErr struct{}
+
+func (statusErr) Error() string   { return "not routed: the handler already answered" }
+func (statusErr) HTTPStatus() int { return 409 }

@@ -151,7 +151,9 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 		return rt.lost(addr, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(HeaderNotApplied) != "" {
+	if resp.Header.Get(HeaderNotApplied) != "" {
+		// 503 closing, or 409 owned elsewhere (the record that named
+		// the holder was stale): either way nothing ran there.
 		return fmt.Errorf("%w: it answered %s", ErrHolderGone, resp.Status)
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxRoutedAnswer+1))

@@ -77,6 +77,15 @@ func TestRouterReportsAHolderThatDidNotRunTheCall(t *testing.T) {
 	if rec.Code != 200 || rec.Body.Len() != 0 {
 		t.Fatal("Forward wrote an answer it did not pass on")
 	}
+	// A holder named by a stale record refuses the call as owned elsewhere
+	// (409, not applied): nothing ran there either.
+	stale := holderServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(HeaderNotApplied, "owned elsewhere")
+		w.WriteHeader(http.StatusConflict)
+	}))
+	if err := rt.Forward(context.Background(), stale, httptest.NewRecorder(), routedRequest("")); !errors.Is(err, ErrHolderGone) {
+		t.Fatalf("stale holder: %v, want ErrHolderGone", err)
+	}
 	// A plain 503 did run (or may have): it is passed on as the answer.
 	plain := holderServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }))
 	rec = httptest.NewRecorder()
@@ -138,6 +147,16 @@ func TestHolderRecordNamesTheRouteToTheHolder(t *testing.T) {
 	var oe *lease.CellOwnedElsewhereError
 	if !errors.As(err, &oe) || oe.Addr != "" {
 		t.Fatalf("same process: %v (addr %q)", err, oe.Addr)
+	}
+	// Another Lease in this process that routes, on a socket of its own,
+	// is offered the holder's socket: it is another server.
+	routing, err := Open(dir, 4, WithAddr("unix:/run/b.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer routing.Close()
+	if _, err = routing.TryAcquire(context.Background(), "Counter:x"); !errors.As(err, &oe) || oe.Addr != "unix:/run/a.sock" {
+		t.Fatalf("same process, another socket: %v", err)
 	}
 	// A record written by another process is offered.
 	if err := writeHolder(dir, Of("Counter:x", 4), Holder{PID: os.Getpid() + 1, Addr: "unix:/run/other.sock"}); err != nil {

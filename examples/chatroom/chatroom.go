@@ -136,23 +136,14 @@ func (r *Room) List(ctx context.Context) ([]Message, error) {
 	return out, rows.Err()
 }
 
-// Route runs call here or, when the call's cell is owned elsewhere, has
-// the request answered by the owner and reports answered. body is the
-// request body already read, or nil. A node that routes calls between
-// nodes or processes (cellb serve) supplies it; nil runs every call here.
-type Route func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (answered bool, err error)
-
-// Options configure the app.
-type Options struct {
-	// Route routes calls to their cell's owner; see Route.
-	Route Route
-}
+// Options configure the app (none yet: served by a core/host node, its
+// calls reach their cell's owner without help; see docs/embedding.md).
+type Options struct{}
 
 // App serves the rooms over a runtime.
 type App struct {
 	// NS is the registered class.
-	NS    *cell.Namespace[*Room]
-	route Route
+	NS *cell.Namespace[*Room]
 }
 
 // Register registers the class on rt. Register before the runtime serves
@@ -162,12 +153,7 @@ func Register(rt *cell.Runtime, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Route == nil {
-		o.Route = func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (bool, error) {
-			return false, call()
-		}
-	}
-	return &App{NS: ns, route: o.Route}, nil
+	return &App{NS: ns}, nil
 }
 
 func roomName(r *http.Request) (string, error) {
@@ -200,19 +186,12 @@ func (a *App) Routes(mux *http.ServeMux) {
 			httperr.Write(w, httperr.BadInput("the message is the request body: 1 to %d bytes", MaxMessageBytes))
 			return
 		}
-		var id, expires int64
-		answered, err := a.route(w, r, body, func() error {
-			type posted struct{ id, expires int64 }
-			p, err := cell.Call(r.Context(), a.NS.Get(a.NS.IDFromName(name)), func(ctx context.Context, room *Room) (posted, error) {
-				id, exp, err := room.Post(ctx, string(body), ttl)
-				return posted{id, exp}, err
-			})
-			id, expires = p.id, p.expires
-			return err
+		type posted struct{ id, expires int64 }
+		p, err := cell.Call(r.Context(), a.NS.Get(a.NS.IDFromName(name)), func(ctx context.Context, room *Room) (posted, error) {
+			id, exp, err := room.Post(ctx, string(body), ttl)
+			return posted{id, exp}, err
 		})
-		if answered {
-			return
-		}
+		id, expires := p.id, p.expires
 		if err != nil {
 			httperr.Write(w, err)
 			return
@@ -226,16 +205,9 @@ func (a *App) Routes(mux *http.ServeMux) {
 			httperr.Write(w, err)
 			return
 		}
-		var msgs []Message
-		answered, err := a.route(w, r, nil, func() (err error) {
-			msgs, err = cell.Call(r.Context(), a.NS.Get(a.NS.IDFromName(name)), func(ctx context.Context, room *Room) ([]Message, error) {
-				return room.List(ctx)
-			})
-			return err
+		msgs, err := cell.Call(r.Context(), a.NS.Get(a.NS.IDFromName(name)), func(ctx context.Context, room *Room) ([]Message, error) {
+			return room.List(ctx)
 		})
-		if answered {
-			return
-		}
 		if err != nil {
 			httperr.Write(w, err)
 			return

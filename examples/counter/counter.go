@@ -74,26 +74,17 @@ func (c *Counter) Alarm(ctx context.Context, info cell.AlarmInfo) error {
 	return err
 }
 
-// Route runs call here or, when the call's cell is owned elsewhere, has
-// the request answered by the owner and reports answered. body is the
-// request body already read, or nil. A node that routes calls between
-// nodes or processes (cellb serve) supplies it; nil runs every call here.
-type Route func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (answered bool, err error)
-
 // Options configure the app.
 type Options struct {
 	// Node names this node in X-Cellb-Node. Default "local".
 	Node string
-	// Route routes calls to their cell's owner; see Route.
-	Route Route
 }
 
 // App serves the contract over a runtime.
 type App struct {
 	// NS is the registered class.
-	NS    *cell.Namespace[*Counter]
-	node  string
-	route Route
+	NS   *cell.Namespace[*Counter]
+	node string
 }
 
 // Register registers the class on rt. Register before the runtime serves
@@ -106,12 +97,7 @@ func Register(rt *cell.Runtime, o Options) (*App, error) {
 	if o.Node == "" {
 		o.Node = "local"
 	}
-	if o.Route == nil {
-		o.Route = func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (bool, error) {
-			return false, call()
-		}
-	}
-	return &App{NS: ns, node: o.Node, route: o.Route}, nil
+	return &App{NS: ns, node: o.Node}, nil
 }
 
 // reply is what a counter call returns through the output gate.
@@ -163,17 +149,13 @@ func (a *App) handle(alarm bool, fn func(ctx context.Context, c *Counter, r *htt
 			httperr.Write(w, err)
 			return
 		}
+		// Served by a core/host node, a call for a cell another node or
+		// process owns sends this request there (see docs/embedding.md):
+		// the handler needs no routing of its own.
 		stub := a.NS.Get(a.NS.IDFromName(r.PathValue("name")))
-		var out reply
-		answered, err := a.route(w, r, nil, func() (err error) {
-			out, err = cell.Call(r.Context(), stub, func(ctx context.Context, c *Counter) (reply, error) {
-				return fn(ctx, c, r)
-			})
-			return err
+		out, err := cell.Call(r.Context(), stub, func(ctx context.Context, c *Counter) (reply, error) {
+			return fn(ctx, c, r)
 		})
-		if answered {
-			return
-		}
 		if err != nil {
 			httperr.Write(w, err)
 			return

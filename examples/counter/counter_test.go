@@ -88,27 +88,32 @@ func TestContract(t *testing.T) {
 	}
 }
 
-// TestRouteDecides: every call goes through the Route hook, which may have
-// it answered elsewhere; an error it returns is answered as httperr maps it.
-func TestRouteDecides(t *testing.T) {
-	owned := &lease.CellOwnedElsewhereError{Class: Class, ID: "x", Owner: "n2"}
-	hs := serve(t, Options{Node: "n1", Route: func(w http.ResponseWriter, r *http.Request, body []byte, call func() error) (bool, error) {
-		switch r.PathValue("name") {
-		case "elsewhere":
-			w.Write([]byte("answered by the owner\n"))
-			return true, nil
-		case "refused":
-			return false, owned
-		}
-		return false, call()
-	}})
-	if resp, body := do(t, "POST", hs.URL+"/counter/here"); resp.StatusCode != 200 || resp.Header.Get("X-Cellb-Node") != "n1" || strings.TrimSpace(body) != `{"value":1}` {
-		t.Errorf("here: %d %v %q", resp.StatusCode, resp.Header, body)
+// refusing is a lease under which another node owns every cell.
+type refusing struct{}
+
+func (refusing) TryAcquire(ctx context.Context, key string) (lease.Grant, error) {
+	return nil, &lease.CellOwnedElsewhereError{Class: Class, ID: "x", Owner: "n2"}
+}
+
+// TestOwnedElsewhereIs409: a call the runtime refuses because another node
+// owns the cell is answered as httperr maps it (409 with the refusal). (On a
+// core/host node the request would have gone to the owner instead.)
+func TestOwnedElsewhereIs409(t *testing.T) {
+	rt, err := cell.New(cell.Options{ScriptName: "cellb-example", Driver: wasm.New(), DataDir: t.TempDir(), Lease: refusing{}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if resp, body := do(t, "POST", hs.URL+"/counter/elsewhere"); resp.StatusCode != 200 || body != "answered by the owner\n" {
-		t.Errorf("elsewhere: %d %q", resp.StatusCode, body)
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	app, err := Register(rt, Options{Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if resp, body := do(t, "GET", hs.URL+"/counter/refused"); resp.StatusCode != 409 || strings.TrimSpace(body) != owned.Error() {
+	mux := http.NewServeMux()
+	app.Routes(mux)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	want := (&lease.CellOwnedElsewhereError{Class: Class, ID: "x", Owner: "n2"}).Error()
+	if resp, body := do(t, "GET", hs.URL+"/counter/refused"); resp.StatusCode != 409 || strings.TrimSpace(body) != want {
 		t.Errorf("refused: %d %q", resp.StatusCode, body)
 	}
 }

@@ -76,7 +76,7 @@ func startNode(ctx context.Context, bucket store.Store, dataDir string) (*host.H
 		Fleet:     host.FleetConfig{PeerListener: peers},
 		Listener:  public,
 		Classes: func(s *host.Setup) error {
-			app, err := counter.Register(s.Runtime, counter.Options{Node: s.Node, Route: s.Route})
+			app, err := counter.Register(s.Runtime, counter.Options{Node: s.Node})
 			if err != nil {
 				return err
 			}

@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, ready func(addr string)) (err error
 		Listener:   ln,
 		ScriptName: "cellb-example", // keys the ids, as cellb serve's default
 		Classes: func(s *host.Setup) error {
-			app, err := chatroom.Register(s.Runtime, chatroom.Options{Route: s.Route})
+			app, err := chatroom.Register(s.Runtime, chatroom.Options{})
 			if err != nil {
 				return err
 			}

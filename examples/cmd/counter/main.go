@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, ready func(addr string)) (err error
 		Listener:   ln,
 		ScriptName: "cellb-example", // keys the ids, as cellb serve's default
 		Classes: func(s *host.Setup) error {
-			app, err := counter.Register(s.Runtime, counter.Options{Node: s.Node, Route: s.Route})
+			app, err := counter.Register(s.Runtime, counter.Options{Node: s.Node})
 			if err != nil {
 				return err
 			}
