@@ -32,7 +32,7 @@ func Twins() []Twin {
 	return []Twin{
 		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
 		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit"}},
-		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure"}},
+		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure", "commit/synchronous-log"}},
 		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer", "sql/reserved-rename"}},
 		{"no-savepoint-rollback", wrapDriver(NoSavepointRollback), []string{"sql/savepoints"}},
 		{"no-wake-triggers", wrapDriver(NoWakeTriggers), []string{"wake/schema", "wake/sequence", "wake/epoch",
@@ -40,12 +40,18 @@ func Twins() []Twin {
 		{"publication-acked-early", wrapWake(AckPublicationEarly), []string{"wake/reply-waits-for-publication"}},
 		{"publication-errors-swallowed", wrapWake(SwallowPublicationErrors), []string{"wake/publication-failure-resets"}},
 		{"no-announcement", wrapWake(DropAnnouncements), []string{"wake/announce"}},
-		{"database-kept-elsewhere", wrapDriver(KeepDatabaseElsewhere), bucketCaseNames("empty-bucket-starts-empty")},
+		{"database-kept-elsewhere", wrapDriver(KeepDatabaseElsewhere), append(bucketCaseNames("empty-bucket-starts-empty"), "alarm/learn-after-takeover")},
 		{"restore-ignored", wrapLog(IgnoreRestore), bucketCaseNames("bucket-replaces-local")},
 		{"every-page-every-commit", wrapLog(UploadEveryPage), []string{"bucket/ltx/delta-pages"}},
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
 		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
 		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},
+		{"no-alarm-residency", configure(NoAlarmResidency), []string{"alarm/residency"}},
+		{"short-timers", configure(ShortTimers), []string{"alarm/internal-backoff"}},
+		{"clock-ahead", configure(ClockAhead), []string{"alarm/stored-row-decides"}},
+		{"lease-never-fences", configure(LeaseNeverFences), []string{"commit/lease-checked-before-ack"}},
+		{"rollback-commits", wrapDriver(RollbackCommits), []string{"alarm/panic"}},
+		{"uncounted-changes", wrapDriver(UncountedChanges), []string{"commit/no-capture"}},
 	}
 }
 
@@ -186,6 +192,10 @@ type twinConn struct {
 	noRollback bool
 	noTriggers bool
 	keepRetry  bool
+	// rollbackCommits: Rollback commits (RollbackCommits).
+	rollbackCommits bool
+	// noChanges: total_changes() reads 0 (UncountedChanges).
+	noChanges bool
 }
 
 func (c *twinConn) Begin(ctx context.Context) error {
@@ -205,6 +215,9 @@ func (c *twinConn) Commit(ctx context.Context) error {
 func (c *twinConn) Rollback(ctx context.Context) error {
 	if c.noTx {
 		return nil
+	}
+	if c.rollbackCommits {
+		return c.Conn.Commit(ctx)
 	}
 	return c.Conn.Rollback(ctx)
 }
