@@ -31,7 +31,7 @@ type Twin struct {
 func Twins() []Twin {
 	return []Twin{
 		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
-		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit"}},
+		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit", "lifecycle/close-drains"}},
 		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure", "commit/synchronous-log"}},
 		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer", "sql/reserved-rename"}},
 		{"no-savepoint-rollback", wrapDriver(NoSavepointRollback), []string{"sql/savepoints"}},
@@ -40,7 +40,7 @@ func Twins() []Twin {
 		{"publication-acked-early", wrapWake(AckPublicationEarly), []string{"wake/reply-waits-for-publication"}},
 		{"publication-errors-swallowed", wrapWake(SwallowPublicationErrors), []string{"wake/publication-failure-resets"}},
 		{"no-announcement", wrapWake(DropAnnouncements), []string{"wake/announce"}},
-		{"database-kept-elsewhere", wrapDriver(KeepDatabaseElsewhere), append(bucketCaseNames("empty-bucket-starts-empty"), "alarm/learn-after-takeover")},
+		{"database-kept-elsewhere", wrapDriver(KeepDatabaseElsewhere), append(bucketCaseNames("empty-bucket-starts-empty"), "alarm/survives-restart", "alarm/learn-after-takeover")},
 		{"restore-ignored", wrapLog(IgnoreRestore), bucketCaseNames("bucket-replaces-local")},
 		{"every-page-every-commit", wrapLog(UploadEveryPage), []string{"bucket/ltx/delta-pages"}},
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
@@ -51,7 +51,10 @@ func Twins() []Twin {
 		{"clock-ahead", configure(ClockAhead), []string{"alarm/stored-row-decides"}},
 		{"lease-never-fences", configure(LeaseNeverFences), []string{"commit/lease-checked-before-ack"}},
 		{"rollback-commits", wrapDriver(RollbackCommits), []string{"alarm/panic"}},
-		{"uncounted-changes", wrapDriver(UncountedChanges), []string{"commit/no-capture"}},
+		{"uncounted-changes", wrapDriver(UncountedChanges), []string{"commit/no-capture", "output/log-commits"}},
+		{"never-evict-idle", configure(NeverEvictIdle), []string{"lifecycle/idle-eviction"}},
+		{"lease-never-lost", configure(LeaseNeverLost), []string{"reset/lease-lost", "lifecycle/reset-while-yielded"}},
+		{"close-always-final", wrapLog(CloseAlwaysFinal), []string{"lifecycle/log-close-final"}},
 	}
 }
 
@@ -446,4 +449,25 @@ func (c everyPageCellLog) Append(cm durability.Commit) durability.Durable {
 		all.Pages = append(all.Pages, driver.Page{Pgno: uint32(off/size) + 1, Data: img[off : off+size]})
 	}
 	return c.CellLog.Append(durability.Commit{Seq: cm.Seq, Pages: all})
+}
+
+// CloseAlwaysFinal closes every cell log with final=true: a runtime that
+// tells its log an eviction that models a crash (EvictAll) was orderly, so
+// a log may drop what it keeps for recovery.
+func CloseAlwaysFinal(l durability.Log) durability.Log { return alwaysFinal{l} }
+
+type alwaysFinal struct{ durability.Log }
+
+func (l alwaysFinal) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	cl, err := l.Log.Open(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return alwaysFinalCellLog{cl}, nil
+}
+
+type alwaysFinalCellLog struct{ durability.CellLog }
+
+func (c alwaysFinalCellLog) Close(ctx context.Context, final bool) error {
+	return c.CellLog.Close(ctx, true)
 }

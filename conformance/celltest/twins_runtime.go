@@ -106,3 +106,34 @@ func (c *twinConn) Query(ctx context.Context, sql string, args ...any) (driver.R
 	}
 	return c.Conn.Query(ctx, sql, args...)
 }
+
+// NeverEvictIdle sets Options.IdleTimeout negative: idle objects stay in
+// memory for good, as a runtime without idle eviction keeps them.
+func NeverEvictIdle(o *cell.Options) { o.IdleTimeout = -1 }
+
+// LeaseNeverLost wraps the runtime's lease so that its grants never report
+// a loss: Lost never closes and the grant accepts writes after another
+// process took the cell, as a lease without a watcher would.
+func LeaseNeverLost(o *cell.Options) {
+	l := o.Lease
+	if l == nil {
+		l = lease.None{}
+	}
+	o.Lease = neverLost{l}
+}
+
+type neverLost struct{ lease.Lease }
+
+func (l neverLost) TryAcquire(ctx context.Context, key string) (lease.Grant, error) {
+	g, err := l.Lease.TryAcquire(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return lostless{g}, nil
+}
+
+type lostless struct{ lease.Grant }
+
+func (lostless) Lost() <-chan struct{} { return nil }
+func (lostless) Err() error            { return nil }
+func (lostless) CheckWrite() error     { return nil }

@@ -19,9 +19,7 @@ var withoutTwin = map[string]string{
 	"turn/fan-out":                   noTwinYet,
 	"turn/not-in-turn":               noTwinYet,
 	"turn/fetch":                     noTwinYet,
-	"output/log-commits":             noTwinYet,
 	"reset/block-concurrency-while":  noTwinYet,
-	"reset/lease-lost":               noTwinYet,
 	"reset/constructor-error":        noTwinYet,
 	"sql/exec-query-scan":            noTwinYet,
 	"sql/celld-schema":               noTwinYet,
@@ -31,13 +29,8 @@ var withoutTwin = map[string]string{
 	"kv/v8-values":                     noTwinYet,
 	"alarm/timeline":                   noTwinYet,
 	"alarm/rearm-wins":                 noTwinYet,
-	"alarm/survives-restart":           noTwinYet,
 	"alarm/internal-failure-uncounted": noTwinYet,
 	"alarm/one-at-a-time":              noTwinYet,
-	"lifecycle/idle-eviction":          noTwinYet,
-	"lifecycle/close-drains":           noTwinYet,
-	"lifecycle/log-close-final":        noTwinYet,
-	"lifecycle/reset-while-yielded":    noTwinYet,
 }
 
 const noTwinYet = "no twin written yet (owed: docs/conformance.md, cases without a twin)"
