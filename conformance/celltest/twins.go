@@ -47,7 +47,7 @@ func Twins() []Twin {
 		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
 		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},
 		{"no-alarm-residency", configure(NoAlarmResidency), []string{"alarm/residency"}},
-		{"short-timers", configure(ShortTimers), []string{"alarm/internal-backoff"}},
+		{"short-timers", configure(ShortTimers), []string{"alarm/internal-backoff", "alarm/timeline"}},
 		{"clock-ahead", configure(ClockAhead), []string{"alarm/stored-row-decides"}},
 		{"lease-never-fences", configure(LeaseNeverFences), []string{"commit/lease-checked-before-ack"}},
 		{"rollback-commits", wrapDriver(RollbackCommits), []string{"alarm/panic"}},
