@@ -55,6 +55,8 @@ func Twins() []Twin {
 		{"never-evict-idle", configure(NeverEvictIdle), []string{"lifecycle/idle-eviction"}},
 		{"lease-never-lost", configure(LeaseNeverLost), []string{"reset/lease-lost", "lifecycle/reset-while-yielded"}},
 		{"close-always-final", wrapLog(CloseAlwaysFinal), []string{"lifecycle/log-close-final"}},
+		{"no-rows-affected", wrapDriver(NoRowsAffected), []string{"sql/exec-query-scan", "kv/basic"}},
+		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
 	}
 }
 
@@ -199,6 +201,10 @@ type twinConn struct {
 	rollbackCommits bool
 	// noChanges: total_changes() reads 0 (UncountedChanges).
 	noChanges bool
+	// noRowsAffected: Exec reports no row changed (NoRowsAffected).
+	noRowsAffected bool
+	// textAsBlob: string arguments bound as blobs (TextAsBlob).
+	textAsBlob bool
 }
 
 func (c *twinConn) Begin(ctx context.Context) error {
@@ -242,7 +248,26 @@ func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Re
 	if c.keepRetry {
 		sql = alarmCounterReset.ReplaceAllString(sql, "")
 	}
-	return c.Conn.Exec(ctx, sql, args...)
+	if c.textAsBlob {
+		args = blobArgs(args)
+	}
+	res, err := c.Conn.Exec(ctx, sql, args...)
+	if c.noRowsAffected {
+		res.RowsAffected = 0
+	}
+	return res, err
+}
+
+// blobArgs returns args with every string made a []byte.
+func blobArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			a = []byte(s)
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // createTrigger matches one CREATE TRIGGER statement (bodies here hold no

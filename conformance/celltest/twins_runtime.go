@@ -104,6 +104,9 @@ func (c *twinConn) Query(ctx context.Context, sql string, args ...any) (driver.R
 	if c.noChanges {
 		sql = strings.ReplaceAll(sql, "total_changes()", "0")
 	}
+	if c.textAsBlob {
+		args = blobArgs(args)
+	}
 	return c.Conn.Query(ctx, sql, args...)
 }
 
@@ -137,3 +140,17 @@ type lostless struct{ lease.Grant }
 func (lostless) Lost() <-chan struct{} { return nil }
 func (lostless) Err() error            { return nil }
 func (lostless) CheckWrite() error     { return nil }
+
+// NoRowsAffected reports every Exec as changing no row (a driver that never
+// reads sqlite3_changes): counts the runtime derives from it, such as
+// whether a KV Delete found its key, are wrong.
+func NoRowsAffected(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.noRowsAffected = true }}
+}
+
+// TextAsBlob binds every Go string argument as a blob (a driver that binds
+// strings with sqlite3_bind_blob): the runtime's rows and KV values are
+// stored with the wrong type, so celld reads them differently.
+func TextAsBlob(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.textAsBlob = true }}
+}

@@ -28,11 +28,8 @@ var withoutTwin = map[string]string{
 	"alarm/internal-failure-uncounted": runtimeOnly + ": the scheduler's internal failures never reach the counted path (alarm.go)",
 
 	// A driver twin could break these; none is written yet.
-	"sql/exec-query-scan": noTwinYet,
-	"sql/celld-schema":    noTwinYet,
-	"kv/basic":            noTwinYet,
-	"kv/list":             noTwinYet,
-	"kv/v8-values":        noTwinYet,
+	"kv/list":      noTwinYet,
+	"kv/v8-values": noTwinYet,
 }
 
 const runtimeOnly = "no twin can exist: decided inside core/cell, which no port or option reaches"
