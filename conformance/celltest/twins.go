@@ -57,6 +57,7 @@ func Twins() []Twin {
 		{"close-always-final", wrapLog(CloseAlwaysFinal), []string{"lifecycle/log-close-final"}},
 		{"no-rows-affected", wrapDriver(NoRowsAffected), []string{"sql/exec-query-scan", "kv/basic"}},
 		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
+		{"blob-as-text", wrapDriver(BlobAsText), []string{"kv/v8-values"}},
 	}
 }
 
@@ -205,6 +206,8 @@ type twinConn struct {
 	noRowsAffected bool
 	// textAsBlob: string arguments bound as blobs (TextAsBlob).
 	textAsBlob bool
+	// blobAsText: blob columns read as strings (BlobAsText).
+	blobAsText bool
 }
 
 func (c *twinConn) Begin(ctx context.Context) error {

@@ -107,7 +107,26 @@ func (c *twinConn) Query(ctx context.Context, sql string, args ...any) (driver.R
 	if c.textAsBlob {
 		args = blobArgs(args)
 	}
-	return c.Conn.Query(ctx, sql, args...)
+	rows, err := c.Conn.Query(ctx, sql, args...)
+	if err != nil || !c.blobAsText {
+		return rows, err
+	}
+	return blobTextRows{rows}, nil
+}
+
+// blobTextRows reads every blob column as a string.
+type blobTextRows struct{ driver.Rows }
+
+func (r blobTextRows) Values() []any {
+	vals := r.Rows.Values()
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		if b, ok := v.([]byte); ok {
+			v = string(b)
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // NeverEvictIdle sets Options.IdleTimeout negative: idle objects stay in
@@ -153,4 +172,11 @@ func NoRowsAffected(d driver.Driver) driver.Driver {
 // stored with the wrong type, so celld reads them differently.
 func TextAsBlob(d driver.Driver) driver.Driver {
 	return twinDriver{d, func(c *twinConn) { c.textAsBlob = true }}
+}
+
+// BlobAsText reads every blob column as a string (sqlite3_column_text
+// where sqlite3_column_blob belongs): the runtime can no longer tell a
+// value celld stored in V8's format from a JSON text.
+func BlobAsText(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.blobAsText = true }}
 }

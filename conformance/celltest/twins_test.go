@@ -28,8 +28,7 @@ var withoutTwin = map[string]string{
 	"alarm/internal-failure-uncounted": runtimeOnly + ": the scheduler's internal failures never reach the counted path (alarm.go)",
 
 	// A driver twin could break these; none is written yet.
-	"kv/list":      noTwinYet,
-	"kv/v8-values": noTwinYet,
+	"kv/list": noTwinYet,
 }
 
 const runtimeOnly = "no twin can exist: decided inside core/cell, which no port or option reaches"
