@@ -69,7 +69,7 @@ func Twins() []Twin {
 		{"misdeclared-capture", Misdeclared(func(c *driver.Capabilities) { c.PageCapture = !c.PageCapture }, "misdeclared-capture"), always, []string{"capture/declared"}},
 		{"misdeclared-sessions", Misdeclared(func(c *driver.Capabilities) { c.Sessions = !c.Sessions }, "misdeclared-sessions"), always, []string{"sessions/declared"}},
 		{"misdeclared-checkpoint", Misdeclared(func(c *driver.Capabilities) { c.Checkpoint = !c.Checkpoint }, "misdeclared-checkpoint"), always, []string{"checkpoint/declared"}},
-		{"checkpoint-ignores-mode", CheckpointIgnoresMode, withCheckpoint, []string{"checkpoint/modes"}},
+		{"passive-checkpoint-only", PassiveCheckpointOnly, withCheckpoint, []string{"checkpoint/modes"}},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -224,16 +225,22 @@ func Misdeclared(flip func(*driver.Capabilities), fault string) func(driver.Driv
 	}
 }
 
-// CheckpointIgnoresMode runs every checkpoint as PASSIVE, so TRUNCATE
-// leaves the WAL file as it was.
-func CheckpointIgnoresMode(d driver.Driver) driver.Driver {
-	return wrapDriver(d, "checkpoint-ignores-mode", nil, func(c *twinConn) {
+// PassiveCheckpointOnly runs PASSIVE checkpoints and refuses every other
+// mode (a driver that wraps sqlite3_wal_checkpoint, not its _v2). A twin
+// that silently ran PASSIVE instead would pass on drivers whose WAL is no
+// file (the wasm driver's): the only trace of a mode there is the WAL
+// file TRUNCATE empties.
+func PassiveCheckpointOnly(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "passive-checkpoint-only", nil, func(c *twinConn) {
 		c.checkpoint = func(ctx context.Context, mode driver.CheckpointMode) error {
 			cp, ok := c.Conn.(driver.Checkpointer)
 			if !ok {
 				return driver.ErrUnsupported
 			}
-			return cp.Checkpoint(ctx, driver.CheckpointPassive)
+			if mode != driver.CheckpointPassive {
+				return fmt.Errorf("checkpoint mode %d: %w", mode, driver.ErrUnsupported)
+			}
+			return cp.Checkpoint(ctx, mode)
 		}
 	})
 }
