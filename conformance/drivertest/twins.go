@@ -38,6 +38,10 @@ func withCheckpoint(c driver.Capabilities) bool { return c.Checkpoint }
 func Twins() []Twin {
 	return []Twin{
 		{"drop-page", DropPage, withCapture, []string{"capture/commit-time", "capture/restore-resets", "capture/workload", "capture/bulk", "capture/page-sizes"}},
+		// Its own entry: capture/memory is skipped by drivers that refuse
+		// to capture an in-memory database, and a twin is checked only where
+		// every case it names applies.
+		{"drop-page-in-memory", DropPage, withCapture, []string{"capture/memory"}},
 		{"later-page", LaterPage, withCapture, []string{"capture/commit-time", "capture/workload", "capture/page-sizes"}},
 		{"reused-buffer", ReusedBuffer, withCapture, []string{"capture/held-pages"}},
 		{"stale-restore", StaleRestore, withCapture, []string{"capture/restore-resets"}},

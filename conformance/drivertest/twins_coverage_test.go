@@ -7,12 +7,8 @@ import (
 )
 
 // withoutTwin are the drivertest cases no twin in Twins is declared to
-// fail, each with the reason (docs/conformance.md lists them).
-var withoutTwin = map[string]string{
-	"capture/memory": noTwinYet,
-}
-
-const noTwinYet = "no twin written yet (owed: docs/conformance.md, cases without a twin)"
+// fail, each with the reason why (none: every case has one).
+var withoutTwin = map[string]string{}
 
 // TestEveryCaseHasATwin: a case that no twin is declared to fail needs
 // one, or an exception above saying why not.
