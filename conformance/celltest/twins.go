@@ -58,6 +58,7 @@ func Twins() []Twin {
 		{"no-rows-affected", wrapDriver(NoRowsAffected), []string{"sql/exec-query-scan", "kv/basic"}},
 		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
 		{"blob-as-text", wrapDriver(BlobAsText), []string{"kv/v8-values"}},
+		{"sanitizes-utf8", wrapDriver(SanitizesUTF8), []string{"kv/list"}},
 	}
 }
 
@@ -208,6 +209,8 @@ type twinConn struct {
 	textAsBlob bool
 	// blobAsText: blob columns read as strings (BlobAsText).
 	blobAsText bool
+	// validUTF8: string arguments made valid UTF-8 (SanitizesUTF8).
+	validUTF8 bool
 }
 
 func (c *twinConn) Begin(ctx context.Context) error {
@@ -253,6 +256,9 @@ func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Re
 	}
 	if c.textAsBlob {
 		args = blobArgs(args)
+	}
+	if c.validUTF8 {
+		args = validUTF8Args(args)
 	}
 	res, err := c.Conn.Exec(ctx, sql, args...)
 	if c.noRowsAffected {

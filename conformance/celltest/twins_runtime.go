@@ -107,6 +107,9 @@ func (c *twinConn) Query(ctx context.Context, sql string, args ...any) (driver.R
 	if c.textAsBlob {
 		args = blobArgs(args)
 	}
+	if c.validUTF8 {
+		args = validUTF8Args(args)
+	}
 	rows, err := c.Conn.Query(ctx, sql, args...)
 	if err != nil || !c.blobAsText {
 		return rows, err
@@ -179,4 +182,24 @@ func TextAsBlob(d driver.Driver) driver.Driver {
 // value celld stored in V8's format from a JSON text.
 func BlobAsText(d driver.Driver) driver.Driver {
 	return twinDriver{d, func(c *twinConn) { c.blobAsText = true }}
+}
+
+// SanitizesUTF8 makes every string argument valid UTF-8, each run of bad
+// bytes one U+FFFD (as a driver that passes strings through a text
+// encoder does): keys that are not UTF-8, which celld stores byte for
+// byte, collide and sort elsewhere.
+func SanitizesUTF8(d driver.Driver) driver.Driver {
+	return twinDriver{d, func(c *twinConn) { c.validUTF8 = true }}
+}
+
+// validUTF8Args returns args with every string made valid UTF-8.
+func validUTF8Args(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			a = strings.ToValidUTF8(s, "\uFFFD")
+		}
+		out[i] = a
+	}
+	return out
 }

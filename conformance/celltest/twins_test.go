@@ -7,7 +7,7 @@ import (
 )
 
 // withoutTwin are the celltest cases no twin in Twins is declared to fail,
-// each with the reason (docs/conformance.md lists them).
+// each with the reason why (docs/conformance.md lists them).
 var withoutTwin = map[string]string{
 	// Decided inside core/cell alone: no port (driver, log, lease, clock,
 	// wake publisher) or option takes part, so no wrong implementation of
@@ -26,14 +26,10 @@ var withoutTwin = map[string]string{
 	"alarm/rearm-wins":                 runtimeOnly + ": alarmAfterSuccess/alarmAfterFailure (alarmpolicy.go, its own unit tests)",
 	"alarm/one-at-a-time":              runtimeOnly + ": the alarm scheduler's one run per cell (alarm.go)",
 	"alarm/internal-failure-uncounted": runtimeOnly + ": the scheduler's internal failures never reach the counted path (alarm.go)",
-
-	// A driver twin could break these; none is written yet.
-	"kv/list": noTwinYet,
 }
 
-const runtimeOnly = "no twin can exist: decided inside core/cell, which no port or option reaches"
-
-const noTwinYet = "no twin written yet (owed: docs/conformance.md, cases without a twin)"
+const runtimeOnly = "no twin through a port or option: decided inside core/cell, which none of them reaches " +
+	"(a twin would need a hook in production code)"
 
 // TestEveryCaseHasATwin: a case that no twin is declared to fail needs
 // one, or an exception above saying why not. (The twins themselves run
