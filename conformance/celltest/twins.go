@@ -3,6 +3,7 @@ package celltest
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,8 +32,8 @@ type Twin struct {
 func Twins() []Twin {
 	return []Twin{
 		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
-		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit"}},
-		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure"}},
+		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit", "commit/synchronous-log"}},
+		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure", "commit/synchronous-log"}},
 		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer", "sql/reserved-rename"}},
 		{"no-savepoint-rollback", wrapDriver(NoSavepointRollback), []string{"sql/savepoints"}},
 		{"no-wake-triggers", wrapDriver(NoWakeTriggers), []string{"wake/schema", "wake/sequence", "wake/epoch",
@@ -40,12 +41,25 @@ func Twins() []Twin {
 		{"publication-acked-early", wrapWake(AckPublicationEarly), []string{"wake/reply-waits-for-publication"}},
 		{"publication-errors-swallowed", wrapWake(SwallowPublicationErrors), []string{"wake/publication-failure-resets"}},
 		{"no-announcement", wrapWake(DropAnnouncements), []string{"wake/announce"}},
-		{"database-kept-elsewhere", wrapDriver(KeepDatabaseElsewhere), bucketCaseNames("empty-bucket-starts-empty")},
+		{"database-kept-elsewhere", wrapDriver(KeepDatabaseElsewhere), append(bucketCaseNames("empty-bucket-starts-empty"), "alarm/survives-restart", "alarm/learn-after-takeover")},
 		{"restore-ignored", wrapLog(IgnoreRestore), bucketCaseNames("bucket-replaces-local")},
 		{"every-page-every-commit", wrapLog(UploadEveryPage), []string{"bucket/ltx/delta-pages"}},
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
 		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
 		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},
+		{"no-alarm-residency", configure(NoAlarmResidency), []string{"alarm/residency"}},
+		{"short-timers", configure(ShortTimers), []string{"alarm/internal-backoff", "alarm/timeline"}},
+		{"clock-ahead", configure(ClockAhead), []string{"alarm/stored-row-decides"}},
+		{"lease-never-fences", configure(LeaseNeverFences), []string{"commit/lease-checked-before-ack"}},
+		{"rollback-commits", wrapDriver(RollbackCommits), []string{"alarm/panic"}},
+		{"uncounted-changes", wrapDriver(UncountedChanges), []string{"commit/no-capture", "output/log-commits"}},
+		{"never-evict-idle", configure(NeverEvictIdle), []string{"lifecycle/idle-eviction"}},
+		{"lease-never-lost", configure(LeaseNeverLost), []string{"reset/lease-lost", "lifecycle/reset-while-yielded"}},
+		{"close-always-final", wrapLog(CloseAlwaysFinal), []string{"lifecycle/log-close-final"}},
+		{"no-rows-affected", wrapDriver(NoRowsAffected), []string{"sql/exec-query-scan", "kv/basic"}},
+		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
+		{"blob-as-text", wrapDriver(BlobAsText), []string{"kv/v8-values"}},
+		{"sanitizes-utf8", wrapDriver(SanitizesUTF8), []string{"kv/list"}},
 	}
 }
 
@@ -105,9 +119,30 @@ func wrapLog(w func(durability.Log) durability.Log) func(Harness) Harness {
 }
 
 // RunTwins runs each twin's catching cases and fails t unless every one of
-// them fails on the twin.
+// them fails on the twin. It first runs those cases on h itself: one that
+// fails there proves nothing when it fails on a twin, so that fails t too.
 func RunTwins(t *testing.T, h Harness) {
 	t.Helper()
+	var needed []string
+	for _, tw := range Twins() {
+		for _, name := range tw.CaughtBy {
+			if !slices.Contains(needed, name) {
+				needed = append(needed, name)
+			}
+		}
+	}
+	base := h
+	base.Cases = needed
+	if base.Dir == "" {
+		base.Dir = t.TempDir()
+	}
+	baseline, err := RunReport(t.Context(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(baseline.Failed()) > 0 {
+		t.Errorf("the harness itself fails cases the twins are checked against, so their rejection proves nothing there:\n%s", baseline)
+	}
 	for _, tw := range Twins() {
 		t.Run(tw.Name, func(t *testing.T) {
 			th := tw.Wrap(h)
@@ -186,6 +221,18 @@ type twinConn struct {
 	noRollback bool
 	noTriggers bool
 	keepRetry  bool
+	// rollbackCommits: Rollback commits (RollbackCommits).
+	rollbackCommits bool
+	// noChanges: total_changes() reads 0 (UncountedChanges).
+	noChanges bool
+	// noRowsAffected: Exec reports no row changed (NoRowsAffected).
+	noRowsAffected bool
+	// textAsBlob: string arguments bound as blobs (TextAsBlob).
+	textAsBlob bool
+	// blobAsText: blob columns read as strings (BlobAsText).
+	blobAsText bool
+	// validUTF8: string arguments made valid UTF-8 (SanitizesUTF8).
+	validUTF8 bool
 }
 
 func (c *twinConn) Begin(ctx context.Context) error {
@@ -205,6 +252,9 @@ func (c *twinConn) Commit(ctx context.Context) error {
 func (c *twinConn) Rollback(ctx context.Context) error {
 	if c.noTx {
 		return nil
+	}
+	if c.rollbackCommits {
+		return c.Conn.Commit(ctx)
 	}
 	return c.Conn.Rollback(ctx)
 }
@@ -226,7 +276,29 @@ func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Re
 	if c.keepRetry {
 		sql = alarmCounterReset.ReplaceAllString(sql, "")
 	}
-	return c.Conn.Exec(ctx, sql, args...)
+	if c.textAsBlob {
+		args = blobArgs(args)
+	}
+	if c.validUTF8 {
+		args = validUTF8Args(args)
+	}
+	res, err := c.Conn.Exec(ctx, sql, args...)
+	if c.noRowsAffected {
+		res.RowsAffected = 0
+	}
+	return res, err
+}
+
+// blobArgs returns args with every string made a []byte.
+func blobArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			a = []byte(s)
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // createTrigger matches one CREATE TRIGGER statement (bodies here hold no
@@ -433,4 +505,25 @@ func (c everyPageCellLog) Append(cm durability.Commit) durability.Durable {
 		all.Pages = append(all.Pages, driver.Page{Pgno: uint32(off/size) + 1, Data: img[off : off+size]})
 	}
 	return c.CellLog.Append(durability.Commit{Seq: cm.Seq, Pages: all})
+}
+
+// CloseAlwaysFinal closes every cell log with final=true: a runtime that
+// tells its log an eviction that models a crash (EvictAll) was orderly, so
+// a log may drop what it keeps for recovery.
+func CloseAlwaysFinal(l durability.Log) durability.Log { return alwaysFinal{l} }
+
+type alwaysFinal struct{ durability.Log }
+
+func (l alwaysFinal) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	cl, err := l.Log.Open(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return alwaysFinalCellLog{cl}, nil
+}
+
+type alwaysFinalCellLog struct{ durability.CellLog }
+
+func (c alwaysFinalCellLog) Close(ctx context.Context, final bool) error {
+	return c.CellLog.Close(ctx, true)
 }

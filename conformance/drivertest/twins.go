@@ -32,25 +32,48 @@ func always(driver.Capabilities) bool         { return true }
 func withCapture(c driver.Capabilities) bool  { return c.PageCapture }
 func withSessions(c driver.Capabilities) bool { return c.Sessions }
 
+func withCheckpoint(c driver.Capabilities) bool { return c.Checkpoint }
+
 // Twins lists every shipped twin.
 func Twins() []Twin {
 	return []Twin{
-		{"drop-page", DropPage, withCapture, []string{"capture/commit-time", "capture/restore-resets"}},
-		{"later-page", LaterPage, withCapture, []string{"capture/commit-time"}},
+		{"drop-page", DropPage, withCapture, []string{"capture/commit-time", "capture/restore-resets", "capture/workload", "capture/bulk", "capture/page-sizes"}},
+		// Its own entry: capture/memory is skipped by drivers that refuse
+		// to capture an in-memory database, and a twin is checked only where
+		// every case it names applies.
+		{"drop-page-in-memory", DropPage, withCapture, []string{"capture/memory"}},
+		{"later-page", LaterPage, withCapture, []string{"capture/commit-time", "capture/workload", "capture/page-sizes"}},
 		{"reused-buffer", ReusedBuffer, withCapture, []string{"capture/held-pages"}},
 		{"stale-restore", StaleRestore, withCapture, []string{"capture/restore-resets"}},
 		{"rollback-commits", RollbackCommits, withCapture, []string{"capture/rollback"}},
-		{"wrong-image", WrongImage, always, []string{"image/round-trip"}},
+		{"wrong-image", WrongImage, always, []string{"image/round-trip", "image/matches-file", "image/wal-image", "image/rollback-image", "image/restore-then-write", "sql/memory"}},
 		{"short-write-image", ShortWriteImage, always, []string{"image/write-image"}},
 		{"restore-failed-fill", RestoreFailedFill, always, []string{"image/restore-with"}},
-		{"false-sessions", FalseSessions, always, []string{"sessions/workload", "sessions/conflict"}},
+		{"false-sessions", FalseSessions, always, []string{"sessions/workload", "sessions/conflict", "sessions/filter"}},
 		{"apply-runs-triggers", ApplyRunsTriggers, withSessions, []string{"sessions/triggers"}},
-		{"opaque-errors", OpaqueErrors, always, []string{"auth/deny-read", "auth/deny-pragma"}},
+		{"opaque-errors", OpaqueErrors, always, []string{"auth/deny-read", "auth/deny-pragma", "auth/deny-attach", "auth/remove"}},
 		{"lost-authorizer", LostAuthorizer, always, []string{"auth/survives-restore"}},
 		{"authorized-internals", AuthorizedInternals, always, []string{"auth/driver-internals"}},
 		{"no-cancel", NoCancel, always, []string{"sql/context"}},
 		{"deferred-begin", DeferredBegin, always, []string{"sql/begin-immediate"}},
 		{"stale-columns", StaleColumns, always, []string{"sql/schema-change"}},
+		{"blank-result", BlankResult, always, []string{"sql/result"}},
+		{"text-as-blob", TextAsBlob, always, []string{"sql/arguments", "sql/storage-classes"}},
+		{"first-statement-only", FirstStatementOnly, always, []string{"sql/multi-statement"}},
+		{"closed-exec-succeeds", ClosedExecSucceeds, always, []string{"sql/closed"}},
+		{"extended-code-as-primary", ExtendedCodeAsPrimary, always, []string{"sql/errors"}},
+		{"rollback-is-commit", RollbackIsCommit, always, []string{"sql/transactions"}},
+		{"ignore-rollback-to", IgnoreRollbackTo, always, []string{"sql/savepoints"}},
+		{"page-count-plus-one", PageCountPlusOne, always, []string{"sql/page-size-count"}},
+		{"accepts-garbage", AcceptsGarbage, always, []string{"image/rejects-garbage"}},
+		{"bumps-change-counter", BumpsChangeCounter, always, []string{"image/deterministic"}},
+		{"ignore-as-allow", IgnoreAsAllow, always, []string{"auth/ignore"}},
+		{"swapped-auth-args", SwappedAuthArgs, always, []string{"auth/arguments"}},
+		{"creates-missing-dirs", CreatesMissingDirs, always, []string{"sql/open"}},
+		{"misdeclared-capture", Misdeclared(func(c *driver.Capabilities) { c.PageCapture = !c.PageCapture }, "misdeclared-capture"), always, []string{"capture/declared"}},
+		{"misdeclared-sessions", Misdeclared(func(c *driver.Capabilities) { c.Sessions = !c.Sessions }, "misdeclared-sessions"), always, []string{"sessions/declared"}},
+		{"misdeclared-checkpoint", Misdeclared(func(c *driver.Capabilities) { c.Checkpoint = !c.Checkpoint }, "misdeclared-checkpoint"), always, []string{"checkpoint/declared"}},
+		{"passive-checkpoint-only", PassiveCheckpointOnly, withCheckpoint, []string{"checkpoint/modes"}},
 	}
 }
 
@@ -445,6 +468,8 @@ type twinDriver struct {
 	name  string
 	caps  driver.Capabilities
 	setup func(*twinConn)
+	// beforeOpen, if set, runs before the wrapped driver's Open.
+	beforeOpen func(driver.Config)
 }
 
 func wrapDriver(d driver.Driver, fault string, caps *driver.Capabilities, setup func(*twinConn)) driver.Driver {
@@ -459,6 +484,9 @@ func (d *twinDriver) Name() string                      { return d.name }
 func (d *twinDriver) Capabilities() driver.Capabilities { return d.caps }
 
 func (d *twinDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	if d.beforeOpen != nil {
+		d.beforeOpen(cfg)
+	}
 	conn, err := d.inner.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -487,6 +515,23 @@ type twinConn struct {
 	applyChangeset func(ctx context.Context, cs []byte) error
 	writeImage     func(ctx context.Context, w io.Writer) (int64, error)
 	restoreWith    func(ctx context.Context, fill func(driver.ImageFile) error) error
+	setAuthorizer  func(fn driver.Authorizer) error
+	close          func() error
+	checkpoint     func(ctx context.Context, mode driver.CheckpointMode) error
+}
+
+func (c *twinConn) SetAuthorizer(fn driver.Authorizer) error {
+	if c.setAuthorizer != nil {
+		return c.setAuthorizer(fn)
+	}
+	return c.Conn.SetAuthorizer(fn)
+}
+
+func (c *twinConn) Close() error {
+	if c.close != nil {
+		return c.close()
+	}
+	return c.Conn.Close()
 }
 
 func (c *twinConn) Exec(ctx context.Context, sql string, args ...any) (driver.Result, error) {
@@ -604,6 +649,9 @@ func (c *twinConn) RestoreWith(ctx context.Context, fill func(driver.ImageFile) 
 }
 
 func (c *twinConn) Checkpoint(ctx context.Context, mode driver.CheckpointMode) error {
+	if c.checkpoint != nil {
+		return c.checkpoint(ctx, mode)
+	}
 	if cp, ok := c.Conn.(driver.Checkpointer); ok {
 		return cp.Checkpoint(ctx, mode)
 	}

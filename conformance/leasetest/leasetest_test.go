@@ -175,24 +175,39 @@ func TestFleetLeasePasses(t *testing.T) {
 	Run(t, newFleetHarness())
 }
 
+// leaseTwin is one twin and the cases that must fail on it.
+type leaseTwin struct {
+	name string
+	wrap func(Harness) Harness
+	must []string
+}
+
+// fleetTwins are the twins run on the fleet harness.
+var fleetTwins = []leaseTwin{
+	{"unexclusive", Unexclusive, []string{"Exclusive", "OneWinnerUnderContention"}},
+	{"static epoch", StaticEpoch, []string{"EpochsGrow", "ReleaseHandsOver"}},
+	{"never fences", NeverFences, []string{"SelfFence", "ReleaseHandsOver"}},
+	{"forgetful release", ForgetfulRelease, []string{"ReleaseHandsOver", "CloseReleasesEverything"}},
+	{"crash keeps claims", CrashKeepsClaims, []string{"CrashTakeover"}},
+	{"refusing grants", RefusingGrants, []string{"AcquireGrants"}},
+	{"log-blind epochs", LogBlindEpochs, []string{"EpochsPassTheLog"}},
+	{"revives after a pause", RevivesAfterPause, []string{"PausedPastTTLStaysFenced"}},
+}
+
+// TestEveryCaseHasATwin: every case fails on at least one twin of the
+// fleet run (each has one; no exceptions).
+func TestEveryCaseHasATwin(t *testing.T) {
+	var caught [][]string
+	for _, tw := range fleetTwins {
+		caught = append(caught, tw.must)
+	}
+	suite.CheckTwinCoverage(t, caseNames(), caught, nil)
+}
+
 // TestSuiteRejectsBrokenLeases: each twin must fail, and in the cases that
 // are about the promise it breaks.
 func TestSuiteRejectsBrokenLeases(t *testing.T) {
-	twins := []struct {
-		name string
-		wrap func(Harness) Harness
-		must []string
-	}{
-		{"unexclusive", Unexclusive, []string{"Exclusive", "OneWinnerUnderContention"}},
-		{"static epoch", StaticEpoch, []string{"EpochsGrow", "ReleaseHandsOver"}},
-		{"never fences", NeverFences, []string{"SelfFence", "ReleaseHandsOver"}},
-		{"forgetful release", ForgetfulRelease, []string{"ReleaseHandsOver", "CloseReleasesEverything"}},
-		{"crash keeps claims", CrashKeepsClaims, []string{"CrashTakeover"}},
-		{"refusing grants", RefusingGrants, []string{"AcquireGrants"}},
-		{"log-blind epochs", LogBlindEpochs, []string{"EpochsPassTheLog"}},
-		{"revives after a pause", RevivesAfterPause, []string{"PausedPastTTLStaysFenced"}},
-	}
-	for _, tw := range twins {
+	for _, tw := range fleetTwins {
 		t.Run(tw.name, func(t *testing.T) {
 			t.Parallel()
 			h := tw.wrap(newFleetHarness())

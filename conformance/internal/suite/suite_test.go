@@ -132,3 +132,30 @@ func TestJudge(t *testing.T) {
 		t.Fatalf("Judge = %v, want %v", got, want)
 	}
 }
+
+func TestTwinCoverage(t *testing.T) {
+	cases := []string{"a", "b", "c", "d", "e"}
+	caughtBy := [][]string{{"a"}, {"b", "x"}}
+	exceptions := map[string]string{
+		"b": "covered anyway",      // stale: a twin names it
+		"c": "cannot be expressed", // excused
+		"d": " ",                   // no reason: excuses nothing
+		"z": "no such case",        // stale: unknown
+	}
+	cov := TwinCoverage(cases, caughtBy, exceptions)
+	if want := []string{"d", "e"}; !slices.Equal(cov.Missing, want) {
+		t.Errorf("Missing = %v, want %v", cov.Missing, want)
+	}
+	if want := []string{"b", "z"}; !slices.Equal(cov.Stale, want) {
+		t.Errorf("Stale = %v, want %v", cov.Stale, want)
+	}
+	if want := []string{"x"}; !slices.Equal(cov.Unknown, want) {
+		t.Errorf("Unknown = %v, want %v", cov.Unknown, want)
+	}
+	if cov.OK() {
+		t.Error("OK() on a coverage with gaps")
+	}
+	if full := TwinCoverage([]string{"a", "c"}, caughtBy[:1], map[string]string{"c": "reason"}); !full.OK() {
+		t.Errorf("full coverage reported as %+v", full)
+	}
+}

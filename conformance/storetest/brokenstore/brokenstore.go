@@ -8,6 +8,7 @@ package brokenstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -52,6 +53,8 @@ func All() []Twin {
 		{"drops-headers-on-replace", "a compare-and-swap write stores no content headers", DropsHeadersOnReplace},
 		{"headless-streams", "stream reads return no Content-Language or Content-Disposition", HeadlessStreams},
 		{"decompresses-gzip", "objects stored with Content-Encoding gzip read back decompressed", DecompressesGzip},
+		{"missing-delete-fails", "deleting a key that does not exist fails with ErrNotFound", MissingDeleteFails},
+		{"nesting-fails-opaquely", "a key below an existing object is refused with an untyped error", NestingFailsOpaquely},
 	}
 }
 
@@ -452,4 +455,37 @@ type ignoresStreamCond struct{ streamer }
 func (b *ignoresStreamCond) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
 	opts.Condition = store.Condition{}
 	return store.PutFrom(ctx, b.Store, key, r, size, opts)
+}
+
+// MissingDeleteFails reports ErrNotFound for a delete of a key that does not
+// exist, like a backend whose DELETE answers 404 and an adapter that passes
+// it on: a retried delete, or a delete racing another, then fails.
+func MissingDeleteFails(s store.Store) store.Store { return &missingDelete{wrapper{s}} }
+
+type missingDelete struct{ wrapper }
+
+func (b *missingDelete) Delete(ctx context.Context, key string) error {
+	if _, err := b.Store.Get(ctx, key); errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("delete %s: %w", key, store.ErrNotFound)
+	}
+	return b.Store.Delete(ctx, key)
+}
+
+// NestingFailsOpaquely refuses a write of "x/y" while "x" is an object with
+// a plain error, like a file-system adapter that passes ENOTDIR on instead
+// of either nesting the keys or refusing them with ErrInvalidKey.
+func NestingFailsOpaquely(s store.Store) store.Store { return &nestingOpaque{wrapper{s}} }
+
+type nestingOpaque struct{ wrapper }
+
+func (b *nestingOpaque) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	for i := range len(key) {
+		if key[i] != '/' || i == 0 {
+			continue
+		}
+		if _, err := b.Store.Get(ctx, key[:i]); err == nil {
+			return "", fmt.Errorf("put %s: %s is not a directory", key, key[:i])
+		}
+	}
+	return b.Store.Put(ctx, key, data, opts)
 }

@@ -1,0 +1,21 @@
+package drivertest
+
+import (
+	"testing"
+
+	"github.com/cellb/cellb/conformance/internal/suite"
+)
+
+// withoutTwin are the drivertest cases no twin in Twins is declared to
+// fail, each with the reason why (none: every case has one).
+var withoutTwin = map[string]string{}
+
+// TestEveryCaseHasATwin: a case that no twin is declared to fail needs
+// one, or an exception above saying why not.
+func TestEveryCaseHasATwin(t *testing.T) {
+	var caught [][]string
+	for _, tw := range Twins() {
+		caught = append(caught, tw.CaughtBy)
+	}
+	suite.CheckTwinCoverage(t, CaseNames(), caught, withoutTwin)
+}
