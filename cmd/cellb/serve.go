@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
@@ -40,7 +42,7 @@ func serveUsage(modes durability.Modes) string {
 }
 
 const serveUsageText = `usage: cellb serve [--listen ADDR] [--data DIR] [--driver wasm|cgo|modernc]
-                  [--idle D] [--max-cells N]
+                  [--idle D] [--max-cells N] [--admin-listen ADDR]
                   [--durability %s]
                   [--bucket URL --node NAME [--peer-listen ADDR --advertise ADDR] [--ttl D]
                    [--wake-tick D] [--wake-poll D]]
@@ -63,7 +65,12 @@ is gone (docs/fleet.md).
 LTX log celld reads (default); changeset, row changes in CellB's own format
 (needs --driver modernc); backup, the whole database each minute and on
 shutdown, acknowledging at once (a crash loses what came after the last
-backup).`
+backup).
+
+--admin-listen serves /metrics (Prometheus text), /healthz (200 while the
+process runs) and /readyz (200 once the node has joined, 503 while it
+starts, once it shuts down or after a self-fence) on ADDR
+(docs/metrics.md).`
 
 // serveConfig is what `cellb serve` runs.
 type serveConfig struct {
@@ -81,6 +88,12 @@ type serveConfig struct {
 	WakeTick   time.Duration
 	WakePoll   time.Duration
 	MaxCells   int
+	// AdminListen is the address of the admin endpoints (/metrics,
+	// /healthz, /readyz); empty serves none and records no metrics.
+	AdminListen string
+
+	// meters receives the node's metrics (nil: none); not a flag.
+	meters metric.MeterProvider
 }
 
 func parseServe(args []string) (serveConfig, error) {
@@ -100,6 +113,7 @@ func parseServe(args []string) (serveConfig, error) {
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
 	fs.StringVar(&c.ScriptName, "script", "cellb-example", "deployment name that keys counter ids (celld's script_name)")
+	fs.StringVar(&c.AdminListen, "admin-listen", "", "address of the admin endpoints: /metrics (Prometheus text), /healthz, /readyz (default: none)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return c, err
@@ -150,6 +164,7 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	hc := host.Config{
 		Driver: drv, DataDir: cfg.Data, Mode: mode, Ownership: host.SingleHost,
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells, Logger: logger,
+		MeterProvider: cfg.meters,
 		Classes: func(su *host.Setup) (err error) {
 			if s.app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node, Route: su.Route}); err != nil {
 				return err
@@ -207,6 +222,18 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var admin *adminServer
+	if cfg.AdminListen != "" {
+		// Up before the node, so /healthz answers and /readyz says
+		// "starting" during the start-up probe and the join.
+		if admin, err = startAdmin(cfg.AdminListen, logger); err != nil {
+			fmt.Fprintf(e.stderr, "cellb serve: --admin-listen: %v\n", err)
+			return 1
+		}
+		defer admin.close(context.Background())
+		cfg.meters = admin.metrics.provider
+		fmt.Fprintf(e.stdout, "admin on http://%s\n", admin.ln.Addr())
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "cellb serve: %v\n", err)
@@ -232,6 +259,10 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	attrs := []any{"listen", ln.Addr().String(), "driver", cfg.Driver, "data", cfg.Data}
 	if cfg.Bucket != "" {
 		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.h.Node(), "peer", cmp.Or(cfg.Advertise, addrOf(peerLn)))
+	}
+	if admin != nil {
+		admin.SetReady(s.h)
+		attrs = append(attrs, "admin", admin.ln.Addr().String())
 	}
 	logger.Info("cellb serve: listening", attrs...)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())

@@ -14,6 +14,7 @@ import (
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/metrics"
 )
 
 // instance is one live incarnation of a cell: its gate, its open database,
@@ -136,6 +137,7 @@ func newInstance(rt *Runtime, cls *class, id ID, prev *instance) *instance {
 func (inst *instance) activate() {
 	ctx := inst.rt.bg
 	ev := &event{inst: inst, holding: true}
+	defer inst.recordActivation(inst.rt.clk.Now())
 	defer inst.g.leave()
 	defer ev.finishing()
 	if inst.prev != nil {
@@ -294,7 +296,7 @@ func isLocalLog(l durability.Log) bool {
 // whatever was opened. The next call tries afresh.
 func (inst *instance) failActivation(err error) {
 	aerr := &ActivationError{Key: inst.key, Err: err}
-	inst.rt.logger.Warn("cell activation failed", "cell", inst.key, "err", err)
+	inst.rt.warnUnlessRoutine("cell activation failed", err, "cell", inst.key)
 	inst.rt.forget(inst)
 	inst.g.failHeld(aerr)
 	inst.shutdown(inst.rt.bg, false)
@@ -512,7 +514,9 @@ func (inst *instance) evictIdle() {
 		inst.g.idleAgain()
 		return
 	}
-	inst.evictIfIdle()
+	if inst.evictIfIdle() {
+		inst.rt.metrics.Evicted(inst.rt.bg, inst.cls.name, metrics.EvictIdle)
+	}
 }
 
 // evictIfIdle retires an object with no event in flight, and reports
