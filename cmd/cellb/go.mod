@@ -13,6 +13,7 @@ require (
 	github.com/cellb/cellb/drivers/modernc v0.1.0
 	github.com/cellb/cellb/drivers/wasm v0.1.0
 	github.com/cellb/cellb/examples v0.1.0
+	github.com/prometheus/client_model v0.6.3
 	github.com/superfly/ltx v0.5.3
 )
 
@@ -20,7 +21,6 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.5 // indirect
-	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 )
@@ -90,7 +90,7 @@ require (
 	github.com/pkg/browser v0.0.0-20240102092130-5ac0b6a4141c // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	github.com/prometheus/client_golang v1.25.0
-	github.com/prometheus/common v0.74.0 // indirect
+	github.com/prometheus/common v0.74.0
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/spf13/afero v1.15.0 // indirect
 	github.com/spiffe/go-spiffe/v2 v2.8.1 // indirect
