@@ -369,3 +369,41 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestEvictionMetrics: cells evicted for the open-cell cap and for
+// idleness are counted under their reasons, and the open-cells gauge
+// follows.
+func TestEvictionMetrics(t *testing.T) {
+	for _, c := range []struct {
+		reason string
+		cfg    serveConfig
+		calls  int
+		evict  float64
+		open   float64
+	}{
+		// Three cells one after the other under a cap of one: two go.
+		{"max_open", serveConfig{MaxCells: 1}, 3, 2, 1},
+		// A cell idle for a millisecond goes.
+		{"idle", serveConfig{Idle: time.Millisecond}, 1, 1, 0},
+	} {
+		t.Run(c.reason, func(t *testing.T) {
+			pm, err := newPrometheusMetrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { pm.provider.Shutdown(context.Background()) })
+			c.cfg.Data, c.cfg.meters = t.TempDir(), pm.provider
+			_, hs := startServer(t, c.cfg)
+			for i := range c.calls {
+				if a := call(t, "POST", fmt.Sprintf("%s/counter/e%d", hs.URL, i)); a.status != 200 {
+					t.Fatalf("POST: %+v", a)
+				}
+			}
+			eventually(t, "the evictions are counted", func() bool {
+				e := scrapeHandler(t, pm.handler)
+				return e.value("cellb_cell_evictions_total", map[string]string{"class": counter.Class, "reason": c.reason}) == c.evict &&
+					e.value("cellb_cell_open", nil) == c.open
+			})
+		})
+	}
+}
