@@ -17,11 +17,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/health"
 	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/layout"
+	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/metrics"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
@@ -405,5 +407,65 @@ func TestEvictionMetrics(t *testing.T) {
 					e.value("cellb_cell_open", nil) == c.open
 			})
 		})
+	}
+}
+
+// ownedByN2 is a lease under which node n2 owns every cell.
+type ownedByN2 struct{}
+
+func (ownedByN2) TryAcquire(ctx context.Context, key string) (lease.Grant, error) {
+	class, id, _ := strings.Cut(key, ":")
+	return nil, &lease.CellOwnedElsewhereError{Class: class, ID: id, Owner: "n2", Addr: "10.0.0.6:9201"}
+}
+
+// TestTurnsOwnedElsewhere: calls for cells another node owns ran nothing
+// here; they are counted as owned_elsewhere (turns and activations), not
+// as errors.
+func TestTurnsOwnedElsewhere(t *testing.T) {
+	pm, err := newPrometheusMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pm.provider.Shutdown(context.Background()) })
+	drv, err := pickDriver("wasm", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := cell.New(cell.Options{Driver: drv, DataDir: t.TempDir(), Lease: ownedByN2{}, Logger: quietLogger(), MeterProvider: pm.provider})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	app, err := counter.Register(rt, counter.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	app.Routes(mux)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	const calls = 21
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(fmt.Sprintf("%s/counter/o%d", hs.URL, i), "", nil)
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	e := scrapeHandler(t, pm.handler)
+	elsewhere := map[string]string{"class": counter.Class, "outcome": "owned_elsewhere"}
+	if got := e.value("cellb_cell_turns_total", elsewhere); got != calls {
+		t.Errorf("turns owned elsewhere = %v, want %d", got, calls)
+	}
+	if got := e.value("cellb_cell_turns_total", map[string]string{"outcome": "error"}); got != 0 {
+		t.Errorf("turns error = %v, want 0", got)
+	}
+	if got := e.series(t, "cellb_cell_activation_duration_seconds", elsewhere).GetHistogram().GetSampleCount(); got != calls {
+		t.Errorf("activations owned elsewhere = %d, want %d", got, calls)
 	}
 }

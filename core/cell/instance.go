@@ -137,8 +137,10 @@ func newInstance(rt *Runtime, cls *class, id ID, prev *instance) *instance {
 func (inst *instance) activate() {
 	ctx := inst.rt.bg
 	ev := &event{inst: inst, holding: true}
-	defer inst.recordActivation(inst.rt.clk.Now())
 	defer inst.g.leave()
+	// Recorded before leave: until then no eviction can retire the
+	// instance, so its gate's error is the activation's own.
+	defer inst.recordActivation(inst.rt.clk.Now())
 	defer ev.finishing()
 	if inst.prev != nil {
 		select {

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -31,13 +32,28 @@ func (rt *Runtime) initMetrics() error {
 }
 
 // recordActivation records an activation that started at start, once it
-// ended: ok when it left an object that is not broken.
+// ended: ok when it left an object that is not broken, owned_elsewhere
+// when another node or process owns the cell.
 func (inst *instance) recordActivation(start time.Time) {
-	err := errActivationFailed
-	if inst.obj != nil {
-		err = inst.g.err()
+	err := inst.g.err()
+	if err == nil && inst.obj == nil {
+		err = errActivationFailed
 	}
-	inst.rt.metrics.Activation(inst.rt.bg, inst.cls.name, inst.rt.clk.Now().Sub(start), err)
+	inst.rt.metrics.Activation(inst.rt.bg, inst.cls.name, inst.rt.clk.Now().Sub(start), outcome(err))
+}
+
+// countTurn counts one call or alarm of a cell of class.
+func (rt *Runtime) countTurn(ctx context.Context, class string, err error) {
+	rt.metrics.Turn(ctx, class, outcome(err))
+}
+
+// outcome is metrics.Outcome, with the refusal routing resolves named
+// apart: nothing ran here, and the host forwards the call to the owner.
+func outcome(err error) string {
+	if routine(err) {
+		return metrics.OutcomeElsewhere
+	}
+	return metrics.Outcome(err)
 }
 
 // routine reports whether err is the everyday refusal that routing

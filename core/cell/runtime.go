@@ -317,7 +317,7 @@ func (rt *Runtime) dispatch(ctx context.Context, cls *class, id ID, fn func(ctx 
 			return err
 		}
 	})
-	rt.metrics.Turn(ctx, cls.name, err)
+	rt.countTurn(ctx, cls.name, err)
 	return err
 }
 

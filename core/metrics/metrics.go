@@ -56,6 +56,9 @@ const (
 	OutcomeOK       = "ok"
 	OutcomeError    = "error"
 	OutcomeCanceled = "canceled"
+	// OutcomeElsewhere: the cell is owned by another node or process, so
+	// nothing ran here (the host forwards such calls to the owner).
+	OutcomeElsewhere = "owned_elsewhere"
 )
 
 // latencyBuckets are the histogram boundaries (seconds) of every duration
@@ -65,9 +68,9 @@ var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 
 func meter(mp metric.MeterProvider) metric.Meter { return mp.Meter(ScopeName) }
 
-// outcome names err for the outcome attribute: ok, canceled (the caller's
+// Outcome names err for the outcome attribute: ok, canceled (the caller's
 // context ended) or error.
-func outcome(err error) string {
+func Outcome(err error) string {
 	switch {
 	case err == nil:
 		return OutcomeOK
@@ -135,12 +138,13 @@ const (
 	EvictMaxOpen = "max_open"
 )
 
-// Turn counts one event of a cell of class with its result.
-func (c *Cell) Turn(ctx context.Context, class string, err error) {
+// Turn counts one event of a cell of class with its outcome (Outcome's
+// names, or OutcomeElsewhere).
+func (c *Cell) Turn(ctx context.Context, class, outcome string) {
 	if c == nil {
 		return
 	}
-	c.turns.Add(ctx, 1, attrs(attribute.String(KeyClass, class), attribute.String(KeyOutcome, outcome(err))))
+	c.turns.Add(ctx, 1, attrs(attribute.String(KeyClass, class), attribute.String(KeyOutcome, outcome)))
 }
 
 // Commit counts one local commit of a cell of class.
@@ -156,15 +160,16 @@ func (c *Cell) DurableWait(ctx context.Context, class string, d time.Duration, e
 	if c == nil {
 		return
 	}
-	c.durableWait.Record(ctx, d.Seconds(), attrs(attribute.String(KeyClass, class), attribute.String(KeyOutcome, outcome(err))))
+	c.durableWait.Record(ctx, d.Seconds(), attrs(attribute.String(KeyClass, class), attribute.String(KeyOutcome, Outcome(err))))
 }
 
-// Activation records one activation's duration and result.
-func (c *Cell) Activation(ctx context.Context, class string, d time.Duration, err error) {
+// Activation records one activation's duration and outcome (Outcome's
+// names, or OutcomeElsewhere).
+func (c *Cell) Activation(ctx context.Context, class string, d time.Duration, outcome string) {
 	if c == nil {
 		return
 	}
-	c.activation.Record(ctx, d.Seconds(), attrs(attribute.String(KeyClass, class), attribute.String(KeyOutcome, outcome(err))))
+	c.activation.Record(ctx, d.Seconds(), attrs(attribute.String(KeyClass, class), attribute.String(KeyOutcome, outcome)))
 }
 
 // Evicted counts one eviction (reason EvictIdle or EvictMaxOpen).
@@ -275,5 +280,5 @@ func (w *Wake) Poll(ctx context.Context, role string, err error) {
 	if w == nil {
 		return
 	}
-	w.polls.Add(context.WithoutCancel(ctx), 1, attrs(attribute.String(KeyRole, role), attribute.String(KeyOutcome, outcome(err))))
+	w.polls.Add(context.WithoutCancel(ctx), 1, attrs(attribute.String(KeyRole, role), attribute.String(KeyOutcome, Outcome(err))))
 }

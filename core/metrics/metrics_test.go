@@ -26,10 +26,10 @@ func TestNilProviderRecordsNothing(t *testing.T) {
 		t.Fatalf("NewWake(nil) = %v, %v", w, err)
 	}
 	ctx := context.Background()
-	c.Turn(ctx, "C", nil)
+	c.Turn(ctx, "C", OutcomeOK)
 	c.Commit(ctx, "C")
 	c.DurableWait(ctx, "C", time.Second, nil)
-	c.Activation(ctx, "C", time.Second, nil)
+	c.Activation(ctx, "C", time.Second, OutcomeOK)
 	c.Evicted(ctx, "C", EvictIdle)
 	stop, err := c.ObserveOpen(func() int { return 1 })
 	if err != nil || stop() != nil {
