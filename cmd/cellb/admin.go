@@ -1,5 +1,13 @@
 package main
 
+// Dependencies of the admin endpoints (docs/metrics.md): the OpenTelemetry
+// SDK records what core/metrics reports through the API, its Prometheus
+// exporter turns the readings into Prometheus metrics on a registry of our
+// own, and client_golang's promhttp serves them as text. They are the
+// reference implementations of both standards and stay in this command:
+// core requires the metrics API only, so an embedder exporting elsewhere
+// never links them.
+
 import (
 	"context"
 	"errors"

@@ -10,6 +10,12 @@
 // core/host) — built from the provider. A nil set is valid and records
 // nothing, so the packages that hold one need no branch of their own.
 //
+// Why the OpenTelemetry API (docs/decisions.md): it is the vendor-neutral
+// standard embedders already carry a provider for, it holds no SDK,
+// exporter or network code, and unused it costs nothing. It is core's only
+// dependency for metrics (go.opentelemetry.io/otel/metric, with
+// go.opentelemetry.io/otel for attribute sets).
+//
 // docs/metrics.md lists every metric, its unit and its attributes.
 package metrics
 
