@@ -9,12 +9,8 @@ package main
 // never links them.
 
 import (
-	"context"
-	"errors"
 	"log/slog"
-	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -46,39 +42,16 @@ func newPrometheusMetrics() (*prometheusMetrics, error) {
 	}, nil
 }
 
-// adminServer serves core/health's endpoints (/healthz, /readyz,
-// /metrics) on --admin-listen.
-type adminServer struct {
-	*health.Admin
-	metrics *prometheusMetrics
-	ln      net.Listener
-	srv     *http.Server
-}
-
-// startAdmin listens on addr and serves the admin endpoints at once, so
-// /healthz answers and /readyz says "starting" while the node starts.
-func startAdmin(addr string, logger *slog.Logger) (*adminServer, error) {
+// startAdmin serves core/health's endpoints on addr with the node's
+// metrics as Prometheus text.
+func startAdmin(addr string, logger *slog.Logger) (*health.Server, *prometheusMetrics, error) {
 	pm, err := newPrometheusMetrics()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	srv, err := health.Listen(addr, pm.handler, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	a := &adminServer{Admin: health.New(pm.handler), metrics: pm, ln: ln}
-	a.srv = &http.Server{Handler: a.Admin, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	go func() {
-		if err := a.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("cellb serve: admin listener failed", "err", err)
-		}
-	}()
-	return a, nil
-}
-
-// close stops the admin endpoints, after the node: until then /readyz
-// answers 503 to say the node is going away.
-func (a *adminServer) close(ctx context.Context) error {
-	return errors.Join(a.srv.Shutdown(ctx), a.metrics.provider.Shutdown(ctx))
+	return srv, pm, nil
 }

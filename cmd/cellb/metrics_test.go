@@ -19,7 +19,6 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
-	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/health"
 	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/layout"
@@ -311,10 +310,11 @@ func TestFleetMetrics(t *testing.T) {
 	adm := httptest.NewServer(admin)
 	t.Cleanup(adm.Close)
 
-	// Two renewal periods: the renewals apply, the wake service polls.
-	clk.Advance(fleet.RenewInterval(fleet.DefaultTTL))
-	clk.Advance(fleet.RenewInterval(fleet.DefaultTTL))
+	// The clock moves in small steps until a renewal has applied and the
+	// wake service has polled (its loop arms its timers when its goroutine
+	// starts, so a single early step could pass before them).
 	eventually(t, "a renewal and a wake poll are counted", func() bool {
+		clk.Advance(100 * time.Millisecond)
 		e := scrapeURL(t, adm.URL+"/metrics")
 		return e.value("cellb_fleet_lease_renewals_total", map[string]string{"outcome": "ok"}) >= 1 &&
 			e.value("cellb_wake_polls_total", map[string]string{"role": "owner", "outcome": "ok"}) >= 1
@@ -331,8 +331,16 @@ func TestFleetMetrics(t *testing.T) {
 	if _, err := fs.Put(context.Background(), layout.NodeKey("node_m"), []byte(`{"node":"node_m","expires_ms":1}`), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(fleet.RenewInterval(fleet.DefaultTTL))
-	<-h.Fenced()
+	// Small steps again: the shell re-arms its timer only once its last
+	// renewal is done.
+	for fenced := false; !fenced; {
+		clk.Advance(100 * time.Millisecond)
+		select {
+		case <-h.Fenced():
+			fenced = true
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	if status := getStatus(t, adm.URL+"/readyz"); status != 503 {
 		t.Fatalf("/readyz: %d after the self-fence, want 503", status)
 	}

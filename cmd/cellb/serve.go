@@ -18,6 +18,7 @@ import (
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/health"
 	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
@@ -222,17 +223,24 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	var admin *adminServer
+	var admin *health.Server
 	if cfg.AdminListen != "" {
 		// Up before the node, so /healthz answers and /readyz says
-		// "starting" during the start-up probe and the join.
-		if admin, err = startAdmin(cfg.AdminListen, logger); err != nil {
+		// "starting" during the start-up probe and the join; closed after
+		// the node, so /readyz says 503 while it shuts down.
+		var pm *prometheusMetrics
+		if admin, pm, err = startAdmin(cfg.AdminListen, logger); err != nil {
 			fmt.Fprintf(e.stderr, "cellb serve: --admin-listen: %v\n", err)
 			return 1
 		}
-		defer admin.close(context.Background())
-		cfg.meters = admin.metrics.provider
-		fmt.Fprintf(e.stdout, "admin on http://%s\n", admin.ln.Addr())
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			admin.Close(ctx)
+			pm.provider.Shutdown(ctx)
+		}()
+		cfg.meters = pm.provider
+		fmt.Fprintf(e.stdout, "admin on http://%s\n", admin.Addr())
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -262,7 +270,7 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	}
 	if admin != nil {
 		admin.SetReady(s.h)
-		attrs = append(attrs, "admin", admin.ln.Addr().String())
+		attrs = append(attrs, "admin", admin.Addr().String())
 	}
 	logger.Info("cellb serve: listening", attrs...)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())

@@ -7,8 +7,13 @@
 package health
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
 	"net/http"
 	"sync/atomic"
+	"time"
 )
 
 // Readiness is what /readyz asks: nil while the node serves, otherwise
@@ -68,3 +73,37 @@ func text(w http.ResponseWriter, status int, body string) {
 	w.WriteHeader(status)
 	w.Write([]byte(body + "\n"))
 }
+
+// Server is an Admin served on a listener of its own.
+type Server struct {
+	*Admin
+	ln  net.Listener
+	srv *http.Server
+}
+
+// Listen serves a new Admin (see New) on addr at once, so /healthz
+// answers and /readyz says "starting" while the node starts. A listener
+// that fails later is reported to logger.
+func Listen(addr string, metrics http.Handler, logger *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Admin: New(metrics), ln: ln}
+	s.srv = &http.Server{Handler: s.Admin, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) && logger != nil {
+			logger.Error("admin listener failed", "err", err)
+		}
+	}()
+	return s, nil
+}
+
+// Addr is the address the endpoints are served on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops serving, letting requests in flight finish until ctx ends.
+// Close the node first: until then /readyz answers 503 to say the node is
+// going away.
+func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
