@@ -13,9 +13,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/health"
 	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
@@ -42,7 +45,8 @@ each other (docs/single-host.md). With --bucket the node joins a fleet on
 that bucket: cells are taken by celld's ownership protocol, the bucket wins
 over local files, calls for cells another node owns are forwarded over
 --peer-listen, and alarms are woken through the bucket's wake index
-(docs/fleet.md). --durability: docs/durability.md; every flag: docs/cli.md.
+(docs/fleet.md). --durability: docs/durability.md; --admin-listen:
+docs/metrics.md; every flag: docs/cli.md.
 
 Exit status: 0 after a clean shutdown (SIGINT or SIGTERM); 1 when the node
 could not start or a listener failed; 2 bad usage; 3 the node self-fenced
@@ -69,6 +73,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
 	fs.StringVar(&c.ScriptName, "script-name", "cellb-example", "deployment `name` that keys counter ids (celld's script_name)")
 	cl.Alias("script", "script-name")
+	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of the admin endpoints: /metrics (Prometheus text), /healthz, /readyz (default: none; docs/metrics.md)")
 	return cl
 }
 
@@ -88,6 +93,12 @@ type serveConfig struct {
 	WakeTick   time.Duration
 	WakePoll   time.Duration
 	MaxCells   int
+	// AdminListen is the address of the admin endpoints (/metrics,
+	// /healthz, /readyz); empty serves none and records no metrics.
+	AdminListen string
+
+	// meters receives the node's metrics (nil: none); not a flag.
+	meters metric.MeterProvider
 }
 
 // parseServe parses serve's command line; its errors are *cli.UsageError,
@@ -152,7 +163,8 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	hc := host.Config{
 		Driver: drv, DataDir: cfg.Data, Mode: mode, Ownership: host.SingleHost,
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells, Logger: logger,
-		R2: map[string]string{images.Binding: images.BucketName},
+		R2:            map[string]string{images.Binding: images.BucketName},
+		MeterProvider: cfg.meters,
 		Classes: func(su *host.Setup) (err error) {
 			if s.app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node}); err != nil {
 				return err
@@ -215,6 +227,25 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		return cl.UsageErr(e.stderr, "%v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var admin *health.Server
+	if cfg.AdminListen != "" {
+		// Up before the node, so /healthz answers and /readyz says
+		// "starting" during the start-up probe and the join; closed after
+		// the node, so /readyz says 503 while it shuts down.
+		var pm *prometheusMetrics
+		if admin, pm, err = startAdmin(cfg.AdminListen, logger); err != nil {
+			fmt.Fprintf(e.stderr, "cellb serve: --admin-listen: %v\n", err)
+			return 1
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			admin.Close(ctx)
+			pm.provider.Shutdown(ctx)
+		}()
+		cfg.meters = pm.provider
+		fmt.Fprintf(e.stdout, "admin on http://%s\n", admin.Addr())
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return cl.Fail(e.stderr, err)
@@ -237,6 +268,10 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	attrs := []any{"listen", ln.Addr().String(), "driver", cfg.Driver, "data", cfg.Data}
 	if cfg.Bucket != "" {
 		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.h.Node(), "peer", cmp.Or(cfg.Advertise, addrOf(peerLn)))
+	}
+	if admin != nil {
+		admin.SetReady(s.h)
+		attrs = append(attrs, "admin", admin.Addr().String())
 	}
 	logger.Info("cellb serve: listening", attrs...)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())

@@ -332,7 +332,7 @@ func (s *alarmScheduler) fire(key string) {
 		// An internal failure: retry on the backoff without counting.
 		delay := alarmRetryDelay(e.internal)
 		e.internal++
-		s.rt.logger.Warn("cell alarm could not run; retrying", "cell", key, "in", delay, "err", err)
+		s.rt.warnUnlessRoutine("cell alarm could not run; retrying", err, "cell", key, "in", delay)
 		s.armLocked(key, e, s.rt.clk.Now().Add(delay), true)
 		return
 	}

@@ -34,6 +34,7 @@ func (inst *instance) endTurn(ctx context.Context, ev *event) error {
 			inst.rollbackLocked(ctx)
 			return inst.breakNow(fmt.Sprintf("the local commit failed: %v", err), err)
 		}
+		inst.rt.metrics.Commit(ctx, inst.cls.name)
 		if err := inst.logCommitsLocked(ctx); err != nil {
 			return inst.breakNow(fmt.Sprintf("the commit could not be handed to the log: %v", err), err)
 		}
@@ -211,7 +212,11 @@ func (inst *instance) pendingSnapshot() []durability.Durable {
 
 // awaitDurable is the output gate: it returns once every commit in snap is
 // durable and the grant still allows acknowledging writes.
-func (inst *instance) awaitDurable(ctx context.Context, snap []durability.Durable) error {
+func (inst *instance) awaitDurable(ctx context.Context, snap []durability.Durable) (err error) {
+	if len(snap) > 0 && inst.rt.metrics != nil {
+		start := inst.rt.clk.Now()
+		defer func() { inst.rt.metrics.DurableWait(ctx, inst.cls.name, inst.rt.clk.Now().Sub(start), err) }()
+	}
 	for _, d := range snap {
 		select {
 		case <-d.Done():

@@ -14,6 +14,7 @@ import (
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/metrics"
 )
 
 // instance is one live incarnation of a cell: its gate, its open database,
@@ -137,6 +138,9 @@ func (inst *instance) activate() {
 	ctx := inst.rt.bg
 	ev := &event{inst: inst, holding: true}
 	defer inst.g.leave()
+	// Recorded before leave: until then no eviction can retire the
+	// instance, so its gate's error is the activation's own.
+	defer inst.recordActivation(inst.rt.clk.Now())
 	defer ev.finishing()
 	if inst.prev != nil {
 		select {
@@ -294,7 +298,7 @@ func isLocalLog(l durability.Log) bool {
 // whatever was opened. The next call tries afresh.
 func (inst *instance) failActivation(err error) {
 	aerr := &ActivationError{Key: inst.key, Err: err}
-	inst.rt.logger.Warn("cell activation failed", "cell", inst.key, "err", err)
+	inst.rt.warnUnlessRoutine("cell activation failed", err, "cell", inst.key)
 	inst.rt.forget(inst)
 	inst.g.failHeld(aerr)
 	inst.shutdown(inst.rt.bg, false)
@@ -512,7 +516,9 @@ func (inst *instance) evictIdle() {
 		inst.g.idleAgain()
 		return
 	}
-	inst.evictIfIdle()
+	if inst.evictIfIdle() {
+		inst.rt.metrics.Evicted(inst.rt.bg, inst.cls.name, metrics.EvictIdle)
+	}
 }
 
 // evictIfIdle retires an object with no event in flight, and reports

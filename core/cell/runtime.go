@@ -11,10 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/metrics"
 	"github.com/cellb/cellb/core/wakeport"
 )
 
@@ -70,6 +73,10 @@ type Options struct {
 	// Router routes calls (Call, Stub.Fetch) whose cell another node or
 	// process owns to that owner; see Router. Nil runs every call here.
 	Router Router
+	// MeterProvider receives the runtime's metrics (core/metrics: turns,
+	// commits, durable waits, activations, open and evicted cells). Nil
+	// records nothing.
+	MeterProvider metric.MeterProvider
 }
 
 // DefaultAlarmResidency is celld's default CELLD_ALARM_RESIDENT_MS.
@@ -110,6 +117,9 @@ type Runtime struct {
 	classes  map[string]*class
 	cells    map[string]*instance // live instances by cell key
 	retiring map[string]*instance // instances shutting down, by cell key
+
+	metrics     *metrics.Cell // nil: no MeterProvider
+	stopMetrics func() error
 }
 
 // New makes a Runtime from its ports.
@@ -160,6 +170,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	rt.bg, rt.cancelBg = context.WithCancel(context.Background())
 	rt.alarms = newAlarmScheduler(rt)
+	if err := rt.initMetrics(); err != nil {
+		return nil, fmt.Errorf("cell: metrics: %w", err)
+	}
 	return rt, nil
 }
 
@@ -221,6 +234,7 @@ func (rt *Runtime) shed() {
 				break
 			}
 			if c.inst.evictIfIdle() {
+				rt.metrics.Evicted(rt.bg, c.inst.cls.name, metrics.EvictMaxOpen)
 				evicted++
 			}
 		}
@@ -290,7 +304,7 @@ var errRetired = errors.New("cell: instance retired")
 // dispatch runs fn as one event of the cell (cls, id), yielding the
 // calling handler (if ctx belongs to one) for the duration of the call.
 func (rt *Runtime) dispatch(ctx context.Context, cls *class, id ID, fn func(ctx context.Context, obj any) error) error {
-	return yield(ctx, func(ctx context.Context) error {
+	err := yield(ctx, func(ctx context.Context) error {
 		for {
 			inst, err := rt.instanceFor(cls, id)
 			if err != nil {
@@ -306,6 +320,8 @@ func (rt *Runtime) dispatch(ctx context.Context, cls *class, id ID, fn func(ctx 
 			return err
 		}
 	})
+	rt.countTurn(ctx, cls.name, err)
+	return err
 }
 
 // Close stops the runtime: new calls fail with ErrClosed, events in flight
@@ -321,6 +337,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	}
 	rt.closing = true
 	rt.mu.Unlock()
+	defer rt.stopMetrics()
 	rt.alarms.stopAll()
 
 	var errs []error

@@ -12,9 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/metrics"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -48,6 +51,9 @@ type Options struct {
 	Logger            *slog.Logger
 	// Rand supplies the node id and probe key (crypto/rand by default).
 	Rand io.Reader
+	// MeterProvider receives the node's metrics (lease renewals,
+	// self-fences; see core/metrics). Nil records nothing.
+	MeterProvider metric.MeterProvider
 }
 
 // Node is one CellB node's membership of a fleet: its node lease, kept
@@ -83,6 +89,8 @@ type Node struct {
 	// shell is the goroutine that renews the lease every TTL/3; nil for a
 	// node whose caller drives its renewals (newNode without start).
 	shell *shell
+	// metrics counts renewals and self-fences (nil: none).
+	metrics *metrics.Fleet
 }
 
 // rules are the pure decisions of the protocol a node acts on. Every node
@@ -216,6 +224,9 @@ func newNode(ctx context.Context, opts Options, r rules) (*Node, error) {
 		log:    opts.Logger.With("node", opts.Node),
 		grants: map[string]*grant{}, refused: map[string]refusal{},
 		fencedCh: make(chan struct{}), rules: r,
+	}
+	if n.metrics, err = metrics.NewFleet(opts.MeterProvider); err != nil {
+		return nil, fmt.Errorf("fleet: metrics: %w", err)
 	}
 	if err := n.install(ctx); err != nil {
 		return nil, err
@@ -389,6 +400,7 @@ func (n *Node) fenceLocked(reason string) map[string]*grant {
 	if n.fenced == nil {
 		n.fenced = &FencedError{Node: n.opts.Node, Reason: reason}
 		close(n.fencedCh)
+		n.metrics.SelfFence(fenceCode(reason))
 		if n.timer != nil {
 			n.timer.Stop()
 		}
@@ -476,6 +488,7 @@ func (n *Node) renewOnce(key string) {
 	sentAt := n.clock.Now()
 	body := n.record(uint64(sentAt.Add(n.opts.TTL).UnixMilli())).Encode()
 	nv, err := n.opts.Store.Put(ctx, key, body, store.PutOptions{Condition: store.IfVersion(v)})
+	n.metrics.Renewal(renewalOutcome(err))
 	switch {
 	case err == nil:
 		n.renewed(sentAt, nv)

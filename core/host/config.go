@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
@@ -85,6 +87,13 @@ type Config struct {
 	// IdleTimeout and MaxOpenCells are cell.Options'.
 	IdleTimeout  time.Duration
 	MaxOpenCells int
+
+	// MeterProvider receives the node's metrics (docs/metrics.md): the
+	// runtime's, the fleet's, the wake service's, and every request to
+	// Bucket (the host wraps it once; see metrics.InstrumentStore). It is
+	// the OpenTelemetry metrics API only: the embedder picks the SDK and
+	// the exporter. Nil records nothing.
+	MeterProvider metric.MeterProvider
 
 	// Logger receives the host's logs. Default: slog.Default().
 	Logger *slog.Logger

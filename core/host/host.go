@@ -38,6 +38,7 @@ import (
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/metrics"
 	"github.com/cellb/cellb/core/peer"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/wake"
@@ -133,6 +134,12 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if err := check(cfg); err != nil {
 		return nil, err
 	}
+	// Every request to the bucket is measured here, once, whichever
+	// adapter serves it: the fleet, the wake service, the peer key and
+	// the durability mode all get the wrapper.
+	if cfg.Bucket, err = metrics.InstrumentStore(cfg.MeterProvider, cfg.Bucket); err != nil {
+		return nil, fmt.Errorf("host: metrics: %w", err)
+	}
 	h := &Host{cfg: cfg, log: cfg.Logger, clk: clock.Or(cfg.Clock), name: "local", mux: http.NewServeMux(), errc: make(chan error, 3)}
 	h.limits = cfg.Limits.withDefaults()
 	if h.log == nil {
@@ -158,8 +165,8 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	opts := cell.Options{
 		ScriptName: cfg.ScriptName, Driver: cfg.Driver, Logger: h.log, Clock: cfg.Clock,
 		IdleTimeout: cfg.IdleTimeout, MaxOpenCells: cfg.MaxOpenCells,
-		DataDir: filepath.Join(cfg.DataDir, "cells"),
-		Router:  router{h},
+		DataDir: filepath.Join(cfg.DataDir, "cells"), MeterProvider: cfg.MeterProvider,
+		Router: router{h},
 	}
 	h.handler = guard(h.routed(h.mux), h.limits.MaxBodyBytes)
 	internal := http.NewServeMux()
@@ -217,12 +224,12 @@ func (h *Host) joinFleet(ctx context.Context, opts *cell.Options) (err error) {
 	if err := wake.Prepare(ctx, h.cfg.Bucket, h.cfg.Clock); err != nil {
 		return err
 	}
-	if h.node, err = fleet.Join(ctx, fleet.Options{Store: h.cfg.Bucket, Node: fc.Node, Addr: addr, TTL: fc.TTL, Clock: h.cfg.Clock, Logger: h.log}); err != nil {
+	if h.node, err = fleet.Join(ctx, fleet.Options{Store: h.cfg.Bucket, Node: fc.Node, Addr: addr, TTL: fc.TTL, Clock: h.cfg.Clock, Logger: h.log, MeterProvider: h.cfg.MeterProvider}); err != nil {
 		return err
 	}
 	h.name = h.node.ID()
 	opts.Lease = h.node
-	if h.wake, err = wake.New(wake.Options{Store: h.cfg.Bucket, Node: h.node.ID(), Clock: h.cfg.Clock, Logger: h.log, Tick: fc.WakeTick, PollInterval: fc.WakePoll}); err != nil {
+	if h.wake, err = wake.New(wake.Options{Store: h.cfg.Bucket, Node: h.node.ID(), Clock: h.cfg.Clock, Logger: h.log, Tick: fc.WakeTick, PollInterval: fc.WakePoll, MeterProvider: h.cfg.MeterProvider}); err != nil {
 		return err
 	}
 	opts.Wake = h.wake

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/layout"
+	"github.com/cellb/cellb/core/metrics"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wakeport"
 )
@@ -74,7 +75,9 @@ func (s *Service) loop(ctx context.Context, w wakeport.Waker) {
 			s.tickOnce(ctx, w)
 			tick.Reset(s.opts.Tick)
 		case <-poll.C():
-			if err := s.pollOnce(ctx, w, false); err != nil && ctx.Err() == nil {
+			err := s.pollOnce(ctx, w, false)
+			s.metrics.Poll(ctx, metrics.RoleOwner, err)
+			if err != nil && ctx.Err() == nil {
 				s.log.Warn("wake: scanning due entries failed", "err", err)
 			}
 			poll.Reset(s.opts.PollInterval)
@@ -92,7 +95,9 @@ func (s *Service) tickOnce(ctx context.Context, w wakeport.Waker) {
 	if !elected {
 		return
 	}
-	if err := s.pollOnce(ctx, w, true); err != nil && ctx.Err() == nil {
+	err = s.pollOnce(ctx, w, true)
+	s.metrics.Poll(ctx, metrics.RoleWaker, err)
+	if err != nil && ctx.Err() == nil {
 		s.log.Warn("wake: waker scan failed", "err", err)
 	}
 	if err := s.cleanup(ctx); err != nil && ctx.Err() == nil {

@@ -3,11 +3,15 @@ package wake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/metrics"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wakeport"
 )
@@ -40,6 +44,9 @@ type Options struct {
 	// RetryDelay is the wait before the first retry, doubled after each.
 	// Zero means 100 ms.
 	RetryDelay time.Duration
+	// MeterProvider receives the service's metrics (wake polls; see
+	// core/metrics). Nil records nothing.
+	MeterProvider metric.MeterProvider
 }
 
 // Service keeps a fleet node's part of the wake index: it publishes the
@@ -63,6 +70,8 @@ type Service struct {
 	inflight sync.WaitGroup
 	stop     context.CancelFunc
 	done     chan struct{}
+
+	metrics *metrics.Wake // nil: none
 }
 
 var _ wakeport.Publisher = (*Service)(nil)
@@ -90,8 +99,12 @@ func New(opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	m, err := metrics.NewWake(opts.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("wake: metrics: %w", err)
+	}
 	return &Service{
-		opts: opts, clk: clock.Or(opts.Clock),
+		opts: opts, clk: clock.Or(opts.Clock), metrics: m,
 		log:       opts.Logger.With("component", "wake", "node", opts.Node),
 		published: map[string][]written{},
 	}, nil

@@ -68,6 +68,10 @@ var layerRules = []layerRule{
 		why: "ownership does not know the LTX format: it learns every log's keys from core/layout"},
 	{pkgs: []string{"wakeport"}, forbidden: append(append([]string{}, runtimePkgs...), fleet...),
 		why: "a port imports neither of the sides it connects"},
+	{pkgs: []string{"metrics"}, forbidden: []string{"*"}, allowed: []string{"store", "clock", "layout"},
+		why: "the instruments are a leaf the runtime and the fleet both record on: core/metrics links only the store port (to wrap the bucket) and what it links"},
+	{pkgs: []string{"health"}, forbidden: []string{"*"},
+		why: "the admin endpoints know neither the host nor a metrics format: core/health imports no CellB package"},
 }
 
 // layerViolations checks rules against a package graph and returns one
