@@ -35,6 +35,9 @@ func commands() []command {
 	return []command{
 		// Each subcommand's file adds its entry here.
 		diagnoseCommand(),
+		idCommand(),
+		inspectCommand(),
+		repairCommand(),
 		restoreCommand(),
 		serveCommand(),
 	}

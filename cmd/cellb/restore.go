@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/admin"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/progress"
 	"github.com/cellb/cellb/core/store"
@@ -34,7 +34,7 @@ func restoreUsage(modes durability.Modes) string {
 }
 
 const restoreUsageText = `usage: cellb restore <bucket-url> <Class:id> <out.db> [--from %s]
-                    [--txid N | --time T] [--force]
+                    [--txid N | --time T] [--force] [--name [--script-name S]]
 
 Rebuilds the cell's SQLite database from what the bucket keeps of it and
 writes it to out.db. It only reads the bucket: it never takes ownership,
@@ -54,22 +54,12 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 	force := fs.Bool("force", false, "overwrite out.db if it exists")
 	from := fs.String("from", "", strings.Join(modes.Names(), ", ")+" (default: what the bucket holds)")
 	quiet := fs.Bool("quiet", false, "no progress output")
-	pos, err := parseFlags(fs, args)
-	if err != nil || len(pos) != 3 {
-		if err != nil && !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
-		}
-		fmt.Fprintln(e.stderr, restoreUsage(modes))
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	resolve := admin.NameFlags(fs, defaultScriptName)
+	pos, cellKey, code, ok := cmdArgs(e, fs, restoreUsage(modes), args, 3, 3, resolve)
+	if !ok {
+		return code
 	}
-	bucketURL, cellKey, out := pos[0], pos[1], pos[2]
-	if err := cell.ValidateCellKey(cellKey); err != nil {
-		fmt.Fprintf(e.stderr, "cellb restore: %v\n", err)
-		return 2
-	}
+	bucketURL, out := pos[0], pos[2]
 	req := durability.RestoreRequest{TXID: *txid}
 	if *at != "" {
 		if *txid != 0 {

@@ -99,7 +99,7 @@ func parseServe(args []string) (serveConfig, error) {
 	fs.StringVar(&c.Durability, "durability", "ltx", "what the bucket keeps: ltx, changeset (needs --driver modernc) or backup")
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
-	fs.StringVar(&c.ScriptName, "script", "cellb-example", "deployment name that keys counter ids (celld's script_name)")
+	fs.StringVar(&c.ScriptName, "script", defaultScriptName, "deployment name that keys counter ids (celld's script_name)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return c, err

@@ -37,17 +37,22 @@ import (
 // when Options.Concurrency is 0.
 const DefaultConcurrency = 8
 
+// ProgressMinCells is the fewest cells Inspect reports progress for: fewer
+// are read too fast to wait for.
+const ProgressMinCells = 100
+
 // Options tune a read of the bucket; the zero value is ready to use.
 type Options struct {
 	// Clock decides which leases are live (default: the real clock).
 	Clock clock.Clock
 	// Concurrency bounds the per-cell and per-node reads in flight
-	// (default DefaultConcurrency).
+	// (DefaultConcurrency when 0 or less).
 	Concurrency int
 	// PageSize is the entries asked for per listing page (0: the store's
 	// default, at most 1000). Every page is read whatever the size.
 	PageSize int
-	// Progress, if set, is called as cells are read: done of total cells.
+	// Progress, if set, is called as cells are read, done of total cells,
+	// when there are at least ProgressMinCells of them.
 	Progress func(done, total int64)
 	// Logs are the logs a cell may keep (default layout.Logs(): ltx,
 	// changeset, backup).

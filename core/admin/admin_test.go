@@ -166,7 +166,7 @@ func TestInspectSeededBucket(t *testing.T) {
 // a page holds: every one must be found.
 func TestInspectReadsEveryPage(t *testing.T) {
 	s := memstore.New()
-	const n = 57
+	const n = 123
 	for i := 0; i < n; i++ {
 		cell := fmt.Sprintf("Counter:c%03d", i)
 		putOwn(t, s, cell, "", 1)

@@ -72,3 +72,15 @@ func (e *ConflictError) Error() string {
 }
 
 func (e *ConflictError) Unwrap() error { return e.Err }
+
+// ProblemsError: a report was made, but some of its records did not decode
+// or could not be read (each named on its node or cell, and in Errs).
+type ProblemsError struct {
+	Errs []error
+}
+
+func (e *ProblemsError) Error() string {
+	return fmt.Sprintf("%d records could not be read (shown with the rest); the first: %v", len(e.Errs), e.Errs[0])
+}
+
+func (e *ProblemsError) Unwrap() []error { return e.Errs }

@@ -190,7 +190,7 @@ func Inspect(ctx context.Context, s store.Store, opts Options) (*Report, error) 
 	err = forEach(ctx, len(keys), opts.concurrency(), func(i int) {
 		c := readCell(ctx, s, opts, keys[i], now, leases, idx, false)
 		r.Cells[i] = *c
-		if opts.Progress != nil {
+		if opts.Progress != nil && total >= ProgressMinCells {
 			mu.Lock()
 			done++
 			opts.Progress(done, total)
