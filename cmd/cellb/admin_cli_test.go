@@ -225,3 +225,26 @@ func testInspectAndRepair(t *testing.T, u string) {
 		t.Errorf("held cell's own.json changed: %s", got)
 	}
 }
+
+// TestInspectShowsProgress: a bucket of 100 cells or more shows progress
+// on stderr, none with --quiet, and the report stays on stdout.
+func TestInspectShowsProgress(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openBucket(context.Background(), bucketMux(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 120; i++ {
+		if _, err := s.Put(context.Background(), layout.OwnKey(fmt.Sprintf("Counter:c%03d", i)), []byte(`{"node":"","epoch":1}`), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close(s)
+	code, out, errs := runBin(t, "inspect", dir, "--json")
+	if code != 0 || !strings.Contains(errs, "inspect: 100% (120 of 120 cells)") || strings.Contains(out, "inspect:") {
+		t.Errorf("inspect: %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runBin(t, "inspect", dir, "--json", "--quiet"); code != 0 || errs != "" {
+		t.Errorf("inspect --quiet: %d, stderr %q", code, errs)
+	}
+}
