@@ -426,3 +426,24 @@ func TestRepairRacesTwentyOperators(t *testing.T) {
 		t.Errorf("%d repairs applied, %d conflicted; want exactly one applied", applied.Load(), conflicts.Load())
 	}
 }
+
+// TestOwnerLeaseUnreadable: a cell whose owner's lease does not decode is
+// reported (the error names the lease) with the rest of it, and is not
+// repaired, since the owner may be live.
+func TestOwnerLeaseUnreadable(t *testing.T) {
+	s := seed(t)
+	put(t, s, layout.NodeKey("n3"), []byte(`{"node":"n3"}`))
+	putOwn(t, s, "Counter:lost", "n3", 1)
+	r, err := Inspect(context.Background(), s, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re *layout.RecordError
+	c := byKey(r)["Counter:lost"]
+	if !errors.As(c.Err, &re) || re.Key != layout.NodeKey("n3") || c.LogEpoch != 2 || c.LogObjects != 2 {
+		t.Errorf("cell %+v", c)
+	}
+	if p, err := Diagnose(context.Background(), s, "Counter:lost", opts()); !errors.As(err, &re) || p != nil {
+		t.Errorf("Diagnose: %+v %v", p, err)
+	}
+}

@@ -390,12 +390,14 @@ func readCell(ctx context.Context, s store.Store, opts Options, cell string, now
 			c.Record = RecordReleased
 			if r.Node != "" {
 				c.Record = RecordHeld
-				l, err := leases.get(ctx, s, r.Node)
-				if err != nil {
-					return fail(fmt.Errorf("the owner's lease: %w", err))
+				// A lease that cannot be read leaves the owner's liveness
+				// unknown: reported, and the rest of the cell still read.
+				if l, err := leases.get(ctx, s, r.Node); err != nil {
+					fail(fmt.Errorf("the owner's lease: %w", err))
+				} else {
+					c.ownerLease = l
+					c.OwnerLive = l != nil && l.Live(uint64(now))
 				}
-				c.ownerLease = l
-				c.OwnerLive = l != nil && l.Live(uint64(now))
 			}
 		}
 	}
