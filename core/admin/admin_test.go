@@ -447,3 +447,32 @@ func TestOwnerLeaseUnreadable(t *testing.T) {
 		t.Errorf("Diagnose: %+v %v", p, err)
 	}
 }
+
+// TestSingleHostBucketHasNoLostRecords: without any node lease or
+// ownership record, cells without a record are not reported lost.
+func TestSingleHostBucketHasNoLostRecords(t *testing.T) {
+	s := memstore.New()
+	putLTX(t, s, "Counter:a", 3, 0, 1, 1, 10)
+	putLTX(t, s, "Counter:b", 5, 0, 1, 2, 10)
+	r, err := Inspect(context.Background(), s, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Fleet || len(r.Cells) != 2 {
+		t.Fatalf("fleet %v, %d cells", r.Fleet, len(r.Cells))
+	}
+	for _, c := range r.Cells {
+		if c.Record != RecordMissing || len(c.Findings) != 0 {
+			t.Errorf("%+v", c)
+		}
+	}
+	// One ownership record makes it a fleet bucket: the others are lost.
+	putOwn(t, s, "Counter:c", "", 1)
+	r, err = Inspect(context.Background(), s, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := byKey(r)["Counter:a"]; !r.Fleet || fmt.Sprint(kinds(c)) != "[record-lost]" {
+		t.Errorf("fleet %v, %+v", r.Fleet, c)
+	}
+}

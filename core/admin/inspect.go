@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -17,7 +18,12 @@ import (
 // (docs/cli.md, "cellb inspect"): fields are only ever added.
 type Report struct {
 	// NowMs is the time leases were judged live against (Unix ms).
-	NowMs int64  `json:"now_ms"`
+	NowMs int64 `json:"now_ms"`
+	// Fleet: the bucket holds a node lease or an ownership record. A
+	// bucket only single-host nodes wrote (cellb serve without --bucket:
+	// ownership by shard locks) has neither; there a missing record is not
+	// a lost one, and no record-lost finding is reported.
+	Fleet bool   `json:"fleet"`
 	Nodes []Node `json:"nodes"`
 	Cells []Cell `json:"cells"`
 	Wake  Wake   `json:"wake"`
@@ -199,6 +205,15 @@ func Inspect(ctx context.Context, s store.Store, opts Options) (*Report, error) 
 	})
 	if err != nil {
 		return nil, err
+	}
+	r.Fleet = len(nodes) > 0
+	for _, c := range r.Cells {
+		r.Fleet = r.Fleet || c.Record != RecordMissing
+	}
+	for i := range r.Cells {
+		if !r.Fleet {
+			r.Cells[i].Findings = slices.DeleteFunc(r.Cells[i].Findings, func(f Finding) bool { return f.Kind == FindRecordLost })
+		}
 	}
 	return r, nil
 }

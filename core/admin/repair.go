@@ -51,7 +51,7 @@ func judge(c *Cell, rec *layout.OwnRecord, recErr error, ltxFiles []ltx.FileInfo
 			"%v; repair does not overwrite a record it cannot read: move %s aside (keep a copy) and run repair again", recErr, own)})
 	case rec == nil && c.LogEpoch >= 1:
 		fs = append(fs, Finding{Kind: FindRecordLost, Repairable: true, Message: fmt.Sprintf(
-			"%s is missing, but the log holds epoch %d", own, c.LogEpoch)})
+			"%s is missing, but the log holds epoch %d (in a bucket only single-host nodes ever wrote, records are never written: repair there only before fleet nodes take the cell)", own, c.LogEpoch)})
 	case rec != nil && rec.Epoch < c.LogEpoch:
 		fs = append(fs, Finding{Kind: FindStaleEpoch, Repairable: true, Message: fmt.Sprintf(
 			"%s is at epoch %d, behind the log's newest epoch %d", own, rec.Epoch, c.LogEpoch)})

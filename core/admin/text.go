@@ -135,6 +135,9 @@ func WriteReport(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "\nwake index: %s; %s; %d entries (%d due, %d migration seeds) in %d minutes for %d cells; %d retirement certificates\n",
 		format, waker, wk.Entries, wk.Due, wk.Seeds, wk.Minutes, wk.Cells, wk.Retired)
 	fmt.Fprintf(w, "%d nodes, %d cells\n", len(r.Nodes), len(r.Cells))
+	if !r.Fleet && len(r.Cells) > 0 {
+		fmt.Fprintf(w, "no node lease and no ownership record: a single-host bucket (ownership by shard locks; records are written by fleet nodes only)\n")
+	}
 	if errs := r.Errors(); len(errs) > 0 {
 		fmt.Fprintf(w, "\n%d errors:\n", len(errs))
 		for _, err := range errs {
