@@ -476,3 +476,47 @@ func TestSingleHostBucketHasNoLostRecords(t *testing.T) {
 		t.Errorf("fleet %v, %+v", r.Fleet, c)
 	}
 }
+
+// listCounter counts listings by prefix.
+type listCounter struct {
+	store.Store
+	mu    sync.Mutex
+	lists map[string]int
+}
+
+func (l *listCounter) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	l.mu.Lock()
+	l.lists[opts.Prefix]++
+	l.mu.Unlock()
+	return l.Store.List(ctx, opts)
+}
+
+// TestInspectListsEachCellOnce: a cell with every kind of log costs one
+// listing of its prefix, not one per log.
+func TestInspectListsEachCellOnce(t *testing.T) {
+	s := memstore.New()
+	for i := 0; i < 20; i++ {
+		cell := fmt.Sprintf("Counter:c%02d", i)
+		putOwn(t, s, cell, "", 2)
+		putLTX(t, s, cell, 1, 0, 1, 1, 1)
+		put(t, s, layout.ChangesetKey(cell, 2, 1, 1, true), []byte("x"))
+		put(t, s, layout.BackupKey(cell, 2, 1), []byte("x"))
+	}
+	lc := &listCounter{Store: s, lists: map[string]int{}}
+	r, err := Inspect(context.Background(), lc, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Cells[3]; fmt.Sprint(c.Modes) != "[ltx changeset backup]" || c.LogObjects != 3 || c.LogEpoch != 2 {
+		t.Fatalf("%+v", c)
+	}
+	cellLists := 0
+	for prefix, n := range lc.lists {
+		if strings.HasPrefix(prefix, layout.CellsPrefix) && prefix != layout.CellsPrefix {
+			cellLists += n
+		}
+	}
+	if cellLists != 20 {
+		t.Errorf("%d listings under cells/ for 20 cells, want 20: %v", cellLists, lc.lists)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/cellb/cellb/core/layout"
@@ -416,13 +417,11 @@ func readCell(ctx context.Context, s store.Store, opts Options, cell string, now
 			}
 		}
 	}
-	var ltxFiles []ltx.FileInfo
-	for _, l := range opts.logs() {
-		st, files, err := readLog(ctx, s, opts, l, cell, detail)
-		if err != nil {
-			return fail(err)
-		}
-		ltxFiles = append(ltxFiles, files...)
+	stats, ltxFiles, err := readLogs(ctx, s, opts, cell, detail)
+	if err != nil {
+		return fail(err)
+	}
+	for _, st := range stats {
 		if st.Objects == 0 {
 			continue
 		}
@@ -431,7 +430,7 @@ func readCell(ctx context.Context, s store.Store, opts Options, cell string, now
 		c.LogObjects += st.Objects
 		c.LogBytes += st.Bytes
 		c.LogEpoch = max(c.LogEpoch, st.NewestEpoch)
-		if l.Name == layout.LTX().Name {
+		if st.Mode == layout.LTX().Name {
 			c.NewestTXID = st.Newest
 		}
 	}
@@ -444,56 +443,78 @@ func readCell(ctx context.Context, s store.Store, opts Options, cell string, now
 	return c
 }
 
-// readLog lists one log of a cell (every page) and sums it up; for the
-// LTX log it also returns the files, for the chain checks.
-func readLog(ctx context.Context, s store.Store, opts Options, l layout.Log, cell string, detail bool) (LogStat, []ltx.FileInfo, error) {
-	st := LogStat{Mode: l.Name}
-	isLTX := l.Name == layout.LTX().Name
-	epochs := map[uint64]*EpochStat{}
+// logAcc sums up one log of a cell while its objects are listed.
+type logAcc struct {
+	l      layout.Log
+	prefix string
+	st     LogStat
+	epochs map[uint64]*EpochStat
+}
+
+// readLogs lists the cell's prefix once (every page) and sums up each of
+// its logs; it also returns the LTX log's files, for the chain checks. One
+// listing serves every log: a cell costs one LIST (per 1000 objects), not
+// one per mode.
+func readLogs(ctx context.Context, s store.Store, opts Options, cell string, detail bool) ([]LogStat, []ltx.FileInfo, error) {
+	var accs []*logAcc
+	for _, l := range opts.logs() {
+		accs = append(accs, &logAcc{l: l, prefix: l.Prefix(cell), st: LogStat{Mode: l.Name}, epochs: map[uint64]*EpochStat{}})
+	}
 	var files []ltx.FileInfo
-	err := listPages(ctx, s, store.ListOptions{Prefix: l.Prefix(cell), Limit: opts.PageSize}, func(p store.ListPage) error {
+	err := listPages(ctx, s, store.ListOptions{Prefix: layout.CellPrefix(cell), Limit: opts.PageSize}, func(p store.ListPage) error {
 		for _, o := range p.Objects {
-			st.Objects++
-			st.Bytes += o.Size
-			epoch, ok := l.EpochOfKey(cell, o.Key)
-			if !ok {
-				continue // retired.json and other non-epoch objects
-			}
-			lo, hi, ok := position(l, cell, epoch, o.Key)
-			if isLTX && ok {
-				f, _ := ltx.ParseKey(o.Key)
-				f.Size, f.Modified = o.Size, o.Modified
-				files = append(files, f)
-			}
-			e := epochs[epoch]
-			if e == nil {
-				e = &EpochStat{Epoch: epoch}
-				epochs[epoch] = e
-			}
-			e.Objects++
-			e.Bytes += o.Size
-			if ok {
-				if e.First == 0 || lo < e.First {
-					e.First = lo
+			for _, a := range accs {
+				if !strings.HasPrefix(o.Key, a.prefix) {
+					continue
 				}
-				e.Newest = max(e.Newest, hi)
+				a.st.Objects++
+				a.st.Bytes += o.Size
+				epoch, ok := a.l.EpochOfKey(cell, o.Key)
+				if !ok {
+					break // retired.json and other non-epoch objects
+				}
+				lo, hi, ok := position(a.l, cell, epoch, o.Key)
+				if ok && a.l.Name == layout.LTX().Name {
+					f, _ := ltx.ParseKey(o.Key)
+					f.Size, f.Modified = o.Size, o.Modified
+					files = append(files, f)
+				}
+				e := a.epochs[epoch]
+				if e == nil {
+					e = &EpochStat{Epoch: epoch}
+					a.epochs[epoch] = e
+				}
+				e.Objects++
+				e.Bytes += o.Size
+				if ok {
+					if e.First == 0 || lo < e.First {
+						e.First = lo
+					}
+					e.Newest = max(e.Newest, hi)
+				}
+				break
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return st, nil, err
+		return nil, nil, err
 	}
-	for epoch, e := range epochs {
-		if epoch >= st.NewestEpoch {
-			st.NewestEpoch, st.Newest = epoch, e.Newest
+	var stats []LogStat
+	for _, a := range accs {
+		st := a.st
+		for epoch, e := range a.epochs {
+			if epoch >= st.NewestEpoch {
+				st.NewestEpoch, st.Newest = epoch, e.Newest
+			}
+			if detail {
+				st.Epochs = append(st.Epochs, *e)
+			}
 		}
-		if detail {
-			st.Epochs = append(st.Epochs, *e)
-		}
+		sort.Slice(st.Epochs, func(i, j int) bool { return st.Epochs[i].Epoch < st.Epochs[j].Epoch })
+		stats = append(stats, st)
 	}
-	sort.Slice(st.Epochs, func(i, j int) bool { return st.Epochs[i].Epoch < st.Epochs[j].Epoch })
-	return st, files, nil
+	return stats, files, nil
 }
 
 // position is the TXID or sequence range an object of a log covers.
