@@ -160,6 +160,16 @@ func TestInspectSeededBucket(t *testing.T) {
 	if errs := r.Errors(); len(errs) != 2 {
 		t.Errorf("Errors() = %v, want the bad node's and the bad cell's", errs)
 	}
+	// A wake key outside celld's rules is reported, not counted.
+	put(t, s, layout.WakeEntriesPrefix+"not-a-minute/Counter:x/0000000000000001-0000000000000001", []byte("{}"))
+	r, err = Inspect(context.Background(), s, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ke *wake.KeyError
+	if errs := r.Errors(); len(errs) != 3 || !errors.As(errs[2], &ke) || r.Wake.Entries != 1 || len(r.Wake.Errors) != 1 {
+		t.Errorf("Errors() = %v, wake %+v", errs, r.Wake)
+	}
 }
 
 // TestInspectReadsEveryPage seeds more cells, nodes and wake entries than
