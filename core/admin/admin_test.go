@@ -530,3 +530,29 @@ func TestInspectListsEachCellOnce(t *testing.T) {
 		t.Errorf("%d listings under cells/ for 20 cells, want 20: %v", cellLists, lc.lists)
 	}
 }
+
+// TestGapIsFoundNotRepaired: a gap in the newest chain is a finding that
+// no record fixes; a stale record next to it is still repaired.
+func TestGapIsFoundNotRepaired(t *testing.T) {
+	s := memstore.New()
+	putOwn(t, s, "Counter:g", "", 1)
+	putLTX(t, s, "Counter:g", 2, 0, 1, 1, 10)
+	putLTX(t, s, "Counter:g", 2, 0, 3, 4, 10)
+	p, err := Diagnose(context.Background(), s, "Counter:g", opts())
+	var un *UnrepairableError
+	var g *ltx.GapError
+	if !errors.As(err, &un) || !errors.As(err, &g) || g.After != 1 || g.Next != 3 {
+		t.Fatalf("Diagnose: %v", err)
+	}
+	if fmt.Sprint(kinds(*p.Cell)) != "[stale-epoch gap]" || p.Write == nil || *p.Write != (layout.OwnRecord{Epoch: 2}) {
+		t.Errorf("plan %+v, findings %v", p, kinds(*p.Cell))
+	}
+	var out strings.Builder
+	err = Repair(context.Background(), s, "Counter:g", true, opts(), &out)
+	if !errors.As(err, &g) || !strings.Contains(out.String(), "wrote") {
+		t.Errorf("Repair: %v\n%s", err, out.String())
+	}
+	if got := readOwn(t, s, "Counter:g"); got != `{"node":"","epoch":2}` {
+		t.Errorf("own.json %s", got)
+	}
+}
