@@ -15,6 +15,7 @@ import (
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
 	"github.com/cellb/cellb/core/wake"
 )
@@ -554,5 +555,26 @@ func TestGapIsFoundNotRepaired(t *testing.T) {
 	}
 	if got := readOwn(t, s, "Counter:g"); got != `{"node":"","epoch":2}` {
 		t.Errorf("own.json %s", got)
+	}
+}
+
+// TestApplyReadsBackAnAmbiguousWrite: a repair whose answer was lost is
+// read back: applied when the record is there, a conflict otherwise.
+func TestApplyReadsBackAnAmbiguousWrite(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		fault   faultstore.Fault
+		applied bool
+	}{{faultstore.LoseResponse, true}, {faultstore.Drop, false}} {
+		fs := faultstore.New(seed(t), faultstore.Config{})
+		p, err := Diagnose(ctx, fs, "Counter:lost", opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: p.Key, Fault: c.fault})
+		_, err = Apply(ctx, fs, p)
+		if c.applied && err != nil || !c.applied && (err == nil || !store.IsAmbiguous(err) || !strings.Contains(err.Error(), "nothing was written")) {
+			t.Errorf("fault %v: Apply = %v", c.fault, err)
+		}
 	}
 }

@@ -144,12 +144,28 @@ var ErrNothingToWrite = errors.New("the plan writes nothing")
 
 // Apply writes the plan's record with its condition. A record that
 // changed (or appeared) since Diagnose read it is a *ConflictError and
-// nothing is written.
+// nothing is written. A write whose outcome is unknown (store.ErrAmbiguous)
+// is read back: it applied when the record is the one planned.
 func Apply(ctx context.Context, s store.Store, p *Plan) (store.Version, error) {
 	if p == nil || p.Write == nil {
 		return "", ErrNothingToWrite
 	}
 	v, err := s.Put(ctx, p.Key, p.Write.Encode(), store.PutOptions{Condition: p.Condition})
+	if store.IsAmbiguous(err) {
+		// The write may have applied: read it back. The record we meant to
+		// write means it did (or someone wrote the same); anything else
+		// means it did not, or was overwritten since.
+		obj, rerr := s.Get(ctx, p.Key)
+		if rerr == nil {
+			if rec, derr := layout.DecodeOwnRecord(p.Key, obj.Data); derr == nil && rec == *p.Write {
+				return obj.Version, nil
+			}
+			return "", &ConflictError{Key: p.Key, Err: err}
+		}
+		if store.IsNotFound(rerr) {
+			return "", fmt.Errorf("%s is still missing after a write whose answer was lost; nothing was written (run repair again): %w", p.Key, err)
+		}
+	}
 	if store.IsPreconditionFailed(err) {
 		return "", &ConflictError{Key: p.Key, Err: err}
 	}
