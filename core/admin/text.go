@@ -237,6 +237,9 @@ func dash(s string) string {
 
 // when spells a Unix-ms time with its distance from now.
 func when(ms int64, now time.Time) string {
+	if ms == 0 {
+		return "0 (released)"
+	}
 	t := time.UnixMilli(ms)
 	d := t.Sub(now).Round(time.Second)
 	if d >= 0 {
