@@ -42,6 +42,9 @@ func commands() []command {
 		// Each subcommand's file adds its entry here.
 		diagnoseCommand(),
 		helpCommand(),
+		idCommand(),
+		inspectCommand(),
+		repairCommand(),
 		restoreCommand(),
 		serveCommand(),
 		versionCommand(),

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/admin"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/progress"
 	"github.com/cellb/cellb/core/store"
@@ -45,12 +45,13 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 	force := cl.Flags.Bool("force", false, "overwrite out.db if it exists")
 	from := cl.Flags.String("from", "", "the `log` to restore from: "+modeChoices(modes)+" (default: what the bucket holds)")
 	quiet := cl.Flags.Bool("quiet", false, "no progress on stderr")
+	resolve := admin.NameFlags(cl.Flags, defaultScriptName)
 	pos, code, done := cl.Parse(e.stdout, e.stderr, args)
 	if done {
 		return code
 	}
-	bucketURL, cellKey, out := pos[0], pos[1], pos[2]
-	if err := cell.ValidateCellKey(cellKey); err != nil {
+	cellKey, err := resolve(pos[1])
+	if err != nil {
 		return cl.UsageErr(e.stderr, "%v", err)
 	}
 	if cl.Set("txid") && *txid == 0 {
@@ -61,6 +62,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 			return cl.UsageErr(e.stderr, "--from: %v", err)
 		}
 	}
+	bucketURL, out := pos[0], pos[2]
 	req := durability.RestoreRequest{TXID: *txid}
 	if *at != "" {
 		if *txid != 0 {

@@ -71,7 +71,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode` (changeset needs --driver modernc), what the bucket keeps: "+modeChoices(modes))
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
-	fs.StringVar(&c.ScriptName, "script-name", "cellb-example", "deployment `name` that keys counter ids (celld's script_name)")
+	fs.StringVar(&c.ScriptName, "script-name", defaultScriptName, "deployment `name` that keys counter ids (celld's script_name)")
 	cl.Alias("script", "script-name")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of the admin endpoints: /metrics (Prometheus text), /healthz, /readyz (default: none; docs/metrics.md)")
 	return cl

@@ -156,7 +156,7 @@ type EpochInUseError struct {
 func (e *EpochInUseError) Error() string {
 	return fmt.Sprintf("epoch %d of %s is already used by another writer (the bucket holds %s, epoch %d); "+
 		"nothing was written into it. The ownership record %s is behind the cell's log: "+
-		"a CellB node's next take moves past epoch %d; for other nodes write the released record "+
-		"{\"node\":\"\",\"epoch\":%d} to it",
-		e.Epoch, e.Cell, e.Key, e.Newest, layout.OwnKey(e.Cell), e.Newest, e.Newest)
+		"a CellB node's next take moves past epoch %d; for other nodes run "+
+		"`cellb repair <bucket-url> %s --apply`, which writes the released record {\"node\":\"\",\"epoch\":%d} to it",
+		e.Epoch, e.Cell, e.Key, e.Newest, layout.OwnKey(e.Cell), e.Newest, e.Cell, e.Newest)
 }

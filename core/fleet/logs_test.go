@@ -59,8 +59,9 @@ func TestLostRecordRefusalInEveryLog(t *testing.T) {
 				t.Fatalf("a cell whose log is %s was taken without its record: %v", tc.newest.what, err)
 			}
 			want := fmt.Sprintf(`ownership record lost: cells/%s/own.json is missing, but the bucket holds %s (%s); `+
-				`write the released record {"node":"","epoch":%d} to cells/%s/own.json to repair it`,
-				cell, tc.newest.what, tc.newest.key, tc.epoch, cell)
+				"repair it with `cellb repair <bucket-url> %s --apply`, which writes the released record "+
+				`{"node":"","epoch":%d} create-only`,
+				cell, tc.newest.what, tc.newest.key, cell, tc.epoch)
 			if err.Error() != want {
 				t.Fatalf("message\n%q\nwant\n%q", err.Error(), want)
 			}

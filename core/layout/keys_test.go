@@ -84,3 +84,22 @@ func TestParseKeys(t *testing.T) {
 		t.Error("ParseBackupKey accepted an epoch with a leading zero")
 	}
 }
+
+func TestEpochOfKeyAndRetiredCell(t *testing.T) {
+	if e, ok := Changeset().EpochOfKey("C:x", "cells/C:x/changeset/e12/0000000000000001-0000000000000005.cset"); !ok || e != 12 {
+		t.Errorf("EpochOfKey: %d %v", e, ok)
+	}
+	for _, bad := range []string{"cells/C:x/ltx/e12/x", "cells/C:x/changeset/e012/x", "cells/C:x/changeset/e12", "cells/C:y/changeset/e1/x"} {
+		if e, ok := Changeset().EpochOfKey("C:x", bad); ok {
+			t.Errorf("EpochOfKey(%q) = %d", bad, e)
+		}
+	}
+	if c, ok := CellOfWakeRetiredKey("wake/retired/C:x.json"); !ok || c != "C:x" {
+		t.Errorf("CellOfWakeRetiredKey: %q %v", c, ok)
+	}
+	for _, bad := range []string{"wake/retired/C:x", "wake/retired/.json", "wake/retired/a/b.json", "wake/entries/C:x.json"} {
+		if c, ok := CellOfWakeRetiredKey(bad); ok {
+			t.Errorf("CellOfWakeRetiredKey(%q) = %q", bad, c)
+		}
+	}
+}

@@ -222,3 +222,18 @@ func ParseBackupKey(cell, key string) (BackupFile, bool) {
 	}
 	return BackupFile{Epoch: epoch, Seq: seq}, true
 }
+
+// EpochOfKey is the epoch of an object of the cell's log: the e<epoch>
+// directory right below l.Prefix(cell). ok is false for keys outside the
+// log or not inside an epoch directory.
+func (l Log) EpochOfKey(cell, key string) (epoch uint64, ok bool) {
+	rest, ok := strings.CutPrefix(key, l.Prefix(cell))
+	if !ok {
+		return 0, false
+	}
+	dir, _, ok := strings.Cut(rest, "/")
+	if !ok {
+		return 0, false
+	}
+	return ParseEpochDir(dir)
+}

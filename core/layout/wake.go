@@ -1,5 +1,7 @@
 package layout
 
+import "strings"
+
 // WakeFormatKey is the wake index's format marker, wake/format.json.
 const WakeFormatKey = "wake/format.json"
 
@@ -38,4 +40,19 @@ func WakeRetiredKey(cell string) string { return WakeRetiredPrefix + cell + ".js
 // slice is returned each call.
 func WakeUnmarkedDataPrefixes() []string {
 	return []string{"wake-v2/", "wake-retired-v2/", WakeEntriesPrefix, WakeRetiredPrefix}
+}
+
+// CellOfWakeRetiredKey is the cell a key under WakeRetiredPrefix names:
+// the key less the prefix and its ".json" suffix. ok is false for other
+// keys.
+func CellOfWakeRetiredKey(key string) (cell string, ok bool) {
+	rest, ok := strings.CutPrefix(key, WakeRetiredPrefix)
+	if !ok {
+		return "", false
+	}
+	cell, ok = strings.CutSuffix(rest, ".json")
+	if !ok || cell == "" || strings.Contains(cell, "/") {
+		return "", false
+	}
+	return cell, true
 }

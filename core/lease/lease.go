@@ -115,8 +115,9 @@ func (e *RecordLostError) Error() string {
 	}
 	own := layout.OwnKey(e.Scope)
 	return fmt.Sprintf("ownership record lost: %s is missing, but the bucket holds %s (%s); "+
-		"write the released record {\"node\":\"\",\"epoch\":%d} to %s to repair it",
-		own, what, e.Newest, e.Epoch, own)
+		"repair it with `cellb repair <bucket-url> %s --apply`, which writes the released record "+
+		"{\"node\":\"\",\"epoch\":%d} create-only",
+		own, what, e.Newest, e.Scope, e.Epoch)
 }
 
 // LeaseLapsedError is the self-fencing refusal.

@@ -18,6 +18,7 @@ type Bar struct {
 	w     io.Writer
 	label string
 	tty   bool
+	unit  string // "": bytes (Size); else counts of unit
 
 	mu       sync.Mutex
 	lastPct  int
@@ -37,7 +38,23 @@ func NewBar(w io.Writer, label string) *Bar {
 	return &Bar{w: w, label: label, tty: tty, lastPct: -1, lastTen: -1}
 }
 
-// Update reports done of total bytes; it ignores an unknown (non-positive)
+// NewCounter returns a Bar that counts things rather than bytes: "inspect:
+// 40% (400 of 1000 cells)" with unit "cells".
+func NewCounter(w io.Writer, label, unit string) *Bar {
+	b := NewBar(w, label)
+	b.unit = unit
+	return b
+}
+
+// amount spells n in the bar's unit.
+func (p *Bar) amount(n int64) string {
+	if p.unit == "" {
+		return Size(n)
+	}
+	return fmt.Sprintf("%d", n)
+}
+
+// Update reports done of total bytes (or of the counter's unit); it ignores an unknown (non-positive)
 // total and any call after the operation was shown finished.
 func (p *Bar) Update(done, total int64) {
 	p.mu.Lock()
@@ -53,7 +70,7 @@ func (p *Bar) Update(done, total int64) {
 		p.lastPct = pct
 		const width = 30
 		fill := pct * width / 100
-		fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %s/%s", p.label, strings.Repeat("#", fill), strings.Repeat(" ", width-fill), pct, Size(done), Size(total))
+		fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %s/%s", p.label, strings.Repeat("#", fill), strings.Repeat(" ", width-fill), pct, p.amount(done), p.amount(total)+p.suffix())
 		if done >= total {
 			fmt.Fprintln(p.w)
 			p.finished = true
@@ -62,9 +79,16 @@ func (p *Bar) Update(done, total int64) {
 	}
 	if ten := pct / 10; ten != p.lastTen {
 		p.lastTen = ten
-		fmt.Fprintf(p.w, "%s: %d%% (%s of %s)\n", p.label, pct, Size(done), Size(total))
+		fmt.Fprintf(p.w, "%s: %d%% (%s of %s%s)\n", p.label, pct, p.amount(done), p.amount(total), p.suffix())
 		p.finished = done >= total
 	}
+}
+
+func (p *Bar) suffix() string {
+	if p.unit == "" {
+		return ""
+	}
+	return " " + p.unit
 }
 
 // Size spells n bytes for people: "512 B", "1.5 KiB", "2.0 MiB", "1.1 GiB".

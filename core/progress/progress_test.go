@@ -66,3 +66,16 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// A counter spells counts in its unit, not bytes.
+func TestCounterSpellsItsUnit(t *testing.T) {
+	var buf bytes.Buffer
+	b := progress.NewCounter(&buf, "inspect", "cells")
+	for done := int64(0); done <= 2048; done += 1024 {
+		b.Update(done, 2048)
+	}
+	want := "inspect: 0% (0 of 2048 cells)\ninspect: 50% (1024 of 2048 cells)\ninspect: 100% (2048 of 2048 cells)\n"
+	if buf.String() != want {
+		t.Fatalf("lines:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
