@@ -44,7 +44,7 @@ type AlarmInfo struct {
 // alarm: SetAlarm returns a *NoAlarmHandlerError and changes nothing.
 func (s *State) SetAlarm(ctx context.Context, at time.Time) error {
 	inst := s.inst
-	unlock, err := inst.lockTurn(ctx)
+	unlock, err := inst.lockWrite(ctx)
 	if err != nil {
 		return err
 	}

@@ -107,7 +107,7 @@ func (kv *KV) Put(ctx context.Context, key string, value any) error {
 		return fmt.Errorf("cell: KV key %q: %w", key, err)
 	}
 	inst := kv.inst
-	unlock, err := inst.lockTurn(ctx)
+	unlock, err := inst.lockWrite(ctx)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,17 @@ func New(opts Options) (*Log, error) {
 	return &Log{opts: opts}, nil
 }
 
-var _ durability.Log = (*Log)(nil)
+var (
+	_ durability.Log    = (*Log)(nil)
+	_ durability.Prober = (*Log)(nil)
+)
+
+// Holds reports whether the bucket holds any epoch of the cell's LTX log
+// (one listing of the cell's epoch directories).
+func (l *Log) Holds(ctx context.Context, cell string) (bool, error) {
+	epochs, err := listEpochs(ctx, l.opts.Store, cell)
+	return len(epochs) > 0, err
+}
 
 // restoreInto replaces conn's database with the newest chain for a writer
 // of epoch. A driver that restores from a file it provides
