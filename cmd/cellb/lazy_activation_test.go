@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,5 +283,47 @@ func TestReopenOfAStoredCellWritesNothing(t *testing.T) {
 	e.close(t)
 	if d := diffFiles(before, files(t, dir)); len(d) > 0 {
 		t.Fatalf("reopening and reading 20 stored cells changed %d files: %v", len(d), d)
+	}
+}
+
+// BenchmarkActivations: activations per second of existing cells (written
+// before the timer, each activated once, by a read) and of new cells (a
+// read of a never-written name), with 1 and 8 callers, on the embedded
+// default. Run with a fixed count, e.g. -benchtime 2000x.
+func BenchmarkActivations(b *testing.B) {
+	for _, kind := range []string{"existing", "new"} {
+		for _, callers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/callers=%d", kind, callers), func(b *testing.B) {
+				dir := b.TempDir()
+				e := openEmbedded(b, dir)
+				if kind == "existing" {
+					for i := 0; i < b.N; i++ {
+						e.call(b, "c"+strconv.Itoa(i), writeCell)
+					}
+					e.close(b)
+					e = openEmbedded(b, dir)
+				}
+				defer e.close(b)
+				var next atomic.Int64
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				for c := 0; c < callers; c++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							i := next.Add(1) - 1
+							if i >= int64(b.N) {
+								return
+							}
+							e.call(b, "c"+strconv.Itoa(int(i)), kvGet)
+						}
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "activations/s")
+			})
+		}
 	}
 }
