@@ -22,6 +22,7 @@ import (
 
 	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
@@ -42,6 +43,12 @@ type embedded struct {
 
 func openEmbedded(t testing.TB, dir string) *embedded {
 	t.Helper()
+	drv, _ := pickDriver("wasm", false)
+	return openEmbeddedWith(t, dir, drv)
+}
+
+func openEmbeddedWith(t testing.TB, dir string, drv driver.Driver) *embedded {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +64,6 @@ func openEmbedded(t testing.TB, dir string) *embedded {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drv, _ := pickDriver("wasm", false)
 	rt, err := cell.New(cell.Options{ScriptName: "lazy", Driver: drv, DataDir: filepath.Join(dir, "cells"), Log: lg, Lease: sh, Logger: quietLogger(), IdleTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
