@@ -18,9 +18,10 @@ import (
 // activation"):
 //
 //   - A cell that holds nothing yet — no local database file, and a log
-//     that holds nothing for it (durability.Prober) — opens on a private
-//     in-memory database that holds celld's tables and nothing else. Reads
-//     see exactly what an empty cell shows. The first write (a KV put, an
+//     that holds nothing for it (durability.Prober) — opens on a private,
+//     empty in-memory database. The runtime's own reads (KV, alarm, wake
+//     row) answer "nothing stored" without SQL; user SQL that only reads
+//     runs on the in-memory database. The first write (a KV put, an
 //     alarm, a user statement that would write: the authorizer tells)
 //     creates the file, opens the log and writes celld's tables into the
 //     turn's transaction before the write itself; the in-memory database
@@ -64,8 +65,8 @@ func (inst *instance) holdsState(ctx context.Context) (bool, error) {
 	return held, nil
 }
 
-// openEmpty opens a cell that holds nothing on an in-memory database with
-// celld's tables.
+// openEmpty opens a cell that holds nothing on an empty in-memory
+// database.
 func (inst *instance) openEmpty(ctx context.Context) error {
 	conn, err := inst.rt.opts.Driver.Open(ctx, driver.Config{})
 	if err != nil {
@@ -79,12 +80,6 @@ func (inst *instance) openEmpty(ctx context.Context) error {
 	defer inst.mu.Unlock()
 	inst.conn = conn
 	inst.lazy.virgin = true
-	if err := inst.bookkeepLocked(ctx); err != nil {
-		return err
-	}
-	if err := conn.Commit(ctx); err != nil {
-		return err
-	}
 	// Nothing is stored, so there is nothing to announce until the first
 	// write creates the cell under this epoch.
 	inst.wakeAnnounce = false

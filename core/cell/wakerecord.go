@@ -150,6 +150,9 @@ func (inst *instance) checkWakeLocked(ctx context.Context, epoch uint64) error {
 
 // readWakeLocked reads the cell's committed _cf_WAKE row.
 func (inst *instance) readWakeLocked(ctx context.Context) (wakeRow, error) {
+	if inst.lazy.virgin {
+		return wakeRow{epoch: inst.grant.Epoch(), seq: inst.wakeSeq}, nil // nothing stored yet
+	}
 	rows, err := inst.conn.Query(ctx, sqlWakeGet, inst.key)
 	if err != nil {
 		return wakeRow{}, fmt.Errorf("read the wake record: %w", err)
