@@ -347,3 +347,62 @@ func BenchmarkActivations(b *testing.B) {
 		}
 	}
 }
+
+// A never-written cell's first write may come inside SQL.Transaction and
+// while the turn still reads rows of the in-memory database: the file is
+// created under the savepoints the turn holds (a rolled-back inner
+// transaction stays rolled back), the rows stay readable, and what
+// committed is stored.
+func TestFirstWriteInsideATransaction(t *testing.T) {
+	dir := t.TempDir()
+	e := openEmbedded(t, dir)
+	e.call(t, "tx", func(ctx context.Context, o *lazyObj) (int64, error) {
+		sql := o.st.SQL()
+		rows, err := sql.Query(ctx, "SELECT 1 UNION ALL SELECT 2")
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			n++
+			if n > 1 {
+				continue
+			}
+			err := sql.Transaction(ctx, func(ctx context.Context) error {
+				if _, err := sql.Exec(ctx, "CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)"); err != nil {
+					return err
+				}
+				inner := sql.Transaction(ctx, func(ctx context.Context) error {
+					if _, err := sql.Exec(ctx, "INSERT INTO t VALUES (1, 1)"); err != nil {
+						return err
+					}
+					return fmt.Errorf("roll the inner one back")
+				})
+				if inner == nil {
+					return fmt.Errorf("the inner transaction did not fail")
+				}
+				_, err := sql.Exec(ctx, "INSERT INTO t VALUES (2, 42)")
+				return err
+			})
+			if err != nil {
+				return 0, err
+			}
+		}
+		if err := rows.Err(); err != nil || n != 2 {
+			return 0, fmt.Errorf("read %d rows (%v), want 2", n, err)
+		}
+		return 0, nil
+	})
+	e.close(t)
+	e = openEmbedded(t, dir)
+	defer e.close(t)
+	got := e.call(t, "tx", func(ctx context.Context, o *lazyObj) (int64, error) {
+		var n, sum int64
+		err := o.st.SQL().QueryRow(ctx, "SELECT count(*), total(v) FROM t").Scan(&n, &sum)
+		return n*1000 + sum, err
+	})
+	if got != 1042 {
+		t.Fatalf("stored rows: %d (count*1000 + sum), want 1042: row 2 only", got)
+	}
+}
