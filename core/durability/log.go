@@ -88,7 +88,8 @@ type CellLog interface {
 	NeedsImage() bool
 	// Append takes the next commit and returns a future that resolves
 	// once it is durable (or failed to become durable). Append must not
-	// block on I/O.
+	// block on the bucket; it may read the cell's database (Conn), as the
+	// LTX log does once an epoch, at its first commit, for the snapshot.
 	Append(c Commit) Durable
 	// Close flushes what is pending (final is true on an orderly close,
 	// false when modelling a crash) and stops the log.
