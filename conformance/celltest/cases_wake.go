@@ -370,9 +370,10 @@ func caseWakeSequence(c *checkT) {
 	}
 }
 
-// Each open raises the row's epoch to the lease's (16 lowercase hex) and
-// keeps the sequence; a lower positive epoch is refused; no ownership
-// (epoch 0) never lowers it.
+// The first write under a lease's epoch raises the row's epoch to it (16
+// lowercase hex) and keeps the sequence; an open that only reads leaves the
+// row as it is (it stores nothing); a lower positive epoch is refused at
+// open; no ownership (epoch 0) never lowers it.
 func caseWakeEpoch(c *checkT) {
 	clk := clock.NewFake(epoch)
 	dir := filepath.Join(c.dir, "epoch")
@@ -393,8 +394,16 @@ func caseWakeEpoch(c *checkT) {
 	rt, s = open(epochLease(0x20))
 	must(c, s, "activate under a higher epoch", noop)
 	c.closeRuntime(rt)
-	if got, want := c.rawWake(dir, s.Key()), wakeRow("0000000000000020", 1, at); got != want {
-		c.errorf("after an open under epoch 0x20 the row is %s, want %s (epoch raised, sequence kept)", got, want)
+	if got, want := c.rawWake(dir, s.Key()), wakeRow("000000000000001f", 1, at); got != want {
+		c.errorf("after an open under epoch 0x20 that only read the row is %s, want %s (nothing stored)", got, want)
+	}
+	rt, s = open(epochLease(0x21))
+	must(c, s, "write under a higher epoch", func(ctx context.Context, p *probe) (int, error) {
+		return 0, p.st.KV().Put(ctx, "k", 1)
+	})
+	c.closeRuntime(rt)
+	if got, want := c.rawWake(dir, s.Key()), wakeRow("0000000000000021", 1, at); got != want {
+		c.errorf("after a write under epoch 0x21 the row is %s, want %s (epoch raised, sequence kept)", got, want)
 	}
 
 	rt, s = open(epochLease(3))
@@ -405,7 +414,7 @@ func caseWakeEpoch(c *checkT) {
 		c.errorf("an open under a lower epoch returned %v, want an *ActivationError carrying a *WakeRecordError", err)
 	}
 	c.closeRuntime(rt)
-	if got, want := c.rawWake(dir, s.Key()), wakeRow("0000000000000020", 1, at); got != want {
+	if got, want := c.rawWake(dir, s.Key()), wakeRow("0000000000000021", 1, at); got != want {
 		c.errorf("after a refused lower epoch the row is %s, want %s", got, want)
 	}
 
@@ -414,7 +423,7 @@ func caseWakeEpoch(c *checkT) {
 		return 0, p.st.SetAlarm(ctx, epoch.Add(2*time.Hour))
 	})
 	c.closeRuntime(rt)
-	if got, want := c.rawWake(dir, s.Key()), wakeRow("0000000000000020", 2, timeAt(2*time.Hour)); got != want {
+	if got, want := c.rawWake(dir, s.Key()), wakeRow("0000000000000021", 2, timeAt(2*time.Hour)); got != want {
 		c.errorf("after a set without ownership the row is %s, want %s (epoch 0 never lowers it)", got, want)
 	}
 }

@@ -40,6 +40,9 @@ func newNode(t tb, ctx context.Context, h Harness) Node {
 	return n
 }
 
+// acquire takes cell as an owner that writes: a grant whose epoch is
+// recorded lazily (lease.EpochRecorder) records it, as the runtime does
+// before its first write under the grant.
 func acquire(t tb, ctx context.Context, n Node, cell string) lease.Grant {
 	t.Helper()
 	g, err := n.TryAcquire(ctx, cell)
@@ -48,6 +51,11 @@ func acquire(t tb, ctx context.Context, n Node, cell string) lease.Grant {
 	}
 	if g == nil {
 		t.Fatalf("TryAcquire(%s) returned no grant and no error", cell)
+	}
+	if r, ok := g.(lease.EpochRecorder); ok {
+		if err := r.RecordEpoch(ctx); err != nil {
+			t.Fatalf("RecordEpoch(%s): %v", cell, err)
+		}
 	}
 	return g
 }

@@ -174,6 +174,14 @@ type twinGrant struct {
 	node  *twinNode
 }
 
+// RecordEpoch passes through to a grant that records its epoch lazily.
+func (g *twinGrant) RecordEpoch(ctx context.Context) error {
+	if r, ok := g.Grant.(lease.EpochRecorder); ok {
+		return r.RecordEpoch(ctx)
+	}
+	return nil
+}
+
 func (g *twinGrant) Epoch() uint64 {
 	switch g.kind {
 	case twinStaticEpoch:

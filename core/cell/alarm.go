@@ -44,7 +44,7 @@ type AlarmInfo struct {
 // alarm: SetAlarm returns a *NoAlarmHandlerError and changes nothing.
 func (s *State) SetAlarm(ctx context.Context, at time.Time) error {
 	inst := s.inst
-	unlock, err := inst.lockTurn(ctx)
+	unlock, err := inst.lockWrite(ctx)
 	if err != nil {
 		return err
 	}
@@ -108,6 +108,10 @@ func (s *State) DeleteAlarm(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	if inst.lazy.virgin {
+		inst.alarmSet = true
+		return nil
+	}
 	if _, err := inst.conn.Exec(ctx, sqlAlarmDelete, inst.key); err != nil {
 		return fmt.Errorf("cell: delete alarm: %w", err)
 	}
@@ -117,6 +121,9 @@ func (s *State) DeleteAlarm(ctx context.Context) error {
 
 // readAlarmLocked reads the cell's _cf_ALARM row (nil if none).
 func (inst *instance) readAlarmLocked(ctx context.Context) (*alarmRow, error) {
+	if inst.lazy.virgin {
+		return nil, nil // nothing stored yet
+	}
 	return queryAlarmRow(ctx, inst.conn, sqlAlarmGet, inst.key)
 }
 
@@ -203,7 +210,7 @@ func (inst *instance) settleAlarm(ctx context.Context, fired *alarmRow, herr err
 	defer unlock()
 	inst.alarmSet = true
 	cur, err := inst.readAlarmLocked(ctx)
-	if err != nil {
+	if err != nil || inst.lazy.virgin {
 		return err
 	}
 	if herr == nil {

@@ -24,6 +24,13 @@ func (inst *instance) authorize(action driver.Action, arg1, arg2, database, trig
 		if inst.denial == nil {
 			inst.denial = d
 		}
+		inst.lazy.denied = true
+		return driver.AuthDeny
+	}
+	if inst.lazy.probing && writesState(action, arg1, arg2) {
+		// A cell on its in-memory database: the statement would store
+		// something, so it runs again on the file (see userWrite).
+		inst.lazy.probeHit = true
 		return driver.AuthDeny
 	}
 	return driver.AuthOK

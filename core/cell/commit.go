@@ -30,6 +30,10 @@ func (inst *instance) endTurn(ctx context.Context, ev *event) error {
 			inst.rollbackLocked(ctx)
 			return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
 		}
+		if err := inst.firstWriteLocked(ctx); err != nil {
+			inst.rollbackLocked(ctx)
+			return inst.breakNow(fmt.Sprintf("the first write's bookkeeping failed: %v", err), err)
+		}
 		if err := inst.conn.Commit(ctx); err != nil {
 			inst.rollbackLocked(ctx)
 			return inst.breakNow(fmt.Sprintf("the local commit failed: %v", err), err)
@@ -39,6 +43,7 @@ func (inst *instance) endTurn(ctx context.Context, ev *event) error {
 			return inst.breakNow(fmt.Sprintf("the commit could not be handed to the log: %v", err), err)
 		}
 	}
+	inst.closeSpareLocked(ctx)
 	if inst.alarmSet {
 		inst.alarmSet = false
 		row, err := inst.readAlarmLocked(ctx)
@@ -78,10 +83,19 @@ func (inst *instance) rollbackLocked(ctx context.Context) {
 // captured pages when the driver captures them, else one commit (with an
 // image taken right now, if the log wants one) when anything changed.
 func (inst *instance) logCommitsLocked(ctx context.Context) error {
+	if inst.lazy.virgin {
+		return nil // the in-memory database stores nothing
+	}
 	if inst.capturer != nil {
 		commits, err := inst.capturer.TakeCommits(ctx)
 		if err != nil {
 			return fmt.Errorf("take captured pages: %w", err)
+		}
+		if len(commits) > 0 {
+			// Nothing goes to the log under an epoch not yet recorded.
+			if err := inst.recordEpoch(ctx); err != nil {
+				return err
+			}
 		}
 		for i := range commits {
 			inst.appendLocked(durability.Commit{Pages: &commits[i]})
@@ -99,6 +113,9 @@ func (inst *instance) logCommitsLocked(ctx context.Context) error {
 		return nil
 	}
 	inst.mark = mark
+	if err := inst.recordEpoch(ctx); err != nil {
+		return err
+	}
 	c := durability.Commit{}
 	if inst.log.NeedsImage() {
 		img, err := inst.conn.Serialize(ctx)

@@ -37,6 +37,7 @@ type instance struct {
 	// for the duration of one driver call, never while user code runs.
 	mu       sync.Mutex
 	conn     driver.Conn
+	path     string // the database file
 	capturer driver.PageCapturer
 	log      durability.CellLog
 	localLog bool // the log is durability.Local: commits need no hand-over
@@ -67,6 +68,8 @@ type instance struct {
 	// lastCommit is the newest commit handed to the log (nil: none, or a
 	// local log), which a wake publication waits for.
 	lastCommit durability.Durable
+
+	lazy lazyState
 
 	pmu     sync.Mutex
 	pending []durability.Durable // commits and wake publications not yet known done, in order
@@ -187,8 +190,12 @@ func (inst *instance) activate() {
 	inst.releaseGate()
 }
 
-// open acquires the lease, opens the database and the log, and creates
-// celld's tables.
+// open acquires the lease and opens the cell. A cell that holds nothing
+// yet (no local file, and a log that holds nothing for it) opens on an
+// in-memory database and creates its file only with its first write (see
+// lazy.go); a stored cell is opened, restored if need be, and read, not
+// written: celld's tables and the epoch's bookkeeping are written with the
+// first write.
 func (inst *instance) open(ctx context.Context) error {
 	rt := inst.rt
 	grant, err := rt.lease.TryAcquire(ctx, inst.key)
@@ -200,9 +207,7 @@ func (inst *instance) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
+	inst.path = path
 	if grant.BucketWins() {
 		// The bucket wins: whatever the local file holds (an earlier
 		// ownership's state, commits that never became durable) is never
@@ -217,34 +222,18 @@ func (inst *instance) open(ctx context.Context) error {
 	// capture them and the log must want commits (Local does not). The
 	// log is told so in its OpenRequest.
 	inst.localLog = isLocalLog(rt.log)
-	capture := rt.opts.Driver.Capabilities().PageCapture && !inst.localLog
-	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: path, PageCapture: capture, Pages: &rt.pages})
+	stored, err := inst.holdsState(ctx)
 	if err != nil {
-		return fmt.Errorf("open database: %w", err)
+		return err
 	}
-	inst.conn = conn
-	if capture {
-		if pc, ok := conn.(driver.PageCapturer); ok {
-			inst.capturer = pc
-		}
+	if !stored {
+		return inst.openEmpty(ctx)
 	}
-	empty, err := databaseIsEmpty(ctx, conn)
-	if err != nil {
-		return fmt.Errorf("database size: %w", err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
-	cl, err := rt.log.Open(ctx, durability.OpenRequest{
-		Cell:          inst.key,
-		Epoch:         grant.Epoch(),
-		Conn:          conn,
-		Restore:       grant.BucketWins() || empty,
-		PagesCaptured: inst.capturer != nil,
-	})
-	if err != nil {
-		return fmt.Errorf("open log: %w", err)
-	}
-	inst.log = cl
-	if err := conn.SetAuthorizer(inst.authorize); err != nil {
-		return fmt.Errorf("install authorizer: %w", err)
+	if err := inst.openFile(ctx, true); err != nil {
+		return err
 	}
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
@@ -253,8 +242,79 @@ func (inst *instance) open(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := conn.Begin(ctx); err != nil {
+	ready, err := inst.readyLocked(ctx)
+	if err != nil {
 		return err
+	}
+	if !ready {
+		// A database from before some of celld's tables (or without
+		// them), or a fleet that announces its new epoch's wake identity
+		// at once: write the bookkeeping now, in the activation's
+		// transaction, as it always was.
+		if err := inst.recordEpoch(ctx); err != nil {
+			return err
+		}
+		if err := inst.bookkeepLocked(ctx); err != nil {
+			return err
+		}
+	}
+	inst.alarmSet = true // schedule whatever alarm the database holds
+	go inst.watchLease()
+	return nil
+}
+
+// openFile opens the cell's database file and its log. restore asks the
+// log to restore an empty database (see durability.OpenRequest.Restore).
+// The caller holds inst.mu, or the activation's gate before any turn.
+func (inst *instance) openFile(ctx context.Context, restore bool) error {
+	rt := inst.rt
+	capture := rt.opts.Driver.Capabilities().PageCapture && !inst.localLog
+	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: inst.path, PageCapture: capture, Pages: &rt.pages})
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	var capturer driver.PageCapturer
+	if capture {
+		if pc, ok := conn.(driver.PageCapturer); ok {
+			capturer = pc
+		}
+	}
+	if restore {
+		empty, err := databaseIsEmpty(ctx, conn)
+		if err != nil {
+			conn.Close()
+			return fmt.Errorf("database size: %w", err)
+		}
+		restore = inst.grant.BucketWins() || empty
+	}
+	cl, err := rt.log.Open(ctx, durability.OpenRequest{
+		Cell:          inst.key,
+		Epoch:         inst.grant.Epoch(),
+		Conn:          conn,
+		Restore:       restore,
+		PagesCaptured: capturer != nil,
+	})
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("open log: %w", err)
+	}
+	if err := conn.SetAuthorizer(inst.authorize); err != nil {
+		cl.Close(ctx, false)
+		conn.Close()
+		return fmt.Errorf("install authorizer: %w", err)
+	}
+	inst.conn, inst.capturer, inst.log = conn, capturer, cl
+	return nil
+}
+
+// bookkeepLocked writes celld's tables, the actor's name and the wake
+// row's epoch into the open transaction (beginning one if none is open).
+func (inst *instance) bookkeepLocked(ctx context.Context) error {
+	conn := inst.conn
+	if !conn.InTransaction() {
+		if err := conn.Begin(ctx); err != nil {
+			return err
+		}
 	}
 	if _, err := conn.Exec(ctx, schemaSQL); err != nil {
 		conn.Rollback(ctx)
@@ -270,8 +330,7 @@ func (inst *instance) open(ctx context.Context) error {
 		conn.Rollback(ctx)
 		return err
 	}
-	inst.alarmSet = true // schedule whatever alarm the database holds
-	go inst.watchLease()
+	inst.lazy.book = false
 	return nil
 }
 
@@ -545,6 +604,7 @@ func (inst *instance) shutdown(ctx context.Context, final bool) error {
 	}
 	inst.closed = true
 	inst.closeRowsLocked()
+	inst.closeSpareLocked(ctx)
 	var errs []error
 	if inst.conn != nil && inst.conn.InTransaction() {
 		if err := inst.conn.Rollback(ctx); err != nil {

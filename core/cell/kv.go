@@ -55,6 +55,9 @@ func (kv *KV) Get(ctx context.Context, key string) (v kvvalue.Value, found bool,
 		return kvvalue.Value{}, false, err
 	}
 	defer unlock()
+	if inst.lazy.virgin {
+		return kvvalue.Value{}, false, nil // nothing stored yet
+	}
 	rows, err := inst.conn.Query(ctx, sqlKVGet, inst.key, key)
 	if err != nil {
 		return kvvalue.Value{}, false, err
@@ -107,7 +110,7 @@ func (kv *KV) Put(ctx context.Context, key string, value any) error {
 		return fmt.Errorf("cell: KV key %q: %w", key, err)
 	}
 	inst := kv.inst
-	unlock, err := inst.lockTurn(ctx)
+	unlock, err := inst.lockWrite(ctx)
 	if err != nil {
 		return err
 	}
@@ -145,6 +148,9 @@ func (kv *KV) Delete(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	defer unlock()
+	if inst.lazy.virgin {
+		return false, nil
+	}
 	res, err := inst.conn.Exec(ctx, sqlKVDelete, inst.key, key)
 	return res.RowsAffected > 0, err
 }
@@ -172,6 +178,9 @@ func (kv *KV) DeleteAll(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	if inst.lazy.virgin {
+		return nil
+	}
 	_, err = inst.conn.Exec(ctx, sqlKVDeleteAll, inst.key)
 	return err
 }
@@ -212,6 +221,9 @@ func (kv *KV) List(ctx context.Context, opts ListOptions) ([]Entry, error) {
 		return nil, err
 	}
 	defer unlock()
+	if inst.lazy.virgin {
+		return nil, nil
+	}
 	rows, err := inst.conn.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ func (s *SQL) Exec(ctx context.Context, query string, args ...any) (Result, erro
 	}
 	defer unlock()
 	var res Result
-	err = inst.asUser(query, func() error {
+	err = inst.userWrite(ctx, query, func() error {
 		var err error
 		res, err = inst.conn.Exec(ctx, query, args...)
 		return err
@@ -48,7 +48,7 @@ func (s *SQL) Query(ctx context.Context, query string, args ...any) (*Rows, erro
 	}
 	defer unlock()
 	var dr driver.Rows
-	err = inst.asUser(query, func() error {
+	err = inst.userWrite(ctx, query, func() error {
 		var err error
 		dr, err = inst.conn.Query(ctx, query, args...)
 		return err

@@ -103,6 +103,17 @@ func (inst *instance) initWakeLocked(ctx context.Context) error {
 	if _, err := inst.conn.Exec(ctx, sqlWakeSeed, inst.key, formatWakeEpoch(epoch), inst.key); err != nil {
 		return fmt.Errorf("install the wake record: %w", err)
 	}
+	if err := inst.checkWakeLocked(ctx, epoch); err != nil {
+		return err
+	}
+	inst.wakeAnnounce = inst.rt.opts.Wake != nil
+	return nil
+}
+
+// checkWakeLocked reads the cell's _cf_WAKE row and checks it: not above
+// the grant's epoch (a positive one), and in agreement with _cf_ALARM. It
+// remembers the row's sequence.
+func (inst *instance) checkWakeLocked(ctx context.Context, epoch uint64) error {
 	rows, err := inst.conn.Query(ctx, sqlWakeOpenCheck, inst.key)
 	if err != nil {
 		return fmt.Errorf("read the wake record: %w", err)
@@ -127,19 +138,21 @@ func (inst *instance) initWakeLocked(ctx context.Context) error {
 	if err != nil {
 		return &WakeRecordError{Key: inst.key, Reason: err.Error()}
 	}
-	if epoch > 0 && w.epoch != epoch {
+	if epoch > 0 && w.epoch > epoch {
 		return &WakeRecordError{Key: inst.key, Reason: fmt.Sprintf("the lease's epoch %d is below the record's epoch %d: an epoch cannot move backwards", epoch, w.epoch)}
 	}
 	if !agree {
 		return &WakeRecordError{Key: inst.key, Reason: "the alarm and its wake installation disagree"}
 	}
 	inst.wakeSeq = w.seq
-	inst.wakeAnnounce = inst.rt.opts.Wake != nil
 	return nil
 }
 
 // readWakeLocked reads the cell's committed _cf_WAKE row.
 func (inst *instance) readWakeLocked(ctx context.Context) (wakeRow, error) {
+	if inst.lazy.virgin {
+		return wakeRow{epoch: inst.grant.Epoch(), seq: inst.wakeSeq}, nil // nothing stored yet
+	}
 	rows, err := inst.conn.Query(ctx, sqlWakeGet, inst.key)
 	if err != nil {
 		return wakeRow{}, fmt.Errorf("read the wake record: %w", err)

@@ -24,6 +24,20 @@ type Log interface {
 	Open(ctx context.Context, req OpenRequest) (CellLog, error)
 }
 
+// Prober is implemented by logs that can tell, without a database, whether
+// they hold anything for a cell. The runtime asks before it activates a cell
+// that has no local database file: a cell the log holds nothing for opens
+// on an in-memory database, and its file and log are created with its first
+// write (a cell that is only read leaves no trace). A log that does not
+// implement it is assumed to hold something, and the file is opened at
+// once.
+type Prober interface {
+	// Holds reports whether the log holds anything at all for the cell
+	// (any file of any epoch, complete or not): true sends the runtime
+	// down the ordinary path, which restores, or refuses, as Open does.
+	Holds(ctx context.Context, cell string) (bool, error)
+}
+
 // OpenRequest is what the runtime tells a log when it opens a cell's log.
 type OpenRequest struct {
 	// Cell is the cell's key.
@@ -74,7 +88,8 @@ type CellLog interface {
 	NeedsImage() bool
 	// Append takes the next commit and returns a future that resolves
 	// once it is durable (or failed to become durable). Append must not
-	// block on I/O.
+	// block on the bucket; it may read the cell's database (Conn), as the
+	// LTX log does once an epoch, at its first commit, for the snapshot.
 	Append(c Commit) Durable
 	// Close flushes what is pending (final is true on an orderly close,
 	// false when modelling a crash) and stops the log.

@@ -42,6 +42,16 @@ type Grant interface {
 	Release(ctx context.Context) error
 }
 
+// EpochRecorder is implemented by grants whose epoch is made durable only
+// when the holder first writes under it (the single-host shard lease), so
+// an activation that only reads costs no synced write. The runtime calls
+// RecordEpoch before its first local commit under the grant and before it
+// hands anything to the log; only then may anything be stored under the
+// epoch. Calls after the first return nil at once.
+type EpochRecorder interface {
+	RecordEpoch(ctx context.Context) error
+}
+
 // AckChecker is implemented by grants that confirm their ownership in the
 // backing store before a write is acknowledged (the fleet grant re-reads
 // own.json: celld's acknowledgement rule).

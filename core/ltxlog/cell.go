@@ -52,12 +52,17 @@ type cellLog struct {
 	// lock, on the runtime's thread).
 	nextTXID ltx.TXID
 
-	// base is the database as opened, spooled (with page capture: in
-	// memory up to 1 MiB, else in an unlinked temporary file) until the
-	// snapshot (TXID 1) goes up; nil without page capture. prevSums, in image-diff mode, are 128-bit keyed hashes of
+	// base is the database as the first commit left it, spooled (with
+	// page capture: in memory up to 1 MiB, else in an unlinked temporary
+	// file) until the snapshot (TXID 1) goes up; nil without page capture. prevSums, in image-diff mode, are 128-bit keyed hashes of
 	// the last image's pages (16 bytes a page, not the image), which the
 	// next image's pages are compared against.
-	base     *spool
+	base *spool
+	// baseConn, with page capture, is the database base is read from at
+	// the epoch's first commit (then nil); baseErr fails that commit and
+	// every later one when the read failed.
+	baseConn driver.Conn
+	baseErr  error
 	prevSums []pageSum
 	seeds    [2]maphash.Seed
 	pageSize int
@@ -87,8 +92,24 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 
 func (c *cellLog) NeedsImage() bool { return !c.capture }
 
-// Append queues one commit. It does no I/O: diffing an image is CPU only.
+// Append queues one commit. It does no I/O (diffing an image is CPU only),
+// except at the epoch's first commit with page capture, which reads the
+// database for the snapshot: the runtime takes a connection's captured
+// commits right after each commit it makes, so the database then is the
+// one the first commit left, and laying its pages over it changes nothing.
 func (c *cellLog) Append(cm durability.Commit) durability.Durable {
+	if c.baseConn != nil && cm.Pages != nil {
+		conn := c.baseConn
+		c.baseConn = nil
+		base, err := spoolImage(context.Background(), c.opts.SpoolDir, conn)
+		if err != nil {
+			c.baseErr = fmt.Errorf("ltxlog: read %s for the epoch's snapshot: %w", c.cell, err)
+		}
+		c.base = base
+	}
+	if c.baseErr != nil {
+		return durability.Resolved(c.baseErr)
+	}
 	return c.pipe.Append(func() (*pending, error) {
 		p := &pending{txid: c.nextTXID, pageSize: c.pageSize, pages: map[uint32][]byte{}}
 		switch {

@@ -89,7 +89,17 @@ func New(opts Options) (*Log, error) {
 	return &Log{opts: opts}, nil
 }
 
-var _ durability.Log = (*Log)(nil)
+var (
+	_ durability.Log    = (*Log)(nil)
+	_ durability.Prober = (*Log)(nil)
+)
+
+// Holds reports whether the bucket holds any epoch of the cell's LTX log
+// (one listing of the cell's epoch directories).
+func (l *Log) Holds(ctx context.Context, cell string) (bool, error) {
+	epochs, err := listEpochs(ctx, l.opts.Store, cell)
+	return len(epochs) > 0, err
+}
 
 // restoreInto replaces conn's database with the newest chain for a writer
 // of epoch. A driver that restores from a file it provides
@@ -159,14 +169,14 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 		return nil, err
 	}
 	// With page capture the first commit brings only its own pages, so
-	// the database as opened is kept (on disk) for the snapshot; without,
-	// the first commit's image is the snapshot.
-	var base *spool
+	// the snapshot needs the rest of the database: it is read at the
+	// epoch's first commit (Append), the database as that commit left it,
+	// not here, so an activation that never writes reads nothing and holds
+	// no copy while it stays open. Without capture, the first commit's
+	// image is the snapshot.
+	c := newCellLog(l.opts, cellKey, epoch, nil, pageSize, req.PagesCaptured)
 	if req.PagesCaptured {
-		if base, err = spoolImage(ctx, l.opts.SpoolDir, conn); err != nil {
-			return nil, fmt.Errorf("ltxlog: read %s at open: %w", cellKey, err)
-		}
+		c.baseConn = conn
 	}
-	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, req.PagesCaptured)
 	return c, nil
 }

@@ -15,10 +15,11 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// spool is the database as the log opened it, kept until the epoch's
-// snapshot has been uploaded: the snapshot is that image with the first
-// commit's pages laid over it, and the database itself has moved on by the
-// time the upload runs. Up to spoolInMemory bytes it is kept in memory
+// spool is the database as the epoch's first commit left it (read when
+// that commit is appended), kept until the epoch's snapshot has been
+// uploaded: the snapshot is that image with the first commit's pages laid
+// over it, and the database itself has moved on by the time the upload
+// runs. Up to spoolInMemory bytes it is kept in memory
 // (the cost of a temporary file would dominate opening a small cell);
 // beyond, in an unlinked temporary file.
 type spool struct {

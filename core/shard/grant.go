@@ -23,6 +23,12 @@ type grant struct {
 
 func (g *grant) Epoch() uint64 { return g.epoch }
 
+var _ lease.EpochRecorder = (*grant)(nil)
+
+// RecordEpoch writes the grant's epoch to the shard file and syncs it, the
+// first time the grant's holder writes (see lease.EpochRecorder).
+func (g *grant) RecordEpoch(ctx context.Context) error { return g.l.record(g) }
+
 // BucketWins is false: on one host the local database is the primary copy.
 func (g *grant) BucketWins() bool { return false }
 

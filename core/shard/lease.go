@@ -67,10 +67,13 @@ type Lease struct {
 // shardState is this Lease's view of one shard. mu serialises everything
 // about the shard, including the synced epoch write.
 type shardState struct {
-	mu     sync.Mutex
-	f      *os.File          // the shard file, open and locked while held
-	epoch  uint64            // last epoch written while held
-	grants map[string]*grant // live grants by cell key
+	mu    sync.Mutex
+	f     *os.File // the shard file, open and locked while held
+	epoch uint64   // last epoch granted while held
+	// recorded is the epoch the shard file holds: grants above it have
+	// stored nothing yet (see RecordEpoch).
+	recorded uint64
+	grants   map[string]*grant // live grants by cell key
 	// known: this Lease knows what the shard's cells stored as of epoch
 	// knownEpoch — it held the shard up to that epoch, having learned it
 	// when it took the shard (learned). No cell's storage changes without
@@ -175,14 +178,10 @@ func (l *Lease) TryAcquire(ctx context.Context, cellKey string) (lease.Grant, er
 			return nil, oe
 		}
 	}
+	// The epoch is handed out now and written (synced) only when the
+	// grant first writes (RecordEpoch): a grant that only reads stores
+	// nothing under it.
 	epoch := s.epoch + 1
-	if err := writeEpoch(s.f, epoch); err != nil {
-		err = fmt.Errorf("shard %d: record epoch %d: %w", i, epoch, err)
-		if len(s.grants) == 0 {
-			l.unlockLocked(i, s)
-		}
-		return nil, err
-	}
 	s.epoch = epoch
 	g := &grant{l: l, shard: i, cell: cellKey, epoch: epoch, lost: make(chan struct{})}
 	old := s.grants[cellKey]
@@ -215,7 +214,9 @@ func (l *Lease) lockLocked(i int, s *shardState) (bool, error) {
 		f.Close() // closing drops the lock
 		return false, err
 	}
-	s.f, s.epoch, s.grants = f, epoch, make(map[string]*grant)
+	// Epochs this Lease granted but never recorded (grants that stored
+	// nothing) are not handed out again: within a process they only grow.
+	s.f, s.epoch, s.recorded, s.grants = f, max(s.epoch, epoch), epoch, make(map[string]*grant)
 	if l.addr != "" {
 		if err := writeHolder(l.dir, i, Holder{PID: os.Getpid(), Addr: l.addr}); err != nil {
 			// Routing is a convenience: without the record, other
@@ -248,7 +249,7 @@ func (l *Lease) unlockLocked(i int, s *shardState) error {
 			l.log.Warn("clearing the shard's holder record", "shard", i, "err", err)
 		}
 	}
-	s.known, s.knownEpoch = s.learned, s.epoch
+	s.known, s.knownEpoch = s.learned, s.recorded
 	err := errors.Join(unlock(s.f), s.f.Close())
 	s.f, s.grants = nil, nil
 	if err != nil {
@@ -256,6 +257,34 @@ func (l *Lease) unlockLocked(i int, s *shardState) error {
 		return err
 	}
 	l.log.Debug("let shard go", "shard", i, "epoch", s.epoch)
+	return nil
+}
+
+// record makes g's epoch durable in the shard file, with every epoch
+// granted so far: the value written is the newest granted, moved up by one
+// if need be so that it lands in the slot the recorded epoch does not
+// occupy (a torn write then leaves the recorded epoch readable).
+func (l *Lease) record(g *grant) error {
+	s := &l.shards[g.shard]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recorded >= g.epoch && s.grants[g.cell] == g {
+		return nil
+	}
+	if s.f == nil || s.grants[g.cell] != g {
+		if err := g.CheckWrite(); err != nil {
+			return err
+		}
+		return &lease.LeaseLapsedError{Cell: g.cell}
+	}
+	e := s.epoch
+	if e%2 == s.recorded%2 {
+		e++
+	}
+	if err := writeEpoch(s.f, e); err != nil {
+		return fmt.Errorf("shard %d: record epoch %d: %w", g.shard, e, err)
+	}
+	s.epoch, s.recorded = e, e
 	return nil
 }
 

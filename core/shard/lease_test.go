@@ -26,11 +26,24 @@ func open(t *testing.T, dir string, n int) *Lease {
 
 func grantOf(t *testing.T, l *Lease, cell string) lease.Grant {
 	t.Helper()
-	g, err := l.TryAcquire(context.Background(), cell)
+	g, err := takeWriting(context.Background(), l, cell)
 	if err != nil {
 		t.Fatalf("TryAcquire(%s): %v", cell, err)
 	}
 	return g
+}
+
+// takeWriting takes a cell as a writer does: TryAcquire, then RecordEpoch
+// (the runtime records the epoch with the grant's first write).
+func takeWriting(ctx context.Context, l *Lease, cell string) (lease.Grant, error) {
+	g, err := l.TryAcquire(ctx, cell)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.(lease.EpochRecorder).RecordEpoch(ctx); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 func refused(t *testing.T, l *Lease, cell string) {
@@ -357,7 +370,7 @@ func TestConcurrentGrants(t *testing.T) {
 			}
 			for i := 0; i < 50; i++ {
 				cell := fmt.Sprintf("Counter:w%d-%d", w, i%5)
-				g, err := l.TryAcquire(ctx, cell)
+				g, err := takeWriting(ctx, l, cell)
 				if errors.As(err, new(*lease.CellOwnedElsewhereError)) {
 					continue
 				}

@@ -65,7 +65,7 @@ func serveCommands(l *Lease) {
 		verb, cell, _ := strings.Cut(in.Text(), " ")
 		switch verb {
 		case "acquire":
-			g, err := l.TryAcquire(ctx, cell)
+			g, err := takeWriting(ctx, l, cell)
 			switch {
 			case err == nil:
 				grants[cell] = g
@@ -93,7 +93,7 @@ func contend(l *Lease, probe string, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, uint64(os.Getpid())))
 	for granted := 0; granted < 60; {
 		cell := fmt.Sprintf("Counter:k%d", r.IntN(12))
-		g, err := l.TryAcquire(ctx, cell)
+		g, err := takeWriting(ctx, l, cell)
 		if errors.As(err, new(*lease.CellOwnedElsewhereError)) {
 			time.Sleep(time.Duration(r.IntN(500)) * time.Microsecond)
 			continue

@@ -103,7 +103,7 @@ func TestWatchLearnsAShardLetGoWithoutACall(t *testing.T) {
 	}
 	// b let the shard go again: a takes it back once b's look is over.
 	for {
-		g, err := a.TryAcquire(context.Background(), cell)
+		g, err := takeWriting(context.Background(), a, cell)
 		if err == nil {
 			g.Release(context.Background())
 			break
