@@ -228,13 +228,19 @@ func (inst *instance) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("database size: %w", err)
 	}
-	cl, err := rt.log.Open(ctx, durability.OpenRequest{
+	req := durability.OpenRequest{
 		Cell:          inst.key,
 		Epoch:         grant.Epoch(),
 		Conn:          conn,
 		Restore:       grant.BucketWins() || empty,
 		PagesCaptured: inst.capturer != nil,
-	})
+	}
+	if !grant.BucketWins() && !inst.localLog {
+		// Local primary: the log syncs the local file once per group
+		// commit, beside the group's upload (docs/durability.md).
+		req.SyncLocal = func() error { return durability.SyncDatabaseFiles(path) }
+	}
+	cl, err := rt.log.Open(ctx, req)
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}

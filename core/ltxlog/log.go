@@ -167,6 +167,6 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 			return nil, fmt.Errorf("ltxlog: read %s at open: %w", cellKey, err)
 		}
 	}
-	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, req.PagesCaptured)
+	c := newCellLog(l.opts, cellKey, epoch, base, pageSize, req.PagesCaptured, req.SyncLocal)
 	return c, nil
 }
