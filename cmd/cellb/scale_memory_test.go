@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +37,15 @@ type bigCellReport struct {
 	RSSWritten int64  `json:"rss_written"` // after writing and reading it
 	RSSAfter   int64  `json:"rss_after"`   // after reopening it in a new runtime, reading it all and writing once more
 	Bytes      int64  `json:"bytes"`       // read back, each time
+	HeapBefore int64  `json:"heap_before"` // live Go heap (after a collection) at RSSBefore
+	HeapAfter  int64  `json:"heap_after"`  // and at RSSAfter
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
 }
 
 func fillBig(ctx context.Context, c *benchCell) (int64, error) {
@@ -76,6 +87,7 @@ func TestBigCellHelper(t *testing.T) {
 	if _, err := cell.Call(ctx, e.ns.Get(e.ns.IDFromName("warm")), benchWrite); err != nil {
 		t.Fatal(err)
 	}
+	rep.HeapBefore = liveHeap()
 	rep.RSSBefore = rssBytes()
 	big := e.ns.Get(e.ns.IDFromName("big"))
 	rep.Cell = "Bench:" + e.ns.IDFromName("big").String()
@@ -104,6 +116,15 @@ func TestBigCellHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.RSSAfter = rssBytes()
+	rep.HeapAfter = liveHeap()
+	if p := os.Getenv("CELLB_BIGCELL_HEAPPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pprof.WriteHeapProfile(f)
+		f.Close()
+	}
 	rep.Bucket = filepath.Join(dir, "bucket")
 	line, _ := json.Marshal(rep)
 	fmt.Printf("BIGCELL %s\n", line)
@@ -353,6 +374,7 @@ func benchLargeCell(b *testing.B, size int) {
 		b.ReportMetric(mb(peak-rep.RSSBefore), "MiB-peak-growth")
 		b.ReportMetric(mb(rep.RSSAfter-rep.RSSBefore), "MiB-end-growth")
 		b.ReportMetric(float64(rep.Bytes)/mib, "MiB-cell-data")
+		b.ReportMetric(mb(rep.HeapAfter-rep.HeapBefore), "MiB-heap-growth")
 	})
 	ls := litestreamBinary()
 	var replica string
