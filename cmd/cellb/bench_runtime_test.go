@@ -188,6 +188,9 @@ func BenchmarkCell(b *testing.B) {
 //   - fleet: the LTX log with the bucket winning (fleet ownership): no
 //     local sync, a reply waits for the bucket.
 //
+// ceiling-no-sync is no mode: the runtime with nothing made durable, the
+// most writes one cell's turns can make on this machine.
+//
 // The bucket modes also report the bucket's bytes and requests per
 // acknowledged write. scripts/bench-chart.sh draws docs/benchmarks-writes.svg
 // from this benchmark's output.
@@ -201,6 +204,14 @@ func BenchmarkAckedWrites(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("local/callers=%d", n), func(b *testing.B) {
 			drv, _ := pickDriver("wasm", nodeSync(false, durability.Mode{}))
+			_, ns := benchRuntime(b, drv, durability.Local{}, nil)
+			stub := ns.Get(ns.IDFromName("acked"))
+			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
+		})
+		b.Run(fmt.Sprintf("ceiling-no-sync/callers=%d", n), func(b *testing.B) {
+			// Not a mode: the runtime with nothing durable at all (no
+			// sync, no bucket), the most one cell's turns can do here.
+			drv, _ := pickDriver("wasm", syncNone)
 			_, ns := benchRuntime(b, drv, durability.Local{}, nil)
 			stub := ns.Get(ns.IDFromName("acked"))
 			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
