@@ -188,7 +188,9 @@ func BenchmarkCell(b *testing.B) {
 //   - fleet: the LTX log with the bucket winning (fleet ownership): no
 //     local sync, a reply waits for the bucket.
 //
-// ceiling-no-sync is no mode: the runtime with nothing made durable, the
+// local-primary-sync-each is local-primary as it was before issue 13,
+// SQLite syncing every commit (the log's one sync per group then finds
+// little to flush). ceiling-no-sync is no mode: the runtime with nothing made durable, the
 // most writes one cell's turns can make on this machine.
 //
 // The bucket modes also report the bucket's bytes and requests per
@@ -216,12 +218,9 @@ func BenchmarkAckedWrites(b *testing.B) {
 			stub := ns.Get(ns.IDFromName("acked"))
 			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
 		})
-		for _, fleetMode := range []bool{false, true} {
-			name := "local-primary"
-			if fleetMode {
-				name = "fleet"
-			}
-			b.Run(fmt.Sprintf("%s/callers=%d", name, n), func(b *testing.B) {
+		for _, mode := range []string{"local-primary", "local-primary-sync-each", "fleet"} {
+			fleetMode := mode == "fleet"
+			b.Run(fmt.Sprintf("%s/callers=%d", mode, n), func(b *testing.B) {
 				fs, err := fsstore.Open(b.TempDir())
 				if err != nil {
 					b.Fatal(err)
@@ -229,7 +228,11 @@ func BenchmarkAckedWrites(b *testing.B) {
 				defer store.Close(fs)
 				s := &countingStore{Store: fs}
 				lg, _ := ltxlog.New(ltxlog.Options{Store: s, Logger: quietLogger()})
-				drv, _ := pickDriver("wasm", nodeSync(fleetMode, ltxlog.Mode()))
+				cs := nodeSync(fleetMode, ltxlog.Mode())
+				if mode == "local-primary-sync-each" {
+					cs = syncEachCommit // as before issue 13: SQLite syncs every commit
+				}
+				drv, _ := pickDriver("wasm", cs)
 				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Log: lg, Logger: quietLogger(), IdleTimeout: -1}
 				if fleetMode {
 					node, err := fleet.Join(ctx, fleet.Options{Store: s, Logger: quietLogger()})
