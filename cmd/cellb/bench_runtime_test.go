@@ -175,30 +175,64 @@ func BenchmarkCell(b *testing.B) {
 	}
 }
 
-// BenchmarkAckedWrites: writes acknowledged only once in the local-files
-// bucket (LTX log, group commit), beside raw SQLite on the same driver
-// committing each write with synchronous=FULL.
+// BenchmarkAckedWrites: writes acknowledged durable, to one cell, with 1,
+// 4, 16 and 64 callers, in each mode, beside raw SQLite on the same driver
+// committing each write with synchronous=FULL in WAL mode (one sync per
+// commit, the disk's floor for a write that is durable when it returns):
+//
+//   - local: the runtime with the local-commit log (durability.Local),
+//     SQLite syncing every commit;
+//   - local-primary: the LTX log on the local-files bucket, as cellb serve
+//     runs it without --bucket: SQLite leaves commits unsynced and the log
+//     syncs the local file once per group commit, beside the upload;
+//   - fleet: the LTX log with the bucket winning (fleet ownership): no
+//     local sync, a reply waits for the bucket.
+//
+// local-primary-sync-each is local-primary as it was before issue 13,
+// SQLite syncing every commit (the log's one sync per group then finds
+// little to flush). ceiling-no-sync is no mode: the runtime with nothing made durable, the
+// most writes one cell's turns can make on this machine.
+//
+// The bucket modes also report the bucket's bytes and requests per
+// acknowledged write. scripts/bench-chart.sh draws docs/benchmarks-writes.svg
+// from this benchmark's output.
 func BenchmarkAckedWrites(b *testing.B) {
 	ctx := context.Background()
-	for _, n := range []int{1, 64} {
+	for _, n := range []int{1, 4, 16, 64} {
 		b.Run(fmt.Sprintf("raw-sqlite-full/callers=%d", n), func(b *testing.B) {
-			c := directConn(b, wasm.New(wasm.WithPragmas("synchronous=FULL")))
+			c := directConn(b, wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=FULL")))
 			var mu sync.Mutex
 			callers(b, n, func() error { mu.Lock(); defer mu.Unlock(); return directWrite(ctx, c) })
 		})
-		for _, fleetMode := range []bool{false, true} {
-			name := "cellb-ltx-fs-local-primary"
-			if fleetMode {
-				name = "cellb-ltx-fs-fleet"
-			}
-			b.Run(fmt.Sprintf("%s/callers=%d", name, n), func(b *testing.B) {
-				s, err := fsstore.Open(b.TempDir())
+		b.Run(fmt.Sprintf("local/callers=%d", n), func(b *testing.B) {
+			drv, _ := pickDriver("wasm", nodeSync(false, durability.Mode{}))
+			_, ns := benchRuntime(b, drv, durability.Local{}, nil)
+			stub := ns.Get(ns.IDFromName("acked"))
+			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
+		})
+		b.Run(fmt.Sprintf("ceiling-no-sync/callers=%d", n), func(b *testing.B) {
+			// Not a mode: the runtime with nothing durable at all (no
+			// sync, no bucket), the most one cell's turns can do here.
+			drv, _ := pickDriver("wasm", syncNone)
+			_, ns := benchRuntime(b, drv, durability.Local{}, nil)
+			stub := ns.Get(ns.IDFromName("acked"))
+			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
+		})
+		for _, mode := range []string{"local-primary", "local-primary-sync-each", "fleet"} {
+			fleetMode := mode == "fleet"
+			b.Run(fmt.Sprintf("%s/callers=%d", mode, n), func(b *testing.B) {
+				fs, err := fsstore.Open(b.TempDir())
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer store.Close(s)
+				defer store.Close(fs)
+				s := &countingStore{Store: fs}
 				lg, _ := ltxlog.New(ltxlog.Options{Store: s, Logger: quietLogger()})
-				drv, _ := pickDriver("wasm", fleetMode)
+				cs := nodeSync(fleetMode, ltxlog.Mode())
+				if mode == "local-primary-sync-each" {
+					cs = syncEachCommit // as before issue 13: SQLite syncs every commit
+				}
+				drv, _ := pickDriver("wasm", cs)
 				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Log: lg, Logger: quietLogger(), IdleTimeout: -1}
 				if fleetMode {
 					node, err := fleet.Join(ctx, fleet.Options{Store: s, Logger: quietLogger()})
@@ -218,7 +252,12 @@ func BenchmarkAckedWrites(b *testing.B) {
 					b.Fatal(err)
 				}
 				stub := ns.Get(ns.IDFromName("acked"))
+				if _, err := cell.Call(ctx, stub, benchWrite); err != nil { // activation, snapshot
+					b.Fatal(err)
+				}
+				before := s.snapshot()
 				callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
+				s.snapshot().since(before).report(b, b.N, "write")
 			})
 		}
 	}

@@ -11,10 +11,9 @@ import (
 func cgoAvailable() error { return nil }
 
 // cgoDriver is drivers/cgo for the node's mode (see pickDriver): WAL synced
-// at every commit when the local file is the primary copy, NORMAL when the
-// bucket wins.
-func cgoDriver(bucketWins bool) (driver.Driver, error) {
-	if bucketWins {
+// at every commit when SQLite must sync each commit, NORMAL otherwise.
+func cgoDriver(cs commitSync) (driver.Driver, error) {
+	if cs != syncEachCommit {
 		return &cgo.Driver{Synchronous: cgo.SyncNormal}, nil
 	}
 	return &cgo.Driver{Synchronous: cgo.SyncFull}, nil

@@ -12,22 +12,18 @@ import (
 func cgoTestDrivers() []driver.Driver { return []driver.Driver{cgo.New()} }
 
 // With cgo, --driver cgo is accepted and gives drivers/cgo, synced at every
-// commit unless the bucket wins.
+// commit when SQLite must sync each commit, NORMAL otherwise.
 func TestCgoBuildHasTheCgoDriver(t *testing.T) {
 	if _, err := parseServe([]string{"--driver", "cgo"}); err != nil {
 		t.Fatalf("parseServe --driver cgo: %v", err)
 	}
-	for _, bucketWins := range []bool{false, true} {
-		d, err := pickDriver("cgo", bucketWins)
+	for cs, want := range map[commitSync]cgo.Synchronous{syncEachCommit: cgo.SyncFull, syncPerGroup: cgo.SyncNormal, syncNone: cgo.SyncNormal} {
+		d, err := pickDriver("cgo", cs)
 		if err != nil {
-			t.Fatalf("pickDriver(cgo, %v): %v", bucketWins, err)
-		}
-		want := cgo.SyncFull
-		if bucketWins {
-			want = cgo.SyncNormal
+			t.Fatalf("pickDriver(cgo, %v): %v", cs, err)
 		}
 		if c, ok := d.(*cgo.Driver); !ok || c.Synchronous != want {
-			t.Fatalf("pickDriver(cgo, %v) = %#v, want *cgo.Driver with Synchronous %v", bucketWins, d, want)
+			t.Fatalf("pickDriver(cgo, %v) = %#v, want *cgo.Driver with Synchronous %v", cs, d, want)
 		}
 	}
 }

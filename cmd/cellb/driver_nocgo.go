@@ -9,4 +9,4 @@ import "github.com/cellb/cellb/core/driver"
 func cgoAvailable() error { return errNoCgo }
 
 // cgoDriver refuses, as cgoAvailable does.
-func cgoDriver(bool) (driver.Driver, error) { return nil, errNoCgo }
+func cgoDriver(commitSync) (driver.Driver, error) { return nil, errNoCgo }

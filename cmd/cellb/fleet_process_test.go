@@ -26,7 +26,7 @@ var buildOnce struct {
 	err  error
 }
 
-func cellbBinary(t *testing.T) string {
+func cellbBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "cellb-bin-")

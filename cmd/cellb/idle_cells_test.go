@@ -3,7 +3,7 @@ package main
 // Issue 13, item 3: what an idle open cell holds, per driver, on the
 // embedded default. Results are in docs/benchmarks.md ("Idle cells").
 //
-//	CELLB_IDLE_CELLS=500 go test -run '^$' -bench BenchmarkIdleCells -benchtime 1x ./cmd/cellb
+//	CELLB_IDLE_CELLS=500 go test -run '^$' -bench BenchmarkIdleCellsByKind -benchtime 1x ./cmd/cellb
 
 import (
 	"os"
@@ -15,18 +15,18 @@ import (
 	"github.com/cellb/cellb/core/driver"
 )
 
-// BenchmarkIdleCells opens N cells with one read each and keeps them open
+// BenchmarkIdleCellsByKind opens N cells with one read each and keeps them open
 // and idle, reporting the resident memory (RSS) and Go heap each adds:
 // "stored" cells were written before (a database file, reopened), "new"
 // cells were never written (the in-memory database lazy activation opens).
 // Goals (issue 13): wasm ≤ 100 KiB, cgo ≤ 64 KiB a cell.
-func BenchmarkIdleCells(b *testing.B) {
+func BenchmarkIdleCellsByKind(b *testing.B) {
 	n := 500
 	if v, err := strconv.Atoi(os.Getenv("CELLB_IDLE_CELLS")); err == nil && v > 0 {
 		n = v
 	}
 	for _, name := range []string{"wasm", "cgo", "modernc"} {
-		drv, err := pickDriver(name, false)
+		drv, err := pickDriver(name, syncPerGroup)
 		if err != nil {
 			continue // cgo in a build without it
 		}
@@ -43,13 +43,13 @@ func BenchmarkIdleCells(b *testing.B) {
 func idleCells(b *testing.B, drv driver.Driver, kind string, n int) {
 	b.StopTimer()
 	dir := b.TempDir()
-	e := openEmbeddedWith(b, dir, drv)
+	e := openLazyWith(b, dir, drv)
 	if kind == "stored" {
 		for j := 0; j < n; j++ {
 			e.call(b, "c"+strconv.Itoa(j), writeCell)
 		}
 		e.close(b)
-		e = openEmbeddedWith(b, dir, drv)
+		e = openLazyWith(b, dir, drv)
 	}
 	defer e.close(b)
 	runtime.GC()

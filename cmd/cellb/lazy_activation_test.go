@@ -32,22 +32,22 @@ type lazyObj struct{ st *cell.State }
 
 func (o *lazyObj) Alarm(ctx context.Context, info cell.AlarmInfo) error { return nil }
 
-// embedded is one runtime on the embedded default under dir (cells/,
+// lazyNode is one runtime on the embedded default under dir (cells/,
 // shards/, bucket/).
-type embedded struct {
+type lazyNode struct {
 	rt     *cell.Runtime
 	ns     *cell.Namespace[*lazyObj]
 	bucket store.Store
 	shards *shard.Lease
 }
 
-func openEmbedded(t testing.TB, dir string) *embedded {
+func openLazy(t testing.TB, dir string) *lazyNode {
 	t.Helper()
-	drv, _ := pickDriver("wasm", false)
-	return openEmbeddedWith(t, dir, drv)
+	drv, _ := pickDriver("wasm", syncPerGroup)
+	return openLazyWith(t, dir, drv)
 }
 
-func openEmbeddedWith(t testing.TB, dir string, drv driver.Driver) *embedded {
+func openLazyWith(t testing.TB, dir string, drv driver.Driver) *lazyNode {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o755); err != nil {
 		t.Fatal(err)
@@ -72,10 +72,10 @@ func openEmbeddedWith(t testing.TB, dir string, drv driver.Driver) *embedded {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &embedded{rt: rt, ns: ns, bucket: bucket, shards: sh}
+	return &lazyNode{rt: rt, ns: ns, bucket: bucket, shards: sh}
 }
 
-func (e *embedded) close(t testing.TB) {
+func (e *lazyNode) close(t testing.TB) {
 	t.Helper()
 	if err := e.rt.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func (e *embedded) close(t testing.TB) {
 	store.Close(e.bucket)
 }
 
-func (e *embedded) call(t testing.TB, name string, fn func(ctx context.Context, o *lazyObj) (int64, error)) int64 {
+func (e *lazyNode) call(t testing.TB, name string, fn func(ctx context.Context, o *lazyObj) (int64, error)) int64 {
 	t.Helper()
 	v, err := cell.Call(context.Background(), e.ns.Get(e.ns.IDFromName(name)), fn)
 	if err != nil {
@@ -173,7 +173,7 @@ func writeCell(ctx context.Context, o *lazyObj) (int64, error) {
 // a database file, its WAL files and a snapshot per name).
 func TestReadsOfUnseenCellsStoreNothing(t *testing.T) {
 	dir := t.TempDir()
-	e := openEmbedded(t, dir)
+	e := openLazy(t, dir)
 	before := files(t, dir)
 	reads := []func(context.Context, *lazyObj) (int64, error){kvGet, sqlMissing, alarmGet}
 	var wg sync.WaitGroup
@@ -217,12 +217,12 @@ func TestReadThenWriteRestoresLikeADirectWrite(t *testing.T) {
 		return res.Image
 	}
 	direct := t.TempDir()
-	e := openEmbedded(t, direct)
+	e := openLazy(t, direct)
 	e.call(t, "x", writeCell)
 	e.close(t)
 
 	readFirst := t.TempDir()
-	e = openEmbedded(t, readFirst)
+	e = openLazy(t, readFirst)
 	e.call(t, "x", kvGet)
 	e.call(t, "x", sqlMissing)
 	e.call(t, "x", alarmGet)
@@ -233,7 +233,7 @@ func TestReadThenWriteRestoresLikeADirectWrite(t *testing.T) {
 	}
 
 	// Reopened (the local file) and restored (the bucket alone).
-	check := func(what string, e *embedded) {
+	check := func(what string, e *lazyNode) {
 		v := e.call(t, "x", func(ctx context.Context, o *lazyObj) (int64, error) {
 			var v int64
 			if err := o.st.SQL().QueryRow(ctx, "SELECT v FROM t WHERE id = 1").Scan(&v); err != nil {
@@ -248,7 +248,7 @@ func TestReadThenWriteRestoresLikeADirectWrite(t *testing.T) {
 			t.Fatalf("%s: KV key missing", what)
 		}
 	}
-	e = openEmbedded(t, readFirst)
+	e = openLazy(t, readFirst)
 	check("reopened", e)
 	// A write under this new epoch changes a few pages only: its snapshot
 	// needs the rest of the database, read at that first commit.
@@ -259,7 +259,7 @@ func TestReadThenWriteRestoresLikeADirectWrite(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(readFirst, "cells")); err != nil {
 		t.Fatal(err)
 	}
-	e = openEmbedded(t, readFirst)
+	e = openLazy(t, readFirst)
 	check("restored from the bucket", e)
 	if n := e.call(t, "x", func(ctx context.Context, o *lazyObj) (int64, error) {
 		_, found, err := o.st.KV().Get(ctx, "k2")
@@ -279,21 +279,21 @@ func TestReadThenWriteRestoresLikeADirectWrite(t *testing.T) {
 // epoch, and the wake row's raise uploaded a new epoch's snapshot).
 func TestReopenOfAStoredCellWritesNothing(t *testing.T) {
 	dir := t.TempDir()
-	e := openEmbedded(t, dir)
+	e := openLazy(t, dir)
 	for i := 0; i < 20; i++ {
 		e.call(t, "stored-"+strconv.Itoa(i), writeCell)
 	}
 	e.close(t)
 	// The next activation of a WAL database checkpoints what the last one
 	// left: let one read activation do that first.
-	e = openEmbedded(t, dir)
+	e = openLazy(t, dir)
 	for i := 0; i < 20; i++ {
 		e.call(t, "stored-"+strconv.Itoa(i), kvGet)
 	}
 	e.close(t)
 	before := files(t, dir)
 	time.Sleep(10 * time.Millisecond)
-	e = openEmbedded(t, dir)
+	e = openLazy(t, dir)
 	for i := 0; i < 20; i++ {
 		if n := e.call(t, "stored-"+strconv.Itoa(i), kvGet); n != 1 {
 			t.Fatalf("stored-%d lost its key", i)
@@ -306,22 +306,22 @@ func TestReopenOfAStoredCellWritesNothing(t *testing.T) {
 	}
 }
 
-// BenchmarkActivations: activations per second of existing cells (written
+// BenchmarkActivationsByKind: activations per second of existing cells (written
 // before the timer, each activated once, by a read) and of new cells (a
 // read of a never-written name), with 1 and 8 callers, on the embedded
 // default. Run with a fixed count, e.g. -benchtime 2000x.
-func BenchmarkActivations(b *testing.B) {
+func BenchmarkActivationsByKind(b *testing.B) {
 	for _, kind := range []string{"existing", "new"} {
 		for _, callers := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/callers=%d", kind, callers), func(b *testing.B) {
 				dir := b.TempDir()
-				e := openEmbedded(b, dir)
+				e := openLazy(b, dir)
 				if kind == "existing" {
 					for i := 0; i < b.N; i++ {
 						e.call(b, "c"+strconv.Itoa(i), writeCell)
 					}
 					e.close(b)
-					e = openEmbedded(b, dir)
+					e = openLazy(b, dir)
 				}
 				defer e.close(b)
 				var next atomic.Int64
@@ -355,7 +355,7 @@ func BenchmarkActivations(b *testing.B) {
 // committed is stored.
 func TestFirstWriteInsideATransaction(t *testing.T) {
 	dir := t.TempDir()
-	e := openEmbedded(t, dir)
+	e := openLazy(t, dir)
 	e.call(t, "tx", func(ctx context.Context, o *lazyObj) (int64, error) {
 		sql := o.st.SQL()
 		rows, err := sql.Query(ctx, "SELECT 1 UNION ALL SELECT 2")
@@ -395,7 +395,7 @@ func TestFirstWriteInsideATransaction(t *testing.T) {
 		return 0, nil
 	})
 	e.close(t)
-	e = openEmbedded(t, dir)
+	e = openLazy(t, dir)
 	defer e.close(t)
 	got := e.call(t, "tx", func(ctx context.Context, o *lazyObj) (int64, error) {
 		var n, sum int64

@@ -293,7 +293,7 @@ func TestFleetMetrics(t *testing.T) {
 	t.Cleanup(func() { pm.provider.Shutdown(context.Background()) })
 	fs := memstore.New()
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
-	drv, err := pickDriver("wasm", true)
+	drv, err := pickDriver("wasm", syncNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestTurnsOwnedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pm.provider.Shutdown(context.Background()) })
-	drv, err := pickDriver("wasm", false)
+	drv, err := pickDriver("wasm", syncPerGroup)
 	if err != nil {
 		t.Fatal(err)
 	}

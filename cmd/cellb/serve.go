@@ -151,11 +151,11 @@ type server struct {
 // peerLn, if not nil, are the public and peer listeners; the host serves
 // them and closes them in its shutdown order.
 func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, logger *slog.Logger) (*server, error) {
-	drv, err := pickDriver(cfg.Driver, cfg.Bucket != "")
+	mode, err := durabilityModes().Lookup(cmp.Or(cfg.Durability, durabilityModes()[0].Name))
 	if err != nil {
 		return nil, err
 	}
-	mode, err := durabilityModes().Lookup(cmp.Or(cfg.Durability, durabilityModes()[0].Name))
+	drv, err := pickDriver(cfg.Driver, nodeSync(cfg.Bucket != "", mode))
 	if err != nil {
 		return nil, err
 	}

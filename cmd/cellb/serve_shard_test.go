@@ -134,7 +134,7 @@ func BenchmarkEmbeddedActivation(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			drv, _ := pickDriver("wasm", false)
+			drv, _ := pickDriver("wasm", nodeSync(false, ltxlog.Mode()))
 			opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: filepath.Join(dir, "cells"), Log: lg, Logger: quietLogger(), IdleTimeout: -1}
 			if name == "shard" {
 				l, err := shard.Open(filepath.Join(dir, "shards"), 16)

@@ -287,13 +287,20 @@ func (inst *instance) openFile(ctx context.Context, restore bool) error {
 		}
 		restore = inst.grant.BucketWins() || empty
 	}
-	cl, err := rt.log.Open(ctx, durability.OpenRequest{
+	req := durability.OpenRequest{
 		Cell:          inst.key,
 		Epoch:         inst.grant.Epoch(),
 		Conn:          conn,
 		Restore:       restore,
 		PagesCaptured: capturer != nil,
-	})
+	}
+	if !inst.grant.BucketWins() && !inst.localLog {
+		// Local primary: the log syncs the local file once per group
+		// commit, beside the group's upload (docs/durability.md).
+		path := inst.path
+		req.SyncLocal = func() error { return durability.SyncDatabaseFiles(path) }
+	}
+	cl, err := rt.log.Open(ctx, req)
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("open log: %w", err)

@@ -71,14 +71,14 @@ type cellLog struct {
 	uploaded []string // this epoch's keys a newer snapshot supersedes
 }
 
-func newCellLog(opts Options, cell string, epoch uint64, conn driver.Conn, sc driver.Sessioner, sess driver.Session) *cellLog {
+func newCellLog(opts Options, cell string, epoch uint64, conn driver.Conn, sc driver.Sessioner, sess driver.Session, syncLocal func() error) *cellLog {
 	c := &cellLog{
 		opts: opts, cell: cell, epoch: epoch,
 		log:  opts.Logger.With("cell", cell, "epoch", epoch),
 		conn: conn, sc: sc, sess: sess,
 	}
 	c.pipe = durability.NewPipeline(durability.PipelineOptions[*entry]{
-		Upload: c.upload, Closed: ErrClosed, Logger: c.log,
+		Upload: c.upload, Sync: syncLocal, Closed: ErrClosed, Logger: c.log,
 		FailMessage: "changeset upload failed; the cell's later commits will not be acknowledged",
 	})
 	return c

@@ -149,7 +149,7 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 	if err != nil {
 		return nil, fmt.Errorf("changeset: start session on %s: %w", cellKey, err)
 	}
-	c := newCellLog(l.opts, cellKey, epoch, conn, sc, sess)
+	c := newCellLog(l.opts, cellKey, epoch, conn, sc, sess, req.SyncLocal)
 	for _, fi := range existing {
 		c.lastSeq = max(c.lastSeq, fi.MaxSeq)
 		c.uploaded = append(c.uploaded, fi.Key)

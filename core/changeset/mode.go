@@ -18,6 +18,7 @@ func Mode() durability.Mode {
 	return durability.Mode{
 		Log:           layout.Changeset(),
 		NeedsSessions: true,
+		SyncsLocal:    true,
 		Open: func(o durability.OpenOptions) (durability.Log, error) {
 			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
 		},

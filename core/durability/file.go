@@ -2,6 +2,8 @@ package durability
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -70,4 +72,29 @@ func ScratchNextTo(path string, d driver.Driver) (func(ctx context.Context) (dri
 		}
 	}
 	return open, cleanup
+}
+
+// SyncDatabaseFiles fsyncs a SQLite database's file and, when there is
+// one, its write-ahead log: every commit SQLite has written to them so far
+// is then on the disk (on Linux an fsync through any descriptor of a file
+// flushes all of its dirty pages). It is the OpenRequest.SyncLocal the
+// runtime hands a log for a local-primary cell.
+func SyncDatabaseFiles(path string) error {
+	for _, name := range []string{path + "-wal", path} {
+		f, err := os.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -27,6 +27,10 @@ type Mode struct {
 	// NeedsSessions says the mode's log needs a connection with SQLite
 	// sessions (driver.Sessioner) to open.
 	NeedsSessions bool
+	// SyncsLocal says the mode's log honours OpenRequest.SyncLocal: it
+	// syncs a local-primary cell's file once per group commit before it
+	// acknowledges the group, so SQLite need not sync each commit.
+	SyncsLocal bool
 	// Open opens the mode's Log on a bucket.
 	Open func(OpenOptions) (Log, error)
 	// Restore rebuilds the cell's database from the bucket, read-only, and

@@ -35,6 +35,13 @@ type PipelineOptions[T any] struct {
 	// Upload stores one batch, oldest first; it runs on the pipeline's
 	// goroutine only. A non-nil error fails the batch and the pipeline.
 	Upload func(batch []T) error
+	// Sync, if set, makes the batch's commits durable on the local disk
+	// (OpenRequest.SyncLocal): it runs once per batch, on a goroutine of
+	// its own while Upload runs, and the batch resolves only when both
+	// succeeded. Its failure fails the batch and the pipeline, as an
+	// upload's does (a failed fsync is not retried: what it covered may
+	// be lost).
+	Sync func() error
 	// After, if set, runs on the same goroutine after each stored batch
 	// (compaction, say); its failures are its own to report.
 	After func()
@@ -175,7 +182,7 @@ func (p *Pipeline[T]) run() {
 		for i, q := range batch {
 			items[i] = q.item
 		}
-		if err := p.opts.Upload(items); err != nil {
+		if err := p.store(items); err != nil {
 			p.opts.Logger.Error(p.opts.FailMessage, "err", err)
 			p.mu.Lock()
 			for _, q := range batch {
@@ -192,6 +199,23 @@ func (p *Pipeline[T]) run() {
 			p.opts.After()
 		}
 	}
+}
+
+// store uploads one batch and, when the pipeline has a Sync, syncs the
+// local disk at the same time: the batch's local commits were all written
+// before it was taken from the queue, so the one sync covers them all.
+func (p *Pipeline[T]) store(items []T) error {
+	if p.opts.Sync == nil {
+		return p.opts.Upload(items)
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- p.opts.Sync() }()
+	uerr := p.opts.Upload(items)
+	serr := <-synced
+	if serr != nil {
+		serr = fmt.Errorf("sync the local database: %w", serr)
+	}
+	return errors.Join(uerr, serr)
 }
 
 // FirstObject is the key of an epoch's first log object and the bytes this

@@ -73,7 +73,7 @@ type cellLog struct {
 	uploaded ltx.TXID
 }
 
-func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize int, capture bool) *cellLog {
+func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize int, capture bool, syncLocal func() error) *cellLog {
 	c := &cellLog{
 		opts: opts, cell: cell, epoch: epoch, capture: capture,
 		log:      opts.Logger.With("cell", cell, "epoch", epoch),
@@ -83,6 +83,7 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 	}
 	c.pipe = durability.NewPipeline(durability.PipelineOptions[*pending]{
 		Upload: c.uploadBatch,
+		Sync:   syncLocal,
 		After:  c.maybeCompact,
 		Closed: ErrClosed, Logger: c.log,
 		FailMessage: "LTX upload failed; the cell's later commits will not be acknowledged",

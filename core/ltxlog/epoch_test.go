@@ -195,7 +195,7 @@ func TestFirstFileIsTXIDOneAlone(t *testing.T) {
 			{txid: 3, pageSize: 512, count: 2, pages: page(3)},
 		}
 	}
-	c := newCellLog(lg.opts, cell, 1, spoolOf(t, make([]byte, 1024)), 512, true)
+	c := newCellLog(lg.opts, cell, 1, spoolOf(t, make([]byte, 1024)), 512, true, nil)
 	defer c.Close(context.Background(), false)
 	if err := c.uploadBatch(batch()); err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestFirstFileIsTXIDOneAlone(t *testing.T) {
 	if want := []string{ltx.Key(cell, 1, 0, 1, 1), ltx.Key(cell, 1, 0, 2, 3)}; strings.Join(keys, " ") != strings.Join(want, " ") {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
-	other := newCellLog(lg.opts, cell, 1, spoolOf(t, bytes.Repeat([]byte{9}, 1024)), 512, true)
+	other := newCellLog(lg.opts, cell, 1, spoolOf(t, bytes.Repeat([]byte{9}, 1024)), 512, true, nil)
 	defer other.Close(context.Background(), false)
 	var ee *durability.EpochInUseError
 	if err := other.uploadBatch(batch()); !errors.As(err, &ee) {
@@ -214,12 +214,12 @@ func TestFirstFileIsTXIDOneAlone(t *testing.T) {
 		t.Fatalf("keys after the collision %v", keys2)
 	}
 	// Epoch 0 (no ownership) has no generations: written plainly.
-	zero := newCellLog(lg.opts, cell, 0, spoolOf(t, make([]byte, 1024)), 512, true)
+	zero := newCellLog(lg.opts, cell, 0, spoolOf(t, make([]byte, 1024)), 512, true, nil)
 	defer zero.Close(context.Background(), false)
 	if err := zero.uploadBatch(batch()); err != nil {
 		t.Fatal(err)
 	}
-	again := newCellLog(lg.opts, cell, 0, spoolOf(t, bytes.Repeat([]byte{9}, 1024)), 512, true)
+	again := newCellLog(lg.opts, cell, 0, spoolOf(t, bytes.Repeat([]byte{9}, 1024)), 512, true, nil)
 	defer again.Close(context.Background(), false)
 	if err := again.uploadBatch(batch()); err != nil {
 		t.Fatalf("epoch 0 rewritten: %v", err)

@@ -174,7 +174,7 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 	// not here, so an activation that never writes reads nothing and holds
 	// no copy while it stays open. Without capture, the first commit's
 	// image is the snapshot.
-	c := newCellLog(l.opts, cellKey, epoch, nil, pageSize, req.PagesCaptured)
+	c := newCellLog(l.opts, cellKey, epoch, nil, pageSize, req.PagesCaptured, req.SyncLocal)
 	if req.PagesCaptured {
 		c.baseConn = conn
 	}

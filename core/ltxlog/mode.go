@@ -16,6 +16,7 @@ func Mode() durability.Mode {
 	return durability.Mode{
 		Log:         layout.LTX(),
 		PointInTime: true,
+		SyncsLocal:  true,
 		Open: func(o durability.OpenOptions) (durability.Log, error) {
 			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
 		},
