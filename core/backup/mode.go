@@ -25,6 +25,10 @@ func restoreMode(ctx context.Context, s store.Store, cell string, req durability
 	if req.TXID != 0 || !req.Time.IsZero() {
 		return durability.Restored{}, &durability.NoPointInTimeError{Mode: layout.Backup().Name}
 	}
+	s, progressDone, err := durability.ReadProgress(ctx, s, layout.Backup().Prefix(cell), req.Progress)
+	if err != nil {
+		return durability.Restored{}, err
+	}
 	res, err := Restore(ctx, s, cell)
 	if err != nil {
 		return durability.Restored{}, err
@@ -32,5 +36,6 @@ func restoreMode(ctx context.Context, s store.Store, cell string, req durability
 	if err := durability.WriteImage(out, res.Image); err != nil {
 		return durability.Restored{}, err
 	}
+	progressDone()
 	return durability.Restored{From: fmt.Sprintf("backup %s", res.Key)}, nil
 }

@@ -33,6 +33,10 @@ func restoreMode(ctx context.Context, s store.Store, cell string, req durability
 	if req.Scratch == nil {
 		return durability.Restored{}, errors.New("changeset: restoring needs a scratch database with SQLite sessions (RestoreRequest.Scratch)")
 	}
+	s, progressDone, err := durability.ReadProgress(ctx, s, layout.Changeset().Prefix(cell), req.Progress)
+	if err != nil {
+		return durability.Restored{}, err
+	}
 	conn, err := req.Scratch(ctx)
 	if err != nil {
 		return durability.Restored{}, err
@@ -48,5 +52,6 @@ func restoreMode(ctx context.Context, s store.Store, cell string, req durability
 	if err := durability.WriteImage(out, img); err != nil {
 		return durability.Restored{}, err
 	}
+	progressDone()
 	return durability.Restored{From: fmt.Sprintf("the changeset log (epoch %d, commit %d, %d files)", res.Epoch, res.Seq, len(res.Files))}, nil
 }
