@@ -9,6 +9,7 @@ import (
 
 	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/conformance/storetest"
+	"github.com/cellb/cellb/core/cli"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -20,14 +21,11 @@ const (
 	diagnoseIncomplete = 3 // every case that ran passed, but some were skipped
 )
 
-func diagnoseCommand() command {
-	return command{
-		name:    "diagnose",
-		summary: "check that a bucket keeps the promises CellB relies on",
-		run: func(ctx context.Context, e *env, args []string) int {
+func diagnoseCommand() cli.Entry {
+	return command("diagnose", "check that a bucket keeps the promises CellB relies on",
+		func(ctx context.Context, e *env, args []string) int {
 			return diagnose(ctx, e, args, bucketMux())
-		},
-	}
+		})
 }
 
 const diagnoseAbout = `Runs celld's start-up probe and the store conformance suite against a live

@@ -10,20 +10,18 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/admin"
+	"github.com/cellb/cellb/core/cli"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/progress"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/drivers/modernc"
 )
 
-func restoreCommand() command {
-	return command{
-		name:    "restore",
-		summary: "rebuild a cell's database from a bucket (read-only)",
-		run: func(ctx context.Context, e *env, args []string) int {
+func restoreCommand() cli.Entry {
+	return command("restore", "rebuild a cell's database from a bucket (read-only)",
+		func(ctx context.Context, e *env, args []string) int {
 			return restoreCmd(ctx, e, args, bucketMux())
-		},
-	}
+		})
 }
 
 const restoreAbout = `Rebuilds the cell's SQLite database from what the bucket keeps of it and

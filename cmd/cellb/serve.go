@@ -27,14 +27,11 @@ import (
 	"github.com/cellb/cellb/examples/images"
 )
 
-func serveCommand() command {
-	return command{
-		name:    "serve",
-		summary: "run a node hosting the example apps (counter, chat rooms, R2 images) over HTTP",
-		run: func(ctx context.Context, e *env, args []string) int {
+func serveCommand() cli.Entry {
+	return command("serve", "run a node hosting the example apps (counter, chat rooms, R2 images) over HTTP",
+		func(ctx context.Context, e *env, args []string) int {
 			return serveCmd(ctx, e, args)
-		},
-	}
+		})
 }
 
 const serveAbout = `Runs a node hosting the example counter and chat room apps. Without

@@ -8,11 +8,9 @@ import (
 	"github.com/cellb/cellb/core/cli"
 )
 
-func versionCommand() command {
-	return command{
-		name:    "version",
-		summary: "print the versions of cellb and of the CellB modules built into it",
-		run: func(ctx context.Context, e *env, args []string) int {
+func versionCommand() cli.Entry {
+	return command("version", "print the versions of cellb and of the CellB modules built into it",
+		func(ctx context.Context, e *env, args []string) int {
 			cl := newCmdLine("version", "", `Prints the version of the cellb module and of every CellB module built into
 this binary, as the Go build recorded them (runtime/debug.ReadBuildInfo).
 "(devel)" means the module was built from a work tree (a checkout or a
@@ -27,6 +25,5 @@ the build recorded it. "cellb --version" is the same command.`, 0, 0, "no argume
 			}
 			cli.WriteVersion(e.stdout, "cellb", bi, "github.com/cellb/cellb")
 			return cli.ExitOK
-		},
-	}
+		})
 }
