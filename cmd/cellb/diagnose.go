@@ -56,7 +56,7 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 	}
 	// diagnose changes nothing: in a files bucket that had no store
 	// directory, the one its writes made goes again once they are deleted.
-	if dir := freshFilesDir(mux, rawURL); dir != "" {
+	if dir := fsstore.FreshDir(mux, rawURL); dir != "" {
 		defer fsstore.RemoveUnusedMeta(dir)
 	}
 	code, err := storetest.Diagnose(ctx, e.stdout, rawURL, func(ctx context.Context) (store.Store, error) {
