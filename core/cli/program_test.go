@@ -79,3 +79,23 @@ func TestProgramDispatch(t *testing.T) {
 		t.Error("Lookup(nope) found a command")
 	}
 }
+
+// VersionEntry prints the build's versions as WriteVersion does, answers
+// --help with its usage, and refuses arguments.
+func TestVersionEntry(t *testing.T) {
+	p := &Program{Name: "tool", Entries: []Entry{VersionEntry("tool", "github.com/cellb/cellb", "CellB")}}
+	var out, errs bytes.Buffer
+	if code := p.Run(context.Background(), &out, &errs, []string{"--version"}); code != 0 || !strings.HasPrefix(out.String(), "tool ") || !strings.Contains(out.String(), "\n  go ") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out.String(), errs.String())
+	}
+	out.Reset()
+	if code := p.Run(context.Background(), &out, &errs, []string{"version", "--help"}); code != 0 || !strings.HasPrefix(out.String(), "usage: tool version\n") || !strings.Contains(out.String(), "every CellB module") {
+		t.Errorf("version --help: exit %d, stdout %q", code, out.String())
+	}
+	if _, ok := p.Lookup("version"); !ok || !strings.Contains(p.Commands()[1].Summary, "the CellB modules") {
+		t.Errorf("commands: %+v", p.Commands())
+	}
+	if code := p.Run(context.Background(), &out, &errs, []string{"version", "x"}); code != ExitUsage {
+		t.Errorf("version x: exit %d, want 2", code)
+	}
+}
