@@ -254,7 +254,7 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	}
 	attrs := []any{"listen", ln.Addr().String(), "driver", cfg.Driver, "data", cfg.Data}
 	if cfg.Bucket != "" {
-		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.h.Node(), "peer", cmp.Or(cfg.Advertise, addrOf(peerLn)))
+		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.h.Node(), "peer", s.h.PeerAddr())
 	}
 	if admin != nil {
 		admin.SetReady(s.h)
@@ -275,12 +275,4 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 		return cli.ExitFailed
 	}
 	return cli.ExitOK
-}
-
-// addrOf is ln's address, or "" without one.
-func addrOf(ln net.Listener) string {
-	if ln == nil {
-		return ""
-	}
-	return ln.Addr().String()
 }

@@ -94,3 +94,31 @@ func TestRunReturnsTheFenceError(t *testing.T) {
 		t.Fatalf("Run: %v, want a *fleet.FencedError for node_run", runErr)
 	}
 }
+
+// PeerAddr is the advertised peer address, else the peer listener's, and
+// "" for a host outside a fleet.
+func TestPeerAddr(t *testing.T) {
+	ln := listen(t)
+	for _, c := range []struct{ advertise, want string }{{"", ln.Addr().String()}, {"10.0.0.7:9201", "10.0.0.7:9201"}} {
+		clk := clock.NewFake(time.UnixMilli(1_000_000))
+		h, err := New(context.Background(), Config{Driver: noDriver{}, DataDir: t.TempDir(), Bucket: memstore.New(), Ownership: Fleet, Clock: clk, Logger: quietLog,
+			Fleet: FleetConfig{Node: "node_peer", PeerListener: ln, Advertise: c.advertise}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := h.PeerAddr()
+		h.Close(context.Background())
+		if got != c.want {
+			t.Errorf("Advertise %q: PeerAddr %q, want %q", c.advertise, got, c.want)
+		}
+		ln = listen(t) // the closed host closed the first
+	}
+	h, err := New(context.Background(), Config{Driver: noDriver{}, DataDir: t.TempDir(), Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	if got := h.PeerAddr(); got != "" {
+		t.Errorf("a single-host host: PeerAddr %q, want none", got)
+	}
+}
