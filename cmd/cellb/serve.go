@@ -8,7 +8,6 @@ import (
 	"github.com/cellb/cellb/core/cli"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -192,14 +191,6 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	return s, nil
 }
 
-// handler is the public app.
-func (s *server) handler() http.Handler { return s.h.Handler() }
-
-// close shuts the node down in the host's order, then closes the bucket.
-func (s *server) close(ctx context.Context) error {
-	return errors.Join(s.h.Close(ctx), store.Close(s.bucket))
-}
-
 // exitFenced is the exit status of a node that self-fenced (celld's too).
 const exitFenced = 3
 
@@ -264,7 +255,11 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())
 	// Host.Run closes in the host's order: the public port first (no new
 	// calls; those in flight finish), the peer port last.
-	err = errors.Join(s.h.Run(ctx), store.Close(s.bucket))
+	err = s.h.Run(ctx)
+	if cerr := store.Close(s.bucket); cerr != nil {
+		logger.Error("cellb serve: closing the bucket", "err", cerr)
+		err = errors.Join(err, cerr)
+	}
 	var fenced *fleet.FencedError
 	switch {
 	case errors.As(err, &fenced):
