@@ -52,7 +52,7 @@ func TestIDIsServesID(t *testing.T) {
 	if code, _, errs := runBin(t, "id", "Coun:ter", "apples"); code != 2 || !strings.Contains(errs, "no ':'") {
 		t.Errorf("a class with ':': %d %q", code, errs)
 	}
-	if code, _, errs := runBin(t, "id", "Counter"); code != 2 || !strings.Contains(errs, "missing arguments") || !strings.Contains(errs, "cellb help id") {
+	if code, _, errs := runBin(t, "id", "Counter"); code != 2 || !strings.Contains(errs, "missing arguments") || !strings.Contains(errs, "run 'cellb help id' for usage") {
 		t.Errorf("one argument: %d %q", code, errs)
 	}
 }

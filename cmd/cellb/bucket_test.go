@@ -83,7 +83,7 @@ func TestOpenMissingDirectory(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	for _, raw := range []string{missing, "file://" + missing} {
 		_, err := openBucket(t.Context(), bucketMux(), raw)
-		var me *MissingBucketDirError
+		var me *fsstore.MissingDirError
 		if !errors.As(err, &me) || me.Dir != missing || !errors.Is(err, fsstore.ErrNoRoot) ||
 			err.Error() != "bucket directory "+missing+" does not exist; create it first (mkdir -p "+missing+") if the path is right" {
 			t.Errorf("%s: %v", raw, err)

@@ -55,9 +55,9 @@ func builtBinary(t *testing.T) cliRunner {
 // cannot build: a flag given a bad value, too few arguments, and a runtime
 // error (exit 1). nil: the command has no such line (no flag that takes a
 // value, no required argument, nothing that can fail at run time). Every
-// entry of commands() must have an entry here; inspect, repair and id are
+// entry of program() must have an entry here; inspect, repair and id are
 // listed as their issue specifies them, and checked once they are in
-// commands().
+// program().
 var commandCases = map[string]struct{ badValue, missing, runtime []string }{
 	"diagnose": {
 		badValue: []string{"--large-mib", "many", "file:///nonexistent"},
@@ -90,7 +90,7 @@ var commandCases = map[string]struct{ badValue, missing, runtime []string }{
 	},
 }
 
-// TestCLIConventions checks every entry of commands(), in-process and as
+// TestCLIConventions checks every entry of program(), in-process and as
 // the built binary, against the conventions of flags.go (docs/cli.md).
 func TestCLIConventions(t *testing.T) {
 	t.Run("in-process", func(t *testing.T) { checkConventions(t, inProcess) })
@@ -168,36 +168,36 @@ func wantUsageError(t *testing.T, r cliRunner, cmd, first string, args ...string
 }
 
 func checkConventions(t *testing.T, r cliRunner) {
-	cmds := sortedCommands()
+	cmds := program().Commands()
 	for _, c := range cmds {
-		t.Run(c.name, func(t *testing.T) {
-			cases, ok := commandCases[c.name]
+		t.Run(c.Name, func(t *testing.T) {
+			cases, ok := commandCases[c.Name]
 			if !ok {
-				t.Fatalf("command %q has no entry in commandCases: add its bad-value, missing-argument and runtime-error lines", c.name)
+				t.Fatalf("command %q has no entry in commandCases: add its bad-value, missing-argument and runtime-error lines", c.Name)
 			}
 			// --help, -h and help <cmd>: the same usage, on stdout, exit 0.
-			code, help, stderr := r(t, c.name, "--help")
-			if code != 0 || stderr != "" || !strings.HasPrefix(help, "usage: cellb "+c.name) {
-				t.Fatalf("%s --help: exit %d, stdout %q, stderr %q", c.name, code, help, stderr)
+			code, help, stderr := r(t, c.Name, "--help")
+			if code != 0 || stderr != "" || !strings.HasPrefix(help, "usage: cellb "+c.Name) {
+				t.Fatalf("%s --help: exit %d, stdout %q, stderr %q", c.Name, code, help, stderr)
 			}
-			for _, args := range [][]string{{c.name, "-h"}, {"help", c.name}, {c.name, "some-arg", "--help"}} {
+			for _, args := range [][]string{{c.Name, "-h"}, {"help", c.Name}, {c.Name, "some-arg", "--help"}} {
 				code, stdout, stderr := r(t, args...)
 				if code != 0 || stderr != "" || stdout != help {
 					t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 0 and the --help text on stdout", args, code, stdout, stderr)
 				}
 			}
-			wantUsageError(t, r, c.name, "unknown flag --no-such-flag", c.name, "--no-such-flag")
-			wantUsageError(t, r, c.name, "unexpected argument", c.name, "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9")
+			wantUsageError(t, r, c.Name, "unknown flag --no-such-flag", c.Name, "--no-such-flag")
+			wantUsageError(t, r, c.Name, "unexpected argument", c.Name, "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9")
 			if cases.badValue != nil {
-				wantUsageError(t, r, c.name, "bad value", append([]string{c.name}, cases.badValue...)...)
+				wantUsageError(t, r, c.Name, "bad value", append([]string{c.Name}, cases.badValue...)...)
 			}
 			if cases.missing != nil {
-				wantUsageError(t, r, c.name, "missing arguments", append([]string{c.name}, cases.missing...)...)
+				wantUsageError(t, r, c.Name, "missing arguments", append([]string{c.Name}, cases.missing...)...)
 			}
 			if cases.runtime != nil {
-				args := append([]string{c.name}, cases.runtime...)
+				args := append([]string{c.Name}, cases.runtime...)
 				code, _, stderr := r(t, args...)
-				if code != cli.ExitFailed || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "cellb "+c.name+": ") {
+				if code != cli.ExitFailed || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "cellb "+c.Name+": ") {
 					t.Errorf("%q: exit %d, stderr %q; want exit 1 and one line", args, code, stderr)
 				}
 			}
@@ -213,8 +213,8 @@ func checkConventions(t *testing.T, r cliRunner) {
 			t.Fatalf("help: exit %d, stderr %q", code, stderr)
 		}
 		for _, c := range cmds {
-			if !strings.Contains(help, "\n  "+c.name+" ") {
-				t.Errorf("help does not list %s:\n%s", c.name, help)
+			if !strings.Contains(help, "\n  "+c.Name+" ") {
+				t.Errorf("help does not list %s:\n%s", c.Name, help)
 			}
 		}
 		for _, flag := range []string{"--help", "-h"} {
@@ -247,7 +247,7 @@ func checkConventions(t *testing.T, r cliRunner) {
 func TestCommandCasesNameKnownCommands(t *testing.T) {
 	planned := []string{"inspect", "repair", "id"}
 	for name := range commandCases {
-		if _, ok := lookup(commands(), name); !ok && !slices.Contains(planned, name) {
+		if _, ok := program().Lookup(name); !ok && !slices.Contains(planned, name) {
 			t.Errorf("commandCases has %q, which is not a command", name)
 		}
 	}

@@ -2,32 +2,27 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"sync"
 
 	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/conformance/storetest"
+	"github.com/cellb/cellb/core/cli"
 	"github.com/cellb/cellb/core/store"
 )
 
 // Exit statuses of diagnose.
 const (
-	diagnoseOK         = 0 // every case ran and passed
-	diagnoseFailed     = 1 // a case failed, or the bucket could not be used
-	diagnoseUsage      = 2 // bad flags or arguments
-	diagnoseIncomplete = 3 // every case that ran passed, but some were skipped
+	diagnoseOK         = storetest.ExitOK         // every case ran and passed
+	diagnoseFailed     = storetest.ExitFailed     // a case failed, or the bucket could not be used
+	diagnoseUsage      = cli.ExitUsage            // bad flags or arguments
+	diagnoseIncomplete = storetest.ExitIncomplete // every case that ran passed, but some were skipped
 )
 
-func diagnoseCommand() command {
-	return command{
-		name:    "diagnose",
-		summary: "check that a bucket keeps the promises CellB relies on",
-		run: func(ctx context.Context, e *env, args []string) int {
+func diagnoseCommand() cli.Entry {
+	return command("diagnose", "check that a bucket keeps the promises CellB relies on",
+		func(ctx context.Context, e *env, args []string) int {
 			return diagnose(ctx, e, args, bucketMux())
-		},
-	}
+		})
 }
 
 const diagnoseAbout = `Runs celld's start-up probe and the store conformance suite against a live
@@ -55,73 +50,20 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 		return cl.UsageErr(e.stderr, "--large-mib must be at least 1")
 	}
 	rawURL := pos[0]
-
-	fail := func(err error) int {
-		fmt.Fprintf(e.stderr, "cellb diagnose: %v\n", oneLine(err))
-		if *asJSON {
-			writeJSON(e.stdout, storetest.BucketReport{Bucket: rawURL, Error: oneLine(err).Error(), ExitCode: diagnoseFailed})
-		}
-		return diagnoseFailed
-	}
-	opts := []storetest.Option{storetest.LargeObjectSize(*largeMiB << 20)}
+	o := storetest.DiagnoseOptions{JSON: *asJSON, Quick: *quick, Options: []storetest.Option{storetest.LargeObjectSize(*largeMiB << 20)}}
 	if !*quiet {
-		opts = append(opts, storetest.Progress((&progressPrinter{w: e.stderr}).print))
-	}
-	if *quick {
-		opts = append(opts, storetest.Quick())
+		o.Options = append(o.Options, storetest.ProgressLines(e.stderr, "cellb diagnose"))
 	}
 	// diagnose changes nothing: in a files bucket that had no store
 	// directory, the one its writes made goes again once they are deleted.
-	if dir := freshFilesDir(mux, rawURL); dir != "" {
+	if dir := fsstore.FreshDir(mux, rawURL); dir != "" {
 		defer fsstore.RemoveUnusedMeta(dir)
 	}
-	rep, err := storetest.CheckBucket(ctx, rawURL, func(ctx context.Context) (store.Store, error) {
+	code, err := storetest.Diagnose(ctx, e.stdout, rawURL, func(ctx context.Context) (store.Store, error) {
 		return openBucket(ctx, mux, rawURL)
-	}, opts...)
+	}, o)
 	if err != nil {
-		return fail(err)
-	}
-	code = exitCode(rep)
-	if *asJSON {
-		js := rep.BucketReport(rawURL)
-		js.ExitCode = code
-		writeJSON(e.stdout, js)
-	} else {
-		quickNote := ""
-		if *quick {
-			quickNote = "skipped by --quick"
-		}
-		rep.WriteTable(e.stdout, rawURL, quickNote)
+		fmt.Fprintf(e.stderr, "cellb diagnose: %v\n", oneLine(err))
 	}
 	return code
-}
-
-func exitCode(rep storetest.Report) int {
-	switch {
-	case !rep.OK():
-		return diagnoseFailed
-	case !rep.Complete():
-		return diagnoseIncomplete
-	default:
-		return diagnoseOK
-	}
-}
-
-// progressPrinter writes progress lines to stderr; the suite may call it
-// from several goroutines.
-type progressPrinter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (p *progressPrinter) print(caseName, msg string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "cellb diagnose: %s: %s\n", caseName, msg)
-}
-
-func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }

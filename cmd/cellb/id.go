@@ -12,8 +12,8 @@ import (
 // defaultScriptName is serve's --script-name: id and --name default to it.
 const defaultScriptName = "cellb-example"
 
-func idCommand() command {
-	return command{name: "id", summary: "print the cell id a name gets in a class", run: func(ctx context.Context, e *env, args []string) int {
+func idCommand() cli.Entry {
+	return command("id", "print the cell id a name gets in a class", func(ctx context.Context, e *env, args []string) int {
 		cl := newCmdLine("id", "<Class> <name>", "Prints the id (64 hex digits) the name gets in the class, as a node serving\nthe deployment --script-name gives it; --name on restore, inspect and\nrepair resolves a name the same way.", 2, 2, "<Class> <name>")
 		script := cl.Flags.String("script-name", defaultScriptName, "deployment `name` (serve's --script-name)")
 		pos, code, done := cl.Parse(e.stdout, e.stderr, args)
@@ -26,7 +26,7 @@ func idCommand() command {
 		}
 		fmt.Fprintln(e.stdout, id)
 		return 0
-	}}
+	})
 }
 
 // cellArg parses a command whose second argument, when given, names a

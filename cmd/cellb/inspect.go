@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/cellb/cellb/core/admin"
+	"github.com/cellb/cellb/core/cli"
 	"github.com/cellb/cellb/core/progress"
 	"github.com/cellb/cellb/core/store"
 )
 
-func inspectCommand() command {
-	return command{name: "inspect", summary: "show a bucket's nodes, cells and wake index, or one cell (read-only)", run: func(ctx context.Context, e *env, args []string) int {
+func inspectCommand() cli.Entry {
+	return command("inspect", "show a bucket's nodes, cells and wake index, or one cell (read-only)", func(ctx context.Context, e *env, args []string) int {
 		cl := newCmdLine("inspect", "<bucket-url> [<Class:id>]", "Shows the bucket's nodes (live or expired), cells (owner, epoch, newest TXID,\nlog size, durability mode, alarm due, what is wrong) and wake index, or one\ncell in detail. It only reads the bucket. Fields of --json: docs/cli.md.", 1, 2, "<bucket-url> and at most one cell")
 		asJSON := cl.Flags.Bool("json", false, "print JSON (fields in docs/cli.md)")
 		opts := admin.Options{}
@@ -25,5 +26,5 @@ func inspectCommand() command {
 		return onBucket(ctx, e, cl, pos[0], func(s store.Store) error {
 			return admin.Show(ctx, s, key, *asJSON, opts, e.stdout)
 		})
-	}}
+	})
 }

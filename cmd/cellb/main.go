@@ -8,27 +8,19 @@
 //
 // Every command keeps the conventions in flags.go (docs/cli.md): usage on
 // --help to stdout, usage errors in one line with exit status 2, runtime
-// errors with exit status 1, flags before or after the arguments.
+// errors with exit status 1, flags before or after the arguments. The
+// dispatch on the command name is core/cli's Program.
 package main
 
 import (
 	"context"
-	"fmt"
-	"github.com/cellb/cellb/core/cli"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
-	"strings"
 	"syscall"
-)
 
-// command is one subcommand: run gets the arguments after its name.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, env *env, args []string) int
-}
+	"github.com/cellb/cellb/core/cli"
+)
 
 // env is what a command may touch besides its arguments, so tests can run
 // commands in-process.
@@ -37,18 +29,25 @@ type env struct {
 	stderr io.Writer
 }
 
-func commands() []command {
-	return []command{
+// command makes a cli.Entry of a command that takes an env.
+func command(name, summary string, run func(ctx context.Context, e *env, args []string) int) cli.Entry {
+	return cli.Entry{Name: name, Summary: summary, Run: func(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+		return run(ctx, &env{stdout: stdout, stderr: stderr}, args)
+	}}
+}
+
+// program is cellb's table of commands; core/cli adds help.
+func program() *cli.Program {
+	return &cli.Program{Name: "cellb", Entries: []cli.Entry{
 		// Each subcommand's file adds its entry here.
 		diagnoseCommand(),
-		helpCommand(),
 		idCommand(),
 		inspectCommand(),
 		repairCommand(),
 		restoreCommand(),
 		serveCommand(),
 		versionCommand(),
-	}
+	}}
 }
 
 func main() {
@@ -58,74 +57,5 @@ func main() {
 }
 
 func run(ctx context.Context, e *env, args []string) int {
-	cmds := sortedCommands()
-	if len(args) == 0 {
-		usage(e.stderr, cmds)
-		return cli.ExitUsage
-	}
-	name := args[0]
-	switch name {
-	case "-h", "-help", "--help":
-		name = "help"
-	case "-version", "--version":
-		name = "version"
-	}
-	if c, ok := lookup(cmds, name); ok {
-		return c.run(ctx, e, args[1:])
-	}
-	what := "command"
-	if strings.HasPrefix(name, "-") {
-		what = "flag"
-	}
-	fmt.Fprintf(e.stderr, "cellb: unknown %s %q\nrun 'cellb help' for usage\n", what, name)
-	return cli.ExitUsage
-}
-
-func sortedCommands() []command {
-	cmds := commands()
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
-	return cmds
-}
-
-func lookup(cmds []command, name string) (command, bool) {
-	for _, c := range cmds {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return command{}, false
-}
-
-func usage(w io.Writer, cmds []command) {
-	fmt.Fprintln(w, "usage: cellb <command> [flags] [arguments]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w, "\nRun 'cellb help <command>' (or cellb <command> --help) for a command's usage.")
-}
-
-func helpCommand() command {
-	return command{
-		name:    "help",
-		summary: "print the usage of cellb or of one command",
-		run: func(ctx context.Context, e *env, args []string) int {
-			cl := newCmdLine("help", "[<command>]", "Prints the list of commands, or the usage of one command (as cellb <command> --help).", 0, 1, "at most one command name")
-			pos, code, done := cl.Parse(e.stdout, e.stderr, args)
-			if done {
-				return code
-			}
-			cmds := sortedCommands()
-			if len(pos) == 0 {
-				usage(e.stdout, cmds)
-				return cli.ExitOK
-			}
-			c, ok := lookup(cmds, pos[0])
-			if !ok {
-				return cl.UsageErr(e.stderr, "unknown command %q", pos[0])
-			}
-			return c.run(ctx, e, []string{"--help"})
-		},
-	}
+	return program().Run(ctx, e.stdout, e.stderr, args)
 }

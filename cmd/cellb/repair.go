@@ -4,11 +4,12 @@ import (
 	"context"
 
 	"github.com/cellb/cellb/core/admin"
+	"github.com/cellb/cellb/core/cli"
 	"github.com/cellb/cellb/core/store"
 )
 
-func repairCommand() command {
-	return command{name: "repair", summary: "diagnose a cell and write the released record it needs (--apply)", run: func(ctx context.Context, e *env, args []string) int {
+func repairCommand() cli.Entry {
+	return command("repair", "diagnose a cell and write the released record it needs (--apply)", func(ctx context.Context, e *env, args []string) int {
 		cl := newCmdLine("repair", "<bucket-url> <Class:id>", "Diagnoses the cell (lost or stale ownership record, gap, missing snapshot)\nand prints the one repair the specification allows, the released record at\nthe newest epoch; --apply writes it with a conditional put. It refuses while\na live node holds the cell.", 2, 2, "<bucket-url> <Class:id>")
 		apply := cl.Flags.Bool("apply", false, "write the repair (default: only print it)")
 		pos, key, code, done := cellArg(cl, e, args)
@@ -18,5 +19,5 @@ func repairCommand() command {
 		return onBucket(ctx, e, cl, pos[0], func(s store.Store) error {
 			return admin.Repair(ctx, s, key, *apply, admin.Options{}, e.stdout)
 		})
-	}}
+	})
 }

@@ -5,25 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cellb/cellb/core/admin"
+	"github.com/cellb/cellb/core/cli"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/progress"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/drivers/modernc"
 )
 
-func restoreCommand() command {
-	return command{
-		name:    "restore",
-		summary: "rebuild a cell's database from a bucket (read-only)",
-		run: func(ctx context.Context, e *env, args []string) int {
+func restoreCommand() cli.Entry {
+	return command("restore", "rebuild a cell's database from a bucket (read-only)",
+		func(ctx context.Context, e *env, args []string) int {
 			return restoreCmd(ctx, e, args, bucketMux())
-		},
-	}
+		})
 }
 
 const restoreAbout = `Rebuilds the cell's SQLite database from what the bucket keeps of it and
@@ -68,7 +64,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 		if *txid != 0 {
 			return cl.UsageErr(e.stderr, "give --txid or --time, not both")
 		}
-		t, err := parseTime(*at)
+		t, err := cli.ParseTime(*at)
 		if err != nil {
 			return cl.UsageErr(e.stderr, "bad value %q for --time: want RFC 3339 (2026-05-30T02:46:41Z) or Unix milliseconds", *at)
 		}
@@ -79,56 +75,27 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 			return cl.Fail(e.stderr, fmt.Errorf("%s exists; pass --force to overwrite it", out))
 		}
 	}
+	if !*quiet {
+		req.Progress = progress.NewBar(e.stderr, "restore "+cellKey).Update
+	}
 	s, err := openBucket(ctx, mux, bucketURL)
 	if err != nil {
 		return cl.Fail(e.stderr, err)
 	}
 	defer store.Close(s)
-	mode, err := pickRestoreMode(ctx, modes, s, cellKey, *from)
-	if err != nil {
-		return cl.Fail(e.stderr, fmt.Errorf("%s: %w", cellKey, err))
-	}
-	if !mode.PointInTime && (*txid != 0 || *at != "") {
+	// The scratch database is modernc's: it has SQLite sessions.
+	mode, res, n, err := modes.RestoreToFile(ctx, s, cellKey, out, durability.FileRestore{From: *from, Request: req, ScratchDriver: modernc.New(modernc.Options{})})
+	var several *durability.SeveralLogsError
+	var npe *durability.NoPointInTimeError
+	switch {
+	case errors.As(err, &npe):
 		return cl.UsageErr(e.stderr, "--txid and --time need a log that restores to a point in time (%s); the %s log restores its newest state",
 			strings.Join(modes.PointInTime().Names(), ", "), mode.Name)
-	}
-	if !*quiet {
-		req.Progress = progress.NewBar(e.stderr, "restore "+cellKey).Update
-	}
-	// The scratch database is modernc's: it has SQLite sessions.
-	scratch, cleanup := durability.ScratchNextTo(out, modernc.New(modernc.Options{}))
-	defer cleanup()
-	req.Scratch = scratch
-	res, n, err := mode.RestoreFile(ctx, s, cellKey, req, out)
-	if err != nil {
+	case errors.As(err, &several):
+		return cl.Fail(e.stderr, fmt.Errorf("%s: %w with --from", cellKey, err))
+	case err != nil:
 		return cl.Fail(e.stderr, fmt.Errorf("%s: %w", cellKey, err))
 	}
 	fmt.Fprintf(e.stdout, "restored %s from %s (%s) to %s\n", cellKey, res.From, progress.Size(n), out)
 	return 0
-}
-
-// pickRestoreMode returns the mode named by from, or, when from is empty,
-// the one mode whose log the bucket holds for the cell.
-func pickRestoreMode(ctx context.Context, modes durability.Modes, s store.Store, cellKey, from string) (durability.Mode, error) {
-	if from != "" {
-		m, err := modes.Lookup(from)
-		if err != nil {
-			return m, fmt.Errorf("--from: %w", err)
-		}
-		return m, nil
-	}
-	m, err := modes.Detect(ctx, s, cellKey)
-	var several *durability.SeveralLogsError
-	if errors.As(err, &several) {
-		return m, fmt.Errorf("%w with --from", err)
-	}
-	return m, err
-}
-
-// parseTime accepts RFC 3339 or Unix milliseconds.
-func parseTime(s string) (time.Time, error) {
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.UnixMilli(ms), nil
-	}
-	return time.Parse(time.RFC3339Nano, s)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/cellb/cellb/core/cli"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,19 +21,15 @@ import (
 	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
-	"github.com/cellb/cellb/examples/chatroom"
 	"github.com/cellb/cellb/examples/counter"
-	"github.com/cellb/cellb/examples/images"
+	"github.com/cellb/cellb/examples/demo"
 )
 
-func serveCommand() command {
-	return command{
-		name:    "serve",
-		summary: "run a node hosting the example apps (counter, chat rooms, R2 images) over HTTP",
-		run: func(ctx context.Context, e *env, args []string) int {
+func serveCommand() cli.Entry {
+	return command("serve", "run a node hosting the example apps (counter, chat rooms, R2 images) over HTTP",
+		func(ctx context.Context, e *env, args []string) int {
 			return serveCmd(ctx, e, args)
-		},
-	}
+		})
 }
 
 const serveAbout = `Runs a node hosting the example counter and chat room apps. Without
@@ -139,12 +134,12 @@ func checkServe(c serveConfig) error {
 	return nil
 }
 
-// server is one running node: the host and the example apps it serves.
+// server is one running node: the host and the example counter it serves
+// (with the other example apps, examples/demo).
 type server struct {
 	h      *host.Host
 	bucket store.Store
 	app    *counter.App
-	rooms  *chatroom.App
 }
 
 // newServer wires a node from cfg: the flags become a host.Config. ln and
@@ -163,23 +158,14 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	hc := host.Config{
 		Driver: drv, DataDir: cfg.Data, Mode: mode, Ownership: host.SingleHost,
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells, Logger: logger,
-		R2:            map[string]string{images.Binding: images.BucketName},
+		R2:            demo.R2Bindings(),
 		MeterProvider: cfg.meters,
-		Classes: func(su *host.Setup) (err error) {
-			if s.app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node}); err != nil {
-				return err
+		Classes: func(su *host.Setup) error {
+			apps, err := demo.Register(su)
+			if err == nil {
+				s.app = apps.Counter
 			}
-			if s.rooms, err = chatroom.Register(su.Runtime, chatroom.Options{}); err != nil {
-				return err
-			}
-			s.app.Routes(su.Mux)
-			s.rooms.Routes(su.Mux)
-			imgs, err := su.R2(images.Binding)
-			if err != nil {
-				return err
-			}
-			images.New(imgs).Routes(su.Mux)
-			return nil
+			return err
 		},
 	}
 	bucketURL := cfg.Bucket
@@ -203,14 +189,6 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 		return nil, err
 	}
 	return s, nil
-}
-
-// handler is the public app.
-func (s *server) handler() http.Handler { return s.h.Handler() }
-
-// close shuts the node down in the host's order, then closes the bucket.
-func (s *server) close(ctx context.Context) error {
-	return errors.Join(s.h.Close(ctx), store.Close(s.bucket))
 }
 
 // exitFenced is the exit status of a node that self-fenced (celld's too).
@@ -267,7 +245,7 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	}
 	attrs := []any{"listen", ln.Addr().String(), "driver", cfg.Driver, "data", cfg.Data}
 	if cfg.Bucket != "" {
-		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.h.Node(), "peer", cmp.Or(cfg.Advertise, addrOf(peerLn)))
+		attrs = append(attrs, "bucket", cfg.Bucket, "node", s.h.Node(), "peer", s.h.PeerAddr())
 	}
 	if admin != nil {
 		admin.SetReady(s.h)
@@ -275,36 +253,21 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	}
 	logger.Info("cellb serve: listening", attrs...)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", ln.Addr())
-	code := 0
-	select {
-	case <-ctx.Done():
-		logger.Info("cellb serve: shutting down; releasing cells")
-	case err := <-s.h.Err():
-		logger.Error("cellb serve: listener failed", "err", err)
-		code = 1
-	case <-s.h.Fenced():
+	// Host.Run closes in the host's order: the public port first (no new
+	// calls; those in flight finish), the peer port last.
+	err = s.h.Run(ctx)
+	if cerr := store.Close(s.bucket); cerr != nil {
+		logger.Error("cellb serve: closing the bucket", "err", cerr)
+		err = errors.Join(err, cerr)
+	}
+	var fenced *fleet.FencedError
+	switch {
+	case errors.As(err, &fenced):
 		// As celld: a fenced node never serves again; its supervisor
 		// restarts it as a new node.
-		logger.Error("cellb serve: SELF-FENCE: exiting with status 3 so that a supervisor restarts the node", "err", s.h.FenceErr())
-		code = exitFenced
+		return exitFenced
+	case err != nil:
+		return cli.ExitFailed
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// The host's order: the public port first (no new calls; those in
-	// flight finish), the peer port last.
-	if err := s.close(shutdownCtx); err != nil {
-		logger.Error("cellb serve: shutdown", "err", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
-}
-
-// addrOf is ln's address, or "" without one.
-func addrOf(ln net.Listener) string {
-	if ln == nil {
-		return ""
-	}
-	return ln.Addr().String()
+	return cli.ExitOK
 }

@@ -1,11 +1,38 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
 )
+
+// VersionEntry is a program's version command: it prints what the Go build
+// recorded (runtime/debug.ReadBuildInfo) of the program's module and of
+// every module under family (WriteVersion); Program runs it for --version
+// too. what names those modules in its texts: "CellB" says "the CellB
+// modules".
+func VersionEntry(prog, family, what string) Entry {
+	return Entry{Name: "version", Summary: "print the versions of " + prog + " and of the " + what + " modules built into it",
+		Run: func(_ context.Context, stdout, stderr io.Writer, args []string) int {
+			cl := New(prog, "version", "", fmt.Sprintf(`Prints the version of the %s module and of every %s module built into
+this binary, as the Go build recorded them (runtime/debug.ReadBuildInfo).
+"(devel)" means the module was built from a work tree (a checkout or a
+go.work workspace), not from a tagged release; the commit is printed when
+the build recorded it. "%s --version" is the same command.`, prog, what, prog), 0, 0, "no arguments")
+			if _, code, done := cl.Parse(stdout, stderr, args); done {
+				return code
+			}
+			bi, ok := debug.ReadBuildInfo()
+			if !ok {
+				return cl.Fail(stderr, errors.New("this binary carries no build information (built without module support)"))
+			}
+			WriteVersion(stdout, prog, bi, family)
+			return ExitOK
+		}}
+}
 
 // WriteVersion prints what bi says of the program's versions: the main
 // module, then every module whose path is family or under it, then the Go

@@ -98,3 +98,47 @@ func SyncDatabaseFiles(path string) error {
 	}
 	return nil
 }
+
+// FileRestore says how Modes.RestoreToFile restores a cell into a file.
+type FileRestore struct {
+	// From names the mode to restore from; empty: the one mode whose log
+	// the bucket holds for the cell (Detect).
+	From string
+	// Request picks the point in time and reports progress; its Scratch
+	// is set from ScratchDriver.
+	Request RestoreRequest
+	// ScratchDriver opens the empty database a mode that rebuilds through
+	// SQLite sessions needs (ScratchNextTo); it needs sessions.
+	ScratchDriver driver.Driver
+}
+
+// RestoreToFile rebuilds cell from the bucket into the database file path
+// (Mode.RestoreFile), read-only, with the mode r.From names or, without
+// one, the mode Detect finds. It returns the mode, what the restore was
+// from and the file's size. Its errors: *UnknownModeError for an unknown
+// From; *NoLogError or *SeveralLogsError from Detect; *NoPointInTimeError
+// when a TXID or time is asked of a mode that restores only its newest
+// state (checked before anything is read or written); the restore's.
+func (ms Modes) RestoreToFile(ctx context.Context, s store.Store, cell, path string, r FileRestore) (Mode, Restored, int64, error) {
+	var m Mode
+	var err error
+	if r.From != "" {
+		m, err = ms.Lookup(r.From)
+	} else {
+		m, err = ms.Detect(ctx, s, cell)
+	}
+	if err != nil {
+		return m, Restored{}, 0, err
+	}
+	if !m.PointInTime && (r.Request.TXID != 0 || !r.Request.Time.IsZero()) {
+		return m, Restored{}, 0, &NoPointInTimeError{Mode: m.Name}
+	}
+	req := r.Request
+	if r.ScratchDriver != nil {
+		scratch, cleanup := ScratchNextTo(path, r.ScratchDriver)
+		defer cleanup()
+		req.Scratch = scratch
+	}
+	res, n, err := m.RestoreFile(ctx, s, cell, req, path)
+	return m, res, n, err
+}

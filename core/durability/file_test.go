@@ -10,7 +10,9 @@ import (
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/store/memstore"
 )
 
 func TestModesPointInTime(t *testing.T) {
@@ -93,5 +95,48 @@ func TestScratchNextTo(t *testing.T) {
 	cleanup()
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("cleanup left %d entries", len(ents))
+	}
+}
+
+// RestoreToFile restores with the named mode; refuses a TXID or time for a
+// mode without point-in-time restore before writing anything; without a
+// name, it restores from the log the bucket holds, and says when it holds
+// none.
+func TestRestoreToFile(t *testing.T) {
+	newest, pit := imageMode([]byte("newest"), nil), imageMode([]byte("at a point"), nil)
+	newest.Log, pit.Log, pit.PointInTime = layout.Backup(), layout.LTX(), true
+	newest.Name, pit.Name = "newest", "pit"
+	ms := durability.Modes{pit, newest}
+	out := filepath.Join(t.TempDir(), "out.db")
+	m, res, n, err := ms.RestoreToFile(t.Context(), nil, "Room:a", out, durability.FileRestore{From: "newest"})
+	if b, _ := os.ReadFile(out); err != nil || m.Name != "newest" || res.From != "test Room:a" || n != 6 || string(b) != "newest" {
+		t.Fatalf("From newest: %s, %v, %d, %v; file %q", m.Name, res, n, err, b)
+	}
+	os.Remove(out)
+	_, _, _, err = ms.RestoreToFile(t.Context(), nil, "Room:a", out, durability.FileRestore{From: "newest", Request: durability.RestoreRequest{TXID: 3}})
+	var npe *durability.NoPointInTimeError
+	if !errors.As(err, &npe) || npe.Mode != "newest" {
+		t.Fatalf("TXID of newest: %v, want *NoPointInTimeError", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused restore wrote %s: %v", out, err)
+	}
+	if _, _, _, err := ms.RestoreToFile(t.Context(), nil, "Room:a", out, durability.FileRestore{From: "pit", Request: durability.RestoreRequest{TXID: 3}}); err != nil {
+		t.Fatalf("TXID of pit: %v", err)
+	}
+	var ume *durability.UnknownModeError
+	if _, _, _, err := ms.RestoreToFile(t.Context(), nil, "Room:a", out, durability.FileRestore{From: "nope"}); !errors.As(err, &ume) {
+		t.Fatalf("From nope: %v, want *UnknownModeError", err)
+	}
+	bucket := memstore.New()
+	var nle *durability.NoLogError
+	if _, _, _, err := ms.RestoreToFile(t.Context(), bucket, "Room:a", out, durability.FileRestore{}); !errors.As(err, &nle) {
+		t.Fatalf("empty bucket: %v, want *NoLogError", err)
+	}
+	if _, err := bucket.Put(t.Context(), layout.Backup().Prefix("Room:a")+"b1", []byte("x"), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _, err := ms.RestoreToFile(t.Context(), bucket, "Room:a", out, durability.FileRestore{}); err != nil || m.Name != "newest" {
+		t.Fatalf("a bucket with a backup: %s, %v; want the newest mode", m.Name, err)
 	}
 }

@@ -92,6 +92,7 @@ type Host struct {
 	lastPeerCall atomic.Int64
 
 	errc      chan error
+	peerAddr  string // the address this fleet node advertises
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -227,7 +228,7 @@ func (h *Host) joinFleet(ctx context.Context, opts *cell.Options) (err error) {
 	if h.node, err = fleet.Join(ctx, fleet.Options{Store: h.cfg.Bucket, Node: fc.Node, Addr: addr, TTL: fc.TTL, Clock: h.cfg.Clock, Logger: h.log, MeterProvider: h.cfg.MeterProvider}); err != nil {
 		return err
 	}
-	h.name = h.node.ID()
+	h.name, h.peerAddr = h.node.ID(), addr
 	opts.Lease = h.node
 	if h.wake, err = wake.New(wake.Options{Store: h.cfg.Bucket, Node: h.node.ID(), Clock: h.cfg.Clock, Logger: h.log, Tick: fc.WakeTick, PollInterval: fc.WakePoll, MeterProvider: h.cfg.MeterProvider}); err != nil {
 		return err
@@ -327,6 +328,11 @@ func (h *Host) Runtime() *cell.Runtime { return h.rt }
 
 // Node is the node's name: its fleet id, or "local".
 func (h *Host) Node() string { return h.name }
+
+// PeerAddr is the peer address a fleet node advertises to the others
+// (FleetConfig.Advertise, or the peer listener's address), or "" when it
+// has none (it then forwards no call to itself; see FleetConfig).
+func (h *Host) PeerAddr() string { return h.peerAddr }
 
 // Fenced is closed when a fleet node self-fenced (it never serves again;
 // run a new Host); nil, never ready, otherwise.
