@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -86,10 +85,8 @@ func run(ctx context.Context, args []string, ready func(addr string)) (err error
 		return err
 	}
 	ready(ln.Addr().String())
-	select {
-	case <-ctx.Done():
-	case err = <-h.Err():
-	}
-	// Every call already taken gets its answer before the cells close.
-	return errors.Join(err, h.Close(context.Background()))
+	// Until ctx ends or the listener fails; then the host closes in its
+	// order: every call already taken gets its answer before the cells
+	// close.
+	return h.Run(ctx)
 }
