@@ -26,13 +26,27 @@ import (
 // frame per page) still go through the codec.
 type blockDecoder struct {
 	br    *bufio.Reader
-	page  []byte // one decompressed page
-	comp  []byte // one page's compressed bytes
-	file  hash.Hash64
+	comp  []byte      // one page's compressed bytes
+	c     uint64      // the file checksum so far, pages counted as zeros
 	seq   hash.Hash64 // page numbers decoded, compared with the index's
 	idx   hash.Hash64 // page numbers the index names
 	check hash.Hash64 // a page's post-apply checksum
+
+	// The CRC-64 of the pages' bytes, most of a restore's CPU, is taken
+	// by another goroutine (pageSums) while this one reads and
+	// decompresses; the two halves are joined at the end of the page
+	// block, which CRC's linearity allows (see pageSums).
+	ps     int
+	zeros  *zeroShift
+	chunks [][]byte // pagesPerChunk pages each, taking turns
 }
+
+// pagesPerChunk pages are handed to the checksum goroutine at a time;
+// chunksInFlight chunks take turns.
+const (
+	pagesPerChunk  = 32
+	chunksInFlight = 4
+)
 
 // blockReadSize is the read buffer: large reads from the store, few
 // system calls, and small enough not to matter next to the write batches.
@@ -43,7 +57,6 @@ var crcISO = crc64.MakeTable(crc64.ISO)
 func newBlockDecoder() *blockDecoder {
 	return &blockDecoder{
 		br:    bufio.NewReaderSize(nil, blockReadSize),
-		file:  crc64.New(crcISO),
 		seq:   crc64.New(crcISO),
 		idx:   crc64.New(crcISO),
 		check: crc64.New(crcISO),
@@ -63,13 +76,21 @@ func (d *blockDecoder) isBlockLayout() bool {
 
 // read fills p from the file and hashes it.
 func (d *blockDecoder) read(p []byte) error {
+	if err := d.readRaw(p); err != nil {
+		return err
+	}
+	d.c = crc64.Update(d.c, crcISO, p)
+	return nil
+}
+
+// readRaw fills p from the file.
+func (d *blockDecoder) readRaw(p []byte) error {
 	if _, err := io.ReadFull(d.br, p); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return err
 	}
-	d.file.Write(p)
 	return nil
 }
 
@@ -79,14 +100,20 @@ func (d *blockDecoder) decode(hb []byte, h Header, page func(pgno uint32, data [
 	if h.IsSnapshot() && h.Commit == 0 {
 		return corrupt("snapshot with a zero page count", nil)
 	}
-	d.file.Reset()
 	d.seq.Reset()
 	d.idx.Reset()
-	d.file.Write(hb)
-	if cap(d.page) < int(h.PageSize) {
-		d.page = make([]byte, h.PageSize)
+	d.c = crc64.Update(0, crcISO, hb)
+	if d.ps != int(h.PageSize) {
+		d.ps = int(h.PageSize)
+		d.zeros = newZeroShift(d.ps)
+		d.chunks = make([][]byte, chunksInFlight)
+		for i := range d.chunks {
+			d.chunks[i] = make([]byte, 0, pagesPerChunk*d.ps)
+		}
 	}
-	data := d.page[:h.PageSize]
+	sums := startPageSums(d.chunks, d.ps)
+	defer sums.stop()
+	chunk := sums.next()
 	bound := lz4.CompressBlockBound(int(h.PageSize))
 	if cap(d.comp) < bound {
 		d.comp = make([]byte, bound)
@@ -102,13 +129,17 @@ func (d *blockDecoder) decode(hb []byte, h Header, page func(pgno uint32, data [
 	var fixed [sf.PageHeaderSize + 4]byte
 	for {
 		ph := fixed[:sf.PageHeaderSize]
-		if err := d.read(ph); err != nil {
+		if err := d.readRaw(ph); err != nil {
 			return corrupt(fmt.Sprintf("bad page after page %d", prev), err)
 		}
 		pgno, flags := binary.BigEndian.Uint32(ph), binary.BigEndian.Uint16(ph[4:])
 		if pgno == 0 && flags == 0 {
+			// Join the pages' checksum to the rest, then count the end
+			// marker, read before the join.
+			d.c = crc64.Update(d.c^sums.finish(chunk), crcISO, ph)
 			break
 		}
+		d.c = crc64.Update(d.c, crcISO, ph)
 		switch {
 		case pgno == 0:
 			return corrupt("page number 0", nil)
@@ -147,6 +178,11 @@ func (d *blockDecoder) decode(hb []byte, h Header, page func(pgno uint32, data [
 			}
 			return corrupt(fmt.Sprintf("bad page after page %d", prev), fmt.Errorf("read compressed data: %w", err))
 		}
+		if len(chunk) == cap(chunk) {
+			chunk = sums.pass(chunk)
+		}
+		data := chunk[len(chunk) : len(chunk)+d.ps]
+		chunk = chunk[:len(chunk)+d.ps]
 		n, err := lz4.UncompressBlock(comp, data)
 		if err != nil {
 			return corrupt(fmt.Sprintf("bad page after page %d", prev), fmt.Errorf("decompress block: %w", err))
@@ -155,8 +191,8 @@ func (d *blockDecoder) decode(hb []byte, h Header, page func(pgno uint32, data [
 			return corrupt(fmt.Sprintf("page %d decompresses to %d bytes, page size is %d", pgno, n, len(data)), nil)
 		}
 		// The file checksum covers the page's decompressed bytes, as the
-		// codec computes it.
-		d.file.Write(data)
+		// codec computes it: here as zeros, their own share in pageSums.
+		d.c = d.zeros.apply(d.c)
 		hashPgno(d.seq, pgno)
 		if postApply {
 			chksum = sf.ChecksumFlag | (chksum ^ sf.ChecksumPageWithHasher(d.check, pgno, data))
@@ -183,7 +219,7 @@ func (d *blockDecoder) decode(hb []byte, h Header, page func(pgno uint32, data [
 	if _, err := io.ReadFull(d.br, trailer[:]); err != nil {
 		return corrupt("bad trailer or checksum", fmt.Errorf("read trailer: %w", err))
 	}
-	d.file.Write(trailer[:sf.TrailerChecksumOffset])
+	d.c = crc64.Update(d.c, crcISO, trailer[:sf.TrailerChecksumOffset])
 	if _, err := d.br.ReadByte(); err == nil {
 		return corrupt("bad trailer or checksum", errors.New("unexpected data after trailer"))
 	} else if !errors.Is(err, io.EOF) {
@@ -191,7 +227,7 @@ func (d *blockDecoder) decode(hb []byte, h Header, page func(pgno uint32, data [
 	}
 	postSum := sf.Checksum(binary.BigEndian.Uint64(trailer[:]))
 	fileSum := sf.Checksum(binary.BigEndian.Uint64(trailer[8:]))
-	if sf.ChecksumFlag|sf.Checksum(d.file.Sum64()) != fileSum {
+	if sf.ChecksumFlag|sf.Checksum(d.c) != fileSum {
 		return corrupt("bad trailer or checksum", sf.ErrChecksumMismatch)
 	}
 	if postApply && postSum != chksum {
@@ -277,12 +313,12 @@ func (d *blockDecoder) uvarint() (x uint64, k int, err error) {
 			if errors.Is(err, io.EOF) && i > 0 {
 				err = io.ErrUnexpectedEOF
 			}
-			d.file.Write(buf[:i])
+			d.c = crc64.Update(d.c, crcISO, buf[:i])
 			return 0, i, err
 		}
 		buf[i] = b
 		if b < 0x80 {
-			d.file.Write(buf[:i+1])
+			d.c = crc64.Update(d.c, crcISO, buf[:i+1])
 			if i == binary.MaxVarintLen64-1 && b > 1 {
 				return 0, i + 1, errors.New("uvarint overflows 64 bits")
 			}
@@ -299,4 +335,98 @@ func hashPgno(h hash.Hash64, pgno uint32) {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], pgno)
 	h.Write(b[:])
+}
+
+// pageSums takes the CRC-64 share of a file's pages on its own goroutine.
+// CRC-64 is affine in its input, so the checksum of the whole file is the
+// checksum of the file with every page's bytes replaced by zeros (which
+// the decoder takes, a table lookup per page: zeroShift) XOR the raw
+// (zero start, no final inversion) CRC of the file with everything but the
+// pages' bytes replaced by zeros, which is what this goroutine computes:
+// between two pages it only shifts over the 10 bytes of page header and
+// size field; before the first page the register is still 0.
+type pageSums struct {
+	todo chan []byte
+	free chan []byte
+	done chan uint64
+	open bool
+}
+
+func startPageSums(chunks [][]byte, ps int) *pageSums {
+	p := &pageSums{todo: make(chan []byte, len(chunks)), free: make(chan []byte, len(chunks)), done: make(chan uint64, 1), open: true}
+	for _, c := range chunks {
+		p.free <- c[:0]
+	}
+	go func() {
+		var gap [sf.PageHeaderSize + 4]byte
+		u := ^uint64(0) // Update's form of a raw register of 0
+		for c := range p.todo {
+			for off := 0; off+ps <= len(c); off += ps {
+				u = crc64.Update(crc64.Update(u, crcISO, gap[:]), crcISO, c[off:off+ps])
+			}
+			p.free <- c[:0]
+		}
+		p.done <- ^u
+	}()
+	return p
+}
+
+// next is an empty chunk to decompress pages into.
+func (p *pageSums) next() []byte { return <-p.free }
+
+// pass hands a full chunk over and returns an empty one.
+func (p *pageSums) pass(c []byte) []byte {
+	p.todo <- c
+	return <-p.free
+}
+
+// finish hands the last chunk over and returns the pages' share.
+func (p *pageSums) finish(c []byte) uint64 {
+	if len(c) > 0 {
+		p.todo <- c
+	}
+	close(p.todo)
+	p.open = false
+	return <-p.done
+}
+
+// stop ends the goroutine if finish did not (a file that failed).
+func (p *pageSums) stop() {
+	if p.open {
+		close(p.todo)
+		p.open = false
+		<-p.done
+	}
+}
+
+// zeroShift appends a page of zero bytes to a CRC-64 (as crc64.Update
+// would) with eight table lookups instead of a page of work. Appending
+// zeros to Update's value c gives ^S(^c), S linear over GF(2); t holds S
+// byte by byte.
+type zeroShift struct{ t [8][256]uint64 }
+
+func newZeroShift(n int) *zeroShift {
+	z := &zeroShift{}
+	zeros := make([]byte, n)
+	var basis [64]uint64
+	for i := range basis {
+		basis[i] = ^crc64.Update(^(uint64(1) << i), crcISO, zeros)
+	}
+	for k := range z.t {
+		for b := 1; b < 256; b++ {
+			low := b & -b
+			bit := 0
+			for 1<<bit != low {
+				bit++
+			}
+			z.t[k][b] = z.t[k][b&(b-1)] ^ basis[8*k+bit]
+		}
+	}
+	return z
+}
+
+func (z *zeroShift) apply(c uint64) uint64 {
+	x := ^c
+	return ^(z.t[0][byte(x)] ^ z.t[1][byte(x>>8)] ^ z.t[2][byte(x>>16)] ^ z.t[3][byte(x>>24)] ^
+		z.t[4][byte(x>>32)] ^ z.t[5][byte(x>>40)] ^ z.t[6][byte(x>>48)] ^ z.t[7][byte(x>>56)])
 }
