@@ -3,6 +3,7 @@ package ltx
 import (
 	"bytes"
 	"errors"
+	"hash/crc64"
 	"math/rand"
 	"runtime"
 	"testing"
@@ -144,5 +145,20 @@ func TestApplyFromAllocatesNoPerPageBuffers(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
 		t.Fatalf("applying %d bytes of LTX allocated %d bytes, want at most 1 MiB", size, grew)
+	}
+}
+
+// TestZeroShiftIsUpdateWithZeros: the table lookup appends a page of zero
+// bytes to a CRC-64 exactly as hashing them does.
+func TestZeroShiftIsUpdateWithZeros(t *testing.T) {
+	rnd := rand.New(rand.NewSource(3))
+	for _, n := range []int{1, 10, 512, 4096, 65536} {
+		z, zeros := newZeroShift(n), make([]byte, n)
+		for range 50 {
+			c := rnd.Uint64()
+			if got, want := z.apply(c), crc64.Update(c, crcISO, zeros); got != want {
+				t.Fatalf("%d zeros after %016x: %016x, want %016x", n, c, got, want)
+			}
+		}
 	}
 }
