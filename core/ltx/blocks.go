@@ -38,13 +38,14 @@ type blockDecoder struct {
 	// block, which CRC's linearity allows (see pageSums).
 	ps     int
 	zeros  *zeroShift
-	chunks [][]byte // pagesPerChunk pages each, taking turns
+	chunks [][]byte // whole pages, about chunkBytes each, taking turns
 }
 
-// pagesPerChunk pages are handed to the checksum goroutine at a time;
-// chunksInFlight chunks take turns.
+// Pages are handed to the checksum goroutine a chunk (chunkBytes, at
+// least one page) at a time; chunksInFlight chunks take turns, so the
+// decoder holds 512 KiB of them whatever the page size.
 const (
-	pagesPerChunk  = 32
+	chunkBytes     = 128 << 10
 	chunksInFlight = 4
 )
 
@@ -108,7 +109,7 @@ func (d *blockDecoder) decode(hb []byte, h Header, page func(pgno uint32, data [
 		d.zeros = newZeroShift(d.ps)
 		d.chunks = make([][]byte, chunksInFlight)
 		for i := range d.chunks {
-			d.chunks[i] = make([]byte, 0, pagesPerChunk*d.ps)
+			d.chunks[i] = make([]byte, 0, max(1, chunkBytes/d.ps)*d.ps)
 		}
 	}
 	sums := startPageSums(d.chunks, d.ps)

@@ -50,9 +50,18 @@ func blockChain(t testing.TB, n int, ps uint32) [][]byte {
 }
 
 // TestApplyFromBlockLayout: files in the block page layout, read one byte
-// at a time, rebuild the whole-file path's image byte for byte.
+// at a time, rebuild the whole-file path's image byte for byte, with page
+// sizes that make one partial chunk of pages or many (see chunkBytes).
 func TestApplyFromBlockLayout(t *testing.T) {
-	files := blockChain(t, 40, 1024)
+	for _, c := range []struct {
+		pages int
+		ps    uint32
+	}{{40, 1024}, {600, 512}, {11, 65536}} {
+		applyBlockChain(t, blockChain(t, c.pages, c.ps))
+	}
+}
+
+func applyBlockChain(t *testing.T, files [][]byte) {
 	whole, stream := NewImage(), NewImage()
 	for i, b := range files {
 		if b[sf.HeaderSize+5]&byte(sf.PageHeaderFlagSize) == 0 {
