@@ -171,3 +171,52 @@ func TestZeroShiftIsUpdateWithZeros(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyFromChecksummedSnapshot: a snapshot that tracks checksums (as
+// litestream writes them) is accepted with its post-apply checksum and
+// refused, as by the codec, with a wrong one.
+func TestApplyFromChecksummedSnapshot(t *testing.T) {
+	const ps, n = 1024, 70
+	encode := func(wrong bool) []byte {
+		var buf bytes.Buffer
+		enc, err := sf.NewEncoder(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.EncodeHeader(sf.Header{Version: sf.Version, PageSize: ps, Commit: n, MinTXID: 1, MaxTXID: 1, Timestamp: 1}); err != nil {
+			t.Fatal(err)
+		}
+		sum := sf.ChecksumFlag
+		for p := uint32(1); p <= n; p++ {
+			d := bytes.Repeat([]byte{byte(p)}, ps)
+			if err := enc.EncodePage(sf.PageHeader{Pgno: p}, d); err != nil {
+				t.Fatal(err)
+			}
+			sum = sf.ChecksumFlag | (sum ^ sf.ChecksumPage(p, d))
+		}
+		if wrong {
+			sum ^= 2
+		}
+		enc.SetPostApplyChecksum(sum)
+		if err := enc.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	good, bad := encode(false), encode(true)
+	if good[sf.HeaderSize+5]&byte(sf.PageHeaderFlagSize) == 0 {
+		t.Fatal("not in the block layout")
+	}
+	if _, err := NewImage().ApplyData(good); err != nil {
+		t.Fatalf("whole-file: %v", err)
+	}
+	if _, err := NewImage().ApplyFrom(bytes.NewReader(good)); err != nil {
+		t.Fatalf("streamed: %v", err)
+	}
+	_, werr := NewImage().ApplyData(bad)
+	_, serr := NewImage().ApplyFrom(bytes.NewReader(bad))
+	var ce *CorruptError
+	if werr == nil || !errors.As(serr, &ce) {
+		t.Fatalf("wrong post-apply checksum: whole-file %v, streamed %v", werr, serr)
+	}
+}
