@@ -15,7 +15,8 @@ type Image struct {
 	data     []byte
 	present  []bool // present[pgno-1]
 	applied  int
-	sink     Sink // when set, pages go there instead of data
+	sink     Sink          // when set, pages go there instead of data
+	dec      *blockDecoder // ApplyFrom's, reused from file to file
 }
 
 // Sink receives an image's pages at their offsets, for restores that write

@@ -143,12 +143,22 @@ const TrailerSize = sf.TrailerSize
 
 // ApplyFrom is ApplyData reading the file from r as it arrives (a bucket
 // download, say): pages are decoded and laid over the image one at a time,
-// so nothing file-sized is held. Before the codec reads a length field, a
-// guard checks it against what a page can compress to, as prescan does for
-// a whole file. On error the image is left unusable.
+// so nothing file-sized is held. A file in the block page layout is decoded
+// by blockDecoder, whose buffers (one read buffer, one page, one compressed
+// page) the image keeps from file to file, so a restore allocates nothing
+// per page; its size fields are checked against what a page can compress
+// to. A file in the legacy layout goes through the codec, behind a guard
+// that checks each length field the same way before the codec reads it.
+// On error the image is left unusable.
 func (im *Image) ApplyFrom(r io.Reader) (Header, error) {
+	if im.dec == nil {
+		im.dec = newBlockDecoder()
+	}
+	d := im.dec
+	d.br.Reset(r)
+	defer d.br.Reset(nil) // hold no reference to r
 	hb := make([]byte, sf.HeaderSize)
-	if _, err := io.ReadFull(r, hb); err != nil {
+	if _, err := io.ReadFull(d.br, hb); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return Header{}, corrupt("truncated inside the header", err)
 		}
@@ -161,8 +171,12 @@ func (im *Image) ApplyFrom(r io.Reader) (Header, error) {
 	if err := im.begin(h); err != nil {
 		return h, err
 	}
-	g := &guardReader{r: bufio.NewReaderSize(r, 64<<10), bound: uint32(lz4.CompressBlockBound(int(h.PageSize)))}
-	_, _, err = decodeStream(io.MultiReader(bytesReader(hb), g), func(Header) error { return nil }, im.pageFunc())
+	if d.isBlockLayout() {
+		err = d.decode(hb, h, im.pageFunc())
+	} else {
+		g := &guardReader{r: d.br, bound: uint32(lz4.CompressBlockBound(int(h.PageSize)))}
+		_, _, err = decodeStream(io.MultiReader(bytesReader(hb), g), func(Header) error { return nil }, im.pageFunc())
+	}
 	if err != nil {
 		im.applied = -1 << 30 // poisoned
 		return h, err
