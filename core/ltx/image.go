@@ -12,8 +12,8 @@ type Image struct {
 	pageSize uint32
 	commit   uint32
 	last     TXID
-	data     []byte
-	present  []bool // present[pgno-1]
+	data     []byte  // the pages written so far, grown as they arrive
+	present  pageSet // the pages supplied
 	applied  int
 	sink     Sink          // when set, pages go there instead of data
 	dec      *blockDecoder // ApplyFrom's, reused from file to file
@@ -63,9 +63,10 @@ func (im *Image) pageFunc() func(pgno uint32, page []byte) error {
 				return err
 			}
 		} else {
+			im.grow(pgno)
 			copy(im.data[int64(pgno-1)*ps:], page)
 		}
-		im.present[pgno-1] = true
+		im.present.set(pgno)
 		return nil
 	}
 }
@@ -88,9 +89,10 @@ func (im *Image) Apply(f *File) error {
 				return err
 			}
 		} else {
+			im.grow(p.Pgno)
 			copy(im.data[int(p.Pgno-1)*ps:], p.Data)
 		}
-		im.present[p.Pgno-1] = true
+		im.present.set(p.Pgno)
 	}
 	im.finish(h)
 	return nil
@@ -126,44 +128,40 @@ func (im *Image) finish(h Header) {
 	im.applied++
 }
 
+// resize drops the pages past commit (in a sink's file too, so a later
+// growth reads zeros there until it writes them). Growth is not prepared
+// here but as pages arrive (grow): what a header claims allocates nothing
+// before its file supplies the pages.
 func (im *Image) resize(commit uint32) error {
+	im.present.truncate(commit)
 	if im.sink != nil {
-		if int(commit) < len(im.present) {
-			// Drop the pages past the new end, in the file too, so a
-			// later growth reads zeros there until it writes them.
+		if commit < im.commit {
 			if err := im.sink.Truncate(int64(commit) * int64(im.pageSize)); err != nil {
 				return err
 			}
-			clear(im.present[commit:])
-			im.present = im.present[:commit]
-		}
-		for len(im.present) < int(commit) {
-			im.present = append(im.present, false)
 		}
 		return nil
 	}
-	ps := int(im.pageSize)
-	n := int(commit) * ps
-	if n <= len(im.data) {
-		// Shrinking: drop the pages beyond the new size, so a later growth
-		// does not resurrect them.
+	if n := int(commit) * int(im.pageSize); n < len(im.data) {
 		clear(im.data[n:])
 		im.data = im.data[:n]
-		clear(im.present[commit:])
-		im.present = im.present[:commit]
-		return nil
+	}
+	return nil
+}
+
+// grow makes the in-memory image hold page pgno.
+func (im *Image) grow(pgno uint32) {
+	n := int(pgno) * int(im.pageSize)
+	if n <= len(im.data) {
+		return
 	}
 	if n <= cap(im.data) {
 		im.data = im.data[:n]
-	} else {
-		grown := make([]byte, n)
-		copy(grown, im.data)
-		im.data = grown
+		return
 	}
-	for len(im.present) < int(commit) {
-		im.present = append(im.present, false)
-	}
-	return nil
+	grown := make([]byte, n, max(n, 2*cap(im.data)))
+	copy(grown, im.data)
+	im.data = grown
 }
 
 // TXID is the last transaction applied.
@@ -192,12 +190,13 @@ func (im *Image) check() error {
 	if im.applied == 0 {
 		return ErrTxNotAvailable
 	}
-	lock := LockPgno(im.pageSize)
-	for i, ok := range im.present {
-		pgno := uint32(i + 1)
-		if !ok && pgno != lock {
-			return corrupt(fmt.Sprintf("page %d of %d was never written by the chain up to TXID %d", pgno, im.commit, im.last), nil)
-		}
+	if pgno := im.present.firstMissing(im.commit, LockPgno(im.pageSize)); pgno != 0 {
+		return corrupt(fmt.Sprintf("page %d of %d was never written by the chain up to TXID %d", pgno, im.commit, im.last), nil)
+	}
+	if im.sink == nil {
+		// Every page is there; only a lock page at the end was never
+		// written.
+		im.grow(im.commit)
 	}
 	return nil
 }
