@@ -46,12 +46,18 @@ func (c Checksums) hexMap() map[string]string {
 	return out
 }
 
+// checksumSizes are the digest sizes of the record's checksums.
+var checksumSizes = map[string]int{"md5": 16, "sha1": 20, "sha256": 32, "sha384": 48, "sha512": 64}
+
 func checksumsFromHex(m map[string]string) (Checksums, error) {
 	var c Checksums
 	for name, h := range m {
 		v, err := hex.DecodeString(h)
 		if err != nil {
 			return c, fmt.Errorf("checksum %s %q is not hex", name, h)
+		}
+		if want, known := checksumSizes[name]; known && len(v) != want {
+			return c, fmt.Errorf("checksum %s is %d bytes, want %d", name, len(v), want)
 		}
 		switch name {
 		case "md5":
