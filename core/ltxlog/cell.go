@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"sort"
+	"sync"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
@@ -67,10 +68,21 @@ type cellLog struct {
 	seeds    [2]maphash.Seed
 	pageSize int
 
-	// Upload-side state, touched only by the pipeline's uploader.
+	// Chain state, shared by the uploader (which appends level-0 files)
+	// and the compactor (which replaces a prefix of them with a level-1
+	// file), under mu.
+	mu       sync.Mutex
 	l0Files  []ltx.FileInfo // this epoch's level-0 files not yet compacted
 	l1       *ltx.FileInfo  // this epoch's level-1 file, if any
 	uploaded ltx.TXID
+	// compactDone is closed when the running compactor exits (nil: none
+	// has run); stopped, set by Close, starts no other. stopCompact
+	// cancels a running one.
+	compacting  bool
+	compactDone chan struct{}
+	stopped     bool
+	compactCtx  context.Context
+	stopCompact context.CancelFunc
 }
 
 func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize int, capture bool, syncLocal func() error) *cellLog {
@@ -81,6 +93,7 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 		base:     base, pageSize: pageSize,
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
+	c.compactCtx, c.stopCompact = context.WithCancel(context.Background())
 	c.pipe = durability.NewPipeline(durability.PipelineOptions[*pending]{
 		Upload: c.uploadBatch,
 		Sync:   syncLocal,
@@ -162,10 +175,29 @@ func diffInto(out map[uint32][]byte, prev []pageSum, next []byte, pageSize int, 
 	return sums
 }
 
-// Close stops the log. final waits for every queued commit to be uploaded;
-// otherwise queued commits fail with ErrClosed at once.
+// Close stops the log. final waits for every queued commit to be uploaded
+// and for a compaction in progress to end; otherwise queued commits fail
+// with ErrClosed at once and a compaction in progress is cancelled. Either
+// way the bucket holds a complete chain: a compaction deletes nothing
+// before the level-1 file that covers it is stored.
 func (c *cellLog) Close(ctx context.Context, final bool) error {
 	err := c.pipe.Close(ctx, final)
+	c.mu.Lock()
+	c.stopped = true
+	done := c.compactDone
+	c.mu.Unlock()
+	if !final || ctx.Err() != nil {
+		c.stopCompact()
+	}
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			// Every commit is up; the compaction is cancelled and leaves
+			// a complete chain.
+		}
+	}
+	c.stopCompact()
 	if ctx.Err() == nil {
 		// The uploader has stopped: the spool, if the snapshot never went
 		// up, is no longer read. (An abandoned uploader may still read it;
@@ -204,13 +236,42 @@ func (c *cellLog) retry() store.Retry {
 	}
 }
 
-// maybeCompact compacts the epoch's level-0 files once enough are up.
+// maybeCompact (the pipeline's After hook, on the uploader) starts a
+// compactor once the epoch has enough level-0 files and none is running.
+// The compactor runs on its own goroutine: the uploader goes on with the
+// next batch at once, so no acknowledgement waits for a compaction.
 func (c *cellLog) maybeCompact() {
-	if c.opts.CompactAfter > 0 && len(c.l0Files) >= c.opts.CompactAfter {
-		if err := c.compact(context.Background()); err != nil {
+	if c.opts.CompactAfter <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.compacting || c.stopped || len(c.l0Files) < c.opts.CompactAfter {
+		return
+	}
+	c.compacting = true
+	c.compactDone = make(chan struct{})
+	go c.compactor(c.compactDone)
+}
+
+// compactor compacts until fewer than CompactAfter level-0 files are left
+// (uploads go on meanwhile), a compaction fails, or it is cancelled (a
+// close that is not final). A final close waits for it.
+func (c *cellLog) compactor(done chan struct{}) {
+	defer close(done)
+	for {
+		err := c.compact(c.compactCtx)
+		if err != nil && c.compactCtx.Err() == nil {
 			// Compaction is an optimisation; the chain stays complete.
 			c.log.Warn("LTX compaction failed; will retry after more commits", "err", err)
 		}
+		c.mu.Lock()
+		if err != nil || c.compactCtx.Err() != nil || len(c.l0Files) < c.opts.CompactAfter {
+			c.compacting = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
 	}
 }
 
@@ -268,7 +329,9 @@ func (c *cellLog) upload(batch []*pending) error {
 	if err != nil {
 		return &UploadError{Key: key, Err: err}
 	}
+	c.mu.Lock()
 	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: first.txid, MaxTXID: last.txid, Size: int64(len(data))})
 	c.uploaded = last.txid
+	c.mu.Unlock()
 	return nil
 }

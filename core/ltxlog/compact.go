@@ -14,13 +14,17 @@ import (
 // compact merges this epoch's chain (its level-1 file, if any, and the
 // level-0 files after it) into one level-1 file from TXID 1, uploads it, and
 // only then deletes the files it replaces: at every moment the bucket holds
-// a complete chain. It runs on the upload goroutine, between uploads, so
-// the chain it reads cannot change under it.
+// a complete chain. It runs on the compactor's goroutine while uploads go
+// on: it merges the files listed when it starts (uploads only add files
+// after them, never change or delete one), and a restore that lists a file
+// this deletes before reading it starts again from a fresh listing.
 func (c *cellLog) compact(ctx context.Context) error {
+	c.mu.Lock()
 	inputs := append([]ltx.FileInfo(nil), c.l0Files...)
 	if c.l1 != nil {
 		inputs = append([]ltx.FileInfo{*c.l1}, inputs...)
 	}
+	c.mu.Unlock()
 	plan, err := ltx.Plan(inputs)
 	if err != nil {
 		return fmt.Errorf("plan compaction: %w", err)
@@ -91,27 +95,30 @@ func (c *cellLog) compact(ctx context.Context) error {
 		return err
 	}
 	newL1 := ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 1, MinTXID: 1, MaxTXID: last.MaxTXID, Size: written.Size}
-	// The new file covers everything in plan; now the old files can go.
-	var kept []ltx.FileInfo
-	for _, f := range inputs {
-		if f.Key == key {
-			continue
-		}
-		if f.MaxTXID <= last.MaxTXID {
-			if err := c.opts.Store.Delete(ctx, f.Key); err != nil {
-				// Left-over files are harmless: the planner prefers the
-				// level-1 file that covers them.
-				c.log.Warn("could not delete a compacted LTX file", "key", f.Key, "err", err)
-			}
-			continue
-		}
-		kept = append(kept, f)
-	}
+	// The new file covers every input; from now on the chain starts with
+	// it, and level-0 files uploaded meanwhile stay after it.
+	c.mu.Lock()
 	c.l1 = &newL1
-	c.l0Files = kept[:0:0]
-	for _, f := range kept {
-		if f.Level == 0 {
-			c.l0Files = append(c.l0Files, f)
+	var kept []ltx.FileInfo
+	for _, f := range c.l0Files {
+		if f.MaxTXID > last.MaxTXID {
+			kept = append(kept, f)
+		}
+	}
+	c.l0Files = kept
+	c.mu.Unlock()
+	// Now the old files can go.
+	for _, f := range inputs {
+		if f.Key == key || f.MaxTXID > last.MaxTXID {
+			continue
+		}
+		if err := c.opts.Store.Delete(ctx, f.Key); err != nil {
+			if ctx.Err() != nil {
+				break // closing: left-over files are harmless
+			}
+			// Left-over files are harmless: the planner prefers the
+			// level-1 file that covers them.
+			c.log.Warn("could not delete a compacted LTX file", "key", f.Key, "err", err)
 		}
 	}
 	c.log.Debug("compacted LTX chain", "key", key, "inputs", len(plan))

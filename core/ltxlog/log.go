@@ -15,7 +15,8 @@
 // Compaction keeps restores proportional to the cell's size: after enough
 // level-0 files the log merges the epoch's chain into one level-1 file from
 // TXID 1 and only then deletes what it covers, so the bucket always holds a
-// complete chain.
+// complete chain. It runs on a goroutine of its own, beside the uploads:
+// no acknowledgement waits for it.
 package ltxlog
 
 import (
