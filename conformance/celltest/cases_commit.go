@@ -14,6 +14,7 @@ import (
 func commitCases() []caseDef {
 	return []caseDef{
 		{"commit/lease-checked-before-ack", caseLeaseCheckedBeforeAck},
+		{"commit/ack-checked-when-already-durable", caseAckCheckedWhenAlreadyDurable},
 		{"commit/no-capture", caseNoCaptureCommits},
 		{"commit/synchronous-log", caseSynchronousLog},
 	}
@@ -188,3 +189,40 @@ func caseSynchronousLog(c *checkT) {
 		c.errorf("the object was constructed %d times, want 2 (the failed commit resets it)", n)
 	}
 }
+
+// A commit already durable when its reply looks (a log that reports
+// durability at Append, or one faster than the turn's end) is acknowledged
+// only once the grant's acknowledgement check passes, as a commit the
+// reply waits for is: the grant here accepts writes but refuses
+// acknowledgements (as a fleet grant does once its re-read of the
+// ownership record finds another owner), so every write is refused.
+func caseAckCheckedWhenAlreadyDurable(c *checkT) {
+	ls := newTestLease()
+	rt := c.runtime(rtConfig{log: instantLog{}, lease: ls})
+	pc := c.probeClass(rt, "InstantAck", nil)
+	s := pc.stub("a")
+	incr := func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") }
+	must(c, s, "warm up", incr)
+	refused := errors.New("injected: the ownership record names another node")
+	ls.refuseAcks(refused)
+	for i := range 3 { // each refusal resets the object: the next write runs on a new grant
+		_, err := cell.Call(c.ctx, s, incr)
+		if !isBroken(err) || !errors.Is(err, refused) {
+			c.errorf("write %d, durable at once on a grant that refuses acknowledgements, returned %v; want a BrokenObjectError: the write was refused", i+1, err)
+			return
+		}
+	}
+}
+
+// instantLog reports every commit durable as it is appended.
+type instantLog struct{}
+
+func (instantLog) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	return instantCellLog{}, nil
+}
+
+type instantCellLog struct{}
+
+func (instantCellLog) NeedsImage() bool                            { return false }
+func (instantCellLog) Append(durability.Commit) durability.Durable { return durability.Resolved(nil) }
+func (instantCellLog) Close(context.Context, bool) error           { return nil }

@@ -368,6 +368,8 @@ type testLease struct {
 	grants   []*testGrant
 	failNext int
 	failErr  error
+	// ackRefused is given to every new grant (refuseAcks).
+	ackRefused error
 }
 
 // fail makes the next n acquisitions fail with err.
@@ -378,6 +380,18 @@ func (l *testLease) fail(n int, err error) {
 }
 
 func newTestLease() *testLease { return &testLease{} }
+
+// refuseAcks makes every grant, present and future, accept writes but
+// refuse to acknowledge them.
+func (l *testLease) refuseAcks(err error) {
+	l.mu.Lock()
+	l.ackRefused = err
+	gs := slices.Clone(l.grants)
+	l.mu.Unlock()
+	for _, g := range gs {
+		g.refuseAck(err)
+	}
+}
 
 // latest is the newest grant.
 func (l *testLease) latest() *testGrant {
@@ -396,7 +410,7 @@ func (l *testLease) TryAcquire(ctx context.Context, key string) (lease.Grant, er
 		l.failNext--
 		return nil, l.failErr
 	}
-	g := &testGrant{epoch: uint64(len(l.grants) + 1), bucketWins: l.bucketWins, lost: make(chan struct{})}
+	g := &testGrant{epoch: uint64(len(l.grants) + 1), bucketWins: l.bucketWins, lost: make(chan struct{}), ackRefused: l.ackRefused}
 	l.grants = append(l.grants, g)
 	return g, nil
 }
@@ -424,6 +438,21 @@ type testGrant struct {
 	mu         sync.Mutex
 	err        error
 	fenced     error // CheckWrite refuses with it, Lost stays open (a self-fence)
+	ackRefused error // CheckAck refuses with it (lease.AckChecker)
+}
+
+// refuseAck makes the grant accept writes but refuse to acknowledge them.
+func (g *testGrant) refuseAck(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ackRefused = err
+}
+
+// CheckAck is the acknowledgement check (lease.AckChecker).
+func (g *testGrant) CheckAck(context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ackRefused
 }
 
 // fence makes the grant refuse writes without reporting it lost, as a

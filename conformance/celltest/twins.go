@@ -50,7 +50,7 @@ func Twins() []Twin {
 		{"no-alarm-residency", configure(NoAlarmResidency), []string{"alarm/residency"}},
 		{"short-timers", configure(ShortTimers), []string{"alarm/internal-backoff", "alarm/timeline"}},
 		{"clock-ahead", configure(ClockAhead), []string{"alarm/stored-row-decides"}},
-		{"lease-never-fences", configure(LeaseNeverFences), []string{"commit/lease-checked-before-ack"}},
+		{"lease-never-fences", configure(LeaseNeverFences), []string{"commit/lease-checked-before-ack", "commit/ack-checked-when-already-durable"}},
 		{"rollback-commits", wrapDriver(RollbackCommits), []string{"alarm/panic"}},
 		{"uncounted-changes", wrapDriver(UncountedChanges), []string{"commit/no-capture", "output/log-commits"}},
 		{"never-evict-idle", configure(NeverEvictIdle), []string{"lifecycle/idle-eviction"}},

@@ -141,6 +141,7 @@ func (inst *instance) appendLocked(c durability.Commit) {
 func (inst *instance) trackLocked(d durability.Durable) {
 	inst.pmu.Lock()
 	inst.pending = append(inst.pending, d)
+	inst.tracked++
 	inst.pmu.Unlock()
 	select {
 	case <-d.Done(): // already known (a local log): no watcher needed
@@ -205,8 +206,17 @@ func (inst *instance) readMarkLocked(ctx context.Context) (changeMark, error) {
 	return m, rows.Err()
 }
 
+// pending is what a reply produced now must wait for: the commits not yet
+// known durable, and upTo, how many commits had been tracked, so the
+// grant is checked after them even when they were all durable by the
+// time the reply looked.
+type pendingSet struct {
+	wait []durability.Durable
+	upTo uint64
+}
+
 // pendingSnapshot is the commits a reply produced now must wait for.
-func (inst *instance) pendingSnapshot() []durability.Durable {
+func (inst *instance) pendingSnapshot() pendingSet {
 	inst.pmu.Lock()
 	defer inst.pmu.Unlock()
 	i := 0
@@ -215,7 +225,7 @@ func (inst *instance) pendingSnapshot() []durability.Durable {
 		case <-inst.pending[i].Done():
 			if inst.pending[i].Err() != nil {
 				// Keep failures visible to every later reply.
-				return append([]durability.Durable(nil), inst.pending[i:]...)
+				return pendingSet{append([]durability.Durable(nil), inst.pending[i:]...), inst.tracked}
 			}
 			i++
 			continue
@@ -224,12 +234,27 @@ func (inst *instance) pendingSnapshot() []durability.Durable {
 		break
 	}
 	inst.pending = inst.pending[i:]
-	return append([]durability.Durable(nil), inst.pending...)
+	return pendingSet{append([]durability.Durable(nil), inst.pending...), inst.tracked}
+}
+
+// needsAckCheck reports whether the grant was not yet checked after the
+// commits up to upTo became durable.
+func (inst *instance) needsAckCheck(upTo uint64) bool {
+	inst.pmu.Lock()
+	defer inst.pmu.Unlock()
+	return upTo > inst.ackChecked
+}
+
+func (inst *instance) ackCheckedUpTo(upTo uint64) {
+	inst.pmu.Lock()
+	inst.ackChecked = max(inst.ackChecked, upTo)
+	inst.pmu.Unlock()
 }
 
 // awaitDurable is the output gate: it returns once every commit in snap is
 // durable and the grant still allows acknowledging writes.
-func (inst *instance) awaitDurable(ctx context.Context, snap []durability.Durable) (err error) {
+func (inst *instance) awaitDurable(ctx context.Context, ps pendingSet) (err error) {
+	snap := ps.wait
 	if len(snap) > 0 && inst.rt.metrics != nil {
 		start := inst.rt.clk.Now()
 		defer func() { inst.rt.metrics.DurableWait(ctx, inst.cls.name, inst.rt.clk.Now().Sub(start), err) }()
@@ -244,10 +269,14 @@ func (inst *instance) awaitDurable(ctx context.Context, snap []durability.Durabl
 			return inst.breakNow(failureReason(err), err)
 		}
 	}
-	if len(snap) > 0 {
+	// Checked after durability, for every reply that follows a commit the
+	// grant was not checked after: a commit already durable when the
+	// reply looked (a fast log) is checked all the same.
+	if len(snap) > 0 || inst.needsAckCheck(ps.upTo) {
 		if err := lease.CheckAck(ctx, inst.grant); err != nil {
 			return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
 		}
+		inst.ackCheckedUpTo(ps.upTo)
 	}
 	return nil
 }

@@ -73,6 +73,12 @@ type instance struct {
 
 	pmu     sync.Mutex
 	pending []durability.Durable // commits and wake publications not yet known done, in order
+	// tracked counts what was ever added to pending; ackChecked is the
+	// count up to which the grant was checked after durability. A reply
+	// whose snapshot reaches past ackChecked checks the grant even when
+	// everything it waits for was already durable (and so left pending)
+	// by the time it looked.
+	tracked, ackChecked uint64
 }
 
 // event is one call into an object: a request, an RPC, an alarm, the
