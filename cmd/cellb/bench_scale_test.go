@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/ltxlog"
@@ -48,27 +47,13 @@ type embedded struct {
 
 func openEmbedded(b testing.TB, dir string, drv driver.Driver) *embedded {
 	b.Helper()
-	if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	fs, err := fsstore.Open(filepath.Join(dir, "bucket"))
+	var s *countingStore
+	d := openDefault(b, dir, "bench", drv, false, func(fs store.Store) store.Store { s = &countingStore{Store: fs}; return s })
+	ns, err := cell.Register(d.rt, "Bench", newBenchCell)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &countingStore{Store: fs}
-	lg, err := ltxlog.New(ltxlog.Options{Store: s, Logger: quietLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt, err := cell.New(cell.Options{ScriptName: "bench", Driver: drv, DataDir: filepath.Join(dir, "cells"), Log: lg, Logger: quietLogger(), IdleTimeout: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ns, err := cell.Register(rt, "Bench", newBenchCell)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &embedded{rt, ns, s}
+	return &embedded{d.rt, ns, s}
 }
 
 func (e *embedded) close() {

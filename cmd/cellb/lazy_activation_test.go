@@ -49,30 +49,54 @@ func openLazy(t testing.TB, dir string) *lazyNode {
 
 func openLazyWith(t testing.TB, dir string, drv driver.Driver) *lazyNode {
 	t.Helper()
+	d := openDefault(t, dir, "lazy", drv, true, nil)
+	ns, err := cell.Register(d.rt, "Lazy", func(ctx context.Context, st *cell.State) (*lazyObj, error) { return &lazyObj{st}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lazyNode{rt: d.rt, ns: ns, bucket: d.bucket, shards: d.shards}
+}
+
+// defaultNode is a runtime as cellb serve runs it without --bucket (ids
+// keyed by script): the given driver, local files primary, the LTX log on a local-files bucket
+// under dir/bucket, cells under dir/cells, and with shards, shard locks
+// under dir/shards. wrap, if set, wraps the bucket the log writes to.
+type defaultNode struct {
+	rt     *cell.Runtime
+	bucket store.Store // as wrapped
+	shards *shard.Lease
+}
+
+func openDefault(t testing.TB, dir, script string, drv driver.Driver, shards bool, wrap func(store.Store) store.Store) defaultNode {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	var bucket store.Store
 	bucket, err := fsstore.Open(filepath.Join(dir, "bucket"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		bucket = wrap(bucket)
 	}
 	lg, err := ltxlog.New(ltxlog.Options{Store: bucket, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, err := shard.Open(filepath.Join(dir, "shards"), 16)
+	opts := cell.Options{ScriptName: script, Driver: drv, DataDir: filepath.Join(dir, "cells"), Log: lg, Logger: quietLogger(), IdleTimeout: -1}
+	var sh *shard.Lease
+	if shards {
+		if sh, err = shard.Open(filepath.Join(dir, "shards"), 16); err != nil {
+			t.Fatal(err)
+		}
+		opts.Lease = sh
+	}
+	rt, err := cell.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cell.New(cell.Options{ScriptName: "lazy", Driver: drv, DataDir: filepath.Join(dir, "cells"), Log: lg, Lease: sh, Logger: quietLogger(), IdleTimeout: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := cell.Register(rt, "Lazy", func(ctx context.Context, st *cell.State) (*lazyObj, error) { return &lazyObj{st}, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &lazyNode{rt: rt, ns: ns, bucket: bucket, shards: sh}
+	return defaultNode{rt: rt, bucket: bucket, shards: sh}
 }
 
 func (e *lazyNode) close(t testing.TB) {
