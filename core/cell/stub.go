@@ -1,12 +1,13 @@
 package cell
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/cellb/cellb/core/internal/httpbuf"
 )
 
 // Stub calls one object. A call made with the context of another object's
@@ -87,20 +88,20 @@ func (s *Stub[O]) Fetch(ctx context.Context, req *http.Request) (*http.Response,
 
 // fetchHere runs a Fetch on this runtime.
 func (s *Stub[O]) fetchHere(ctx context.Context, req *http.Request) (*http.Response, error) {
-	var rec *responseBuffer
+	var rec *httpbuf.Buffer
 	err := s.ns.rt.dispatch(ctx, s.ns.cls, s.id, func(ctx context.Context, obj any) error {
 		h, ok := obj.(http.Handler)
 		if !ok {
 			return ErrNotHTTPHandler
 		}
-		rec = newResponseBuffer()
+		rec = httpbuf.New()
 		h.ServeHTTP(rec, req.WithContext(ctx))
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return rec.response(req), nil
+	return rec.Response(req, true), nil
 }
 
 // ServeHTTP makes a stub an http.Handler: it forwards r with Fetch and
@@ -123,54 +124,4 @@ func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
-}
-
-// responseBuffer is the http.ResponseWriter a handler writes to: nothing
-// reaches the caller before the output gate opens.
-type responseBuffer struct {
-	header      http.Header
-	status      int
-	wroteHeader bool
-	body        bytes.Buffer
-}
-
-func newResponseBuffer() *responseBuffer { return &responseBuffer{header: http.Header{}} }
-
-func (b *responseBuffer) Header() http.Header { return b.header }
-
-func (b *responseBuffer) WriteHeader(code int) {
-	if b.wroteHeader {
-		return
-	}
-	b.wroteHeader = true
-	b.status = code
-}
-
-func (b *responseBuffer) Write(p []byte) (int, error) {
-	if !b.wroteHeader {
-		b.WriteHeader(http.StatusOK)
-	}
-	return b.body.Write(p)
-}
-
-func (b *responseBuffer) response(req *http.Request) *http.Response {
-	if !b.wroteHeader {
-		b.status = http.StatusOK
-	}
-	h := b.header.Clone()
-	if h.Get("Content-Type") == "" && b.body.Len() > 0 {
-		h.Set("Content-Type", http.DetectContentType(b.body.Bytes()))
-	}
-	body := b.body.Bytes()
-	return &http.Response{
-		Status:        strconv.Itoa(b.status) + " " + http.StatusText(b.status),
-		StatusCode:    b.status,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}
 }

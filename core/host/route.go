@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/internal/httpbuf"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/peer"
 	"github.com/cellb/cellb/core/shard"
@@ -92,13 +93,13 @@ func (h *Host) Route(w http.ResponseWriter, r *http.Request, body []byte, call f
 func Fetch[O any](h *Host, ctx context.Context, stub *cell.Stub[O], req *http.Request) (*http.Response, error) {
 	req = req.WithContext(ctx)
 	var resp *http.Response
-	rec := newRecorder()
+	rec := httpbuf.New()
 	answered, err := h.Route(rec, req, nil, func() (err error) {
 		resp, err = stub.Fetch(ctx, req)
 		return err
 	})
 	if answered {
-		return rec.response(req), nil
+		return rec.Response(req, false), nil
 	}
 	return resp, err
 }
@@ -154,40 +155,4 @@ func Call[O, R any](ctx context.Context, stub *cell.Stub[O], fn func(ctx context
 		return out, &NotRoutedError{Owned: oe}
 	}
 	return out, err
-}
-
-// recorder is the http.ResponseWriter a forwarded Fetch is answered into.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func newRecorder() *recorder { return &recorder{header: http.Header{}} }
-
-func (b *recorder) Header() http.Header { return b.header }
-
-func (b *recorder) WriteHeader(code int) {
-	if b.status == 0 {
-		b.status = code
-	}
-}
-
-func (b *recorder) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return b.body.Write(p)
-}
-
-func (b *recorder) response(req *http.Request) *http.Response {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return &http.Response{
-		Status: fmt.Sprintf("%d %s", b.status, http.StatusText(b.status)), StatusCode: b.status,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: b.header, Body: io.NopCloser(bytes.NewReader(b.body.Bytes())),
-		ContentLength: int64(b.body.Len()), Request: req,
-	}
 }

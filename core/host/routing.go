@@ -13,6 +13,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/httperr"
+	"github.com/cellb/cellb/core/internal/httpbuf"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/peer"
 )
@@ -178,11 +179,11 @@ func (h *Host) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 		if err != nil {
 			return err
 		}
-		rec := newRecorder()
+		rec := httpbuf.New()
 		if err := h.forward(ctx, oe, rec, out); err != nil {
 			return err
 		}
-		resp = rec.response(req)
+		resp = rec.Response(req, false)
 		return nil
 	})
 	if sent {
