@@ -30,7 +30,6 @@ import (
 
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/layout"
-	"github.com/cellb/cellb/core/store"
 )
 
 // DefaultConcurrency is how many per-cell (and per-node) reads run at once
@@ -73,27 +72,6 @@ func (o Options) logs() []layout.Log {
 		return layout.Logs()
 	}
 	return o.Logs
-}
-
-// listPages calls fn with every page of the listing opts names.
-func listPages(ctx context.Context, s store.Store, opts store.ListOptions, fn func(store.ListPage) error) error {
-	opts.Token = ""
-	for {
-		page, err := s.List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if err := fn(page); err != nil {
-			return err
-		}
-		if page.NextToken == "" {
-			return nil
-		}
-		if page.NextToken == opts.Token {
-			return &store.OpError{Op: "list", Key: opts.Prefix, Err: ErrListStuck}
-		}
-		opts.Token = page.NextToken
-	}
 }
 
 // forEach runs fn(i) for i in [0, n) with at most conc calls at once. It

@@ -1,13 +1,14 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cellb/cellb/core/store"
 )
 
 // ErrListStuck: a listing returned the same continuation token twice.
-var ErrListStuck = errors.New("listing did not advance: the store returned the same continuation token twice")
+var ErrListStuck = store.ErrListStuck
 
 // NoCellError: the bucket holds neither an ownership record nor a log for
 // the cell (a mistyped key, or a name resolved with the wrong script or

@@ -178,7 +178,7 @@ func Inspect(ctx context.Context, s store.Store, opts Options) (*Report, error) 
 	}
 	r.Wake = w
 	var keys []string
-	err = listPages(ctx, s, store.ListOptions{Prefix: layout.CellsPrefix, Delimiter: "/", Limit: opts.PageSize}, func(p store.ListPage) error {
+	err = store.ListEach(ctx, s, store.ListOptions{Prefix: layout.CellsPrefix, Delimiter: "/", Limit: opts.PageSize}, func(p store.ListPage) error {
 		for _, pre := range p.Prefixes {
 			if c, ok := layout.CellOfPrefix(pre); ok && c != "" {
 				keys = append(keys, c)
@@ -241,7 +241,7 @@ func InspectCell(ctx context.Context, s store.Store, cell string, opts Options) 
 // readNodes lists nodes/ and reads every lease.
 func readNodes(ctx context.Context, s store.Store, opts Options, now int64) ([]Node, error) {
 	var ids []string
-	err := listPages(ctx, s, store.ListOptions{Prefix: layout.NodesPrefix, Limit: opts.PageSize}, func(p store.ListPage) error {
+	err := store.ListEach(ctx, s, store.ListOptions{Prefix: layout.NodesPrefix, Limit: opts.PageSize}, func(p store.ListPage) error {
 		for _, o := range p.Objects {
 			if id, ok := layout.NodeOfKey(o.Key); ok && layout.NodeKey(id) == o.Key {
 				ids = append(ids, id)
@@ -338,7 +338,7 @@ func readWake(ctx context.Context, s store.Store, opts Options, now int64) (Wake
 		return w, idx, err
 	}
 	minutes := map[string]bool{}
-	err := listPages(ctx, s, store.ListOptions{Prefix: layout.WakeEntriesPrefix, Limit: opts.PageSize}, func(p store.ListPage) error {
+	err := store.ListEach(ctx, s, store.ListOptions{Prefix: layout.WakeEntriesPrefix, Limit: opts.PageSize}, func(p store.ListPage) error {
 		for _, o := range p.Objects {
 			ref, err := wake.ParseEntryKey(o.Key)
 			if err != nil {
@@ -362,7 +362,7 @@ func readWake(ctx context.Context, s store.Store, opts Options, now int64) (Wake
 		return w, idx, err
 	}
 	w.Minutes, w.Cells = len(minutes), len(idx.entries)
-	err = listPages(ctx, s, store.ListOptions{Prefix: layout.WakeRetiredPrefix, Limit: opts.PageSize}, func(p store.ListPage) error {
+	err = store.ListEach(ctx, s, store.ListOptions{Prefix: layout.WakeRetiredPrefix, Limit: opts.PageSize}, func(p store.ListPage) error {
 		for _, o := range p.Objects {
 			if c, ok := layout.CellOfWakeRetiredKey(o.Key); ok {
 				idx.retired[c] = true
@@ -461,7 +461,7 @@ func readLogs(ctx context.Context, s store.Store, opts Options, cell string, det
 		accs = append(accs, &logAcc{l: l, prefix: l.Prefix(cell), st: LogStat{Mode: l.Name}, epochs: map[uint64]*EpochStat{}})
 	}
 	var files []ltx.FileInfo
-	err := listPages(ctx, s, store.ListOptions{Prefix: layout.CellPrefix(cell), Limit: opts.PageSize}, func(p store.ListPage) error {
+	err := store.ListEach(ctx, s, store.ListOptions{Prefix: layout.CellPrefix(cell), Limit: opts.PageSize}, func(p store.ListPage) error {
 		for _, o := range p.Objects {
 			for _, a := range accs {
 				if !strings.HasPrefix(o.Key, a.prefix) {
