@@ -36,7 +36,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 	st := AcquireState{Self: n.opts.Node}
 	reread := func() error {
 		st = AcquireState{Self: n.opts.Node}
-		obj, err := n.opts.Store.Get(ctx, key)
+		obj, err := store.GetData(ctx, n.opts.Store, key)
 		if store.IsNotFound(err) {
 			return nil
 		}
@@ -73,7 +73,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			// renewed since by an old copy, and steal a live owner's cell.
 			st.OwnerLeaseRead = true
 			st.NowMs = uint64(n.clock.Now().UnixMilli())
-			obj, err := n.opts.Store.Get(ctx, layout.NodeKey(st.Own.Node))
+			obj, err := store.GetData(ctx, n.opts.Store, layout.NodeKey(st.Own.Node))
 			switch {
 			case store.IsNotFound(err):
 			case err != nil:
@@ -245,7 +245,7 @@ func (g *grant) CheckAck(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.TTL/3)
 	defer cancel()
 	key := layout.OwnKey(g.cell)
-	obj, err := n.opts.Store.Get(ctx, key)
+	obj, err := store.GetData(ctx, n.opts.Store, key)
 	if err != nil && !store.IsNotFound(err) {
 		return fmt.Errorf("%s: cannot confirm ownership before acknowledging: %w", g.cell, err)
 	}
@@ -275,7 +275,7 @@ func (g *grant) Release(ctx context.Context) error {
 	}
 	key := layout.OwnKey(g.cell)
 	for attempt := 0; attempt < 3; attempt++ {
-		obj, err := n.opts.Store.Get(ctx, key)
+		obj, err := store.GetData(ctx, n.opts.Store, key)
 		if store.IsNotFound(err) {
 			return nil
 		}

@@ -300,7 +300,7 @@ func (n *Node) install(ctx context.Context) error {
 	key := layout.NodeKey(n.opts.Node)
 	for attempt := 0; attempt < 5; attempt++ {
 		cond := store.IfAbsent
-		obj, err := n.opts.Store.Get(ctx, key)
+		obj, err := store.GetData(ctx, n.opts.Store, key)
 		switch {
 		case store.IsNotFound(err):
 		case err != nil:
@@ -338,7 +338,7 @@ func (n *Node) install(ctx context.Context) error {
 // readBack reports whether the lease in the bucket is exactly body (an
 // ambiguous write that applied).
 func (n *Node) readBack(ctx context.Context, key string, body []byte) (store.Version, bool) {
-	obj, err := n.opts.Store.Get(ctx, key)
+	obj, err := store.GetData(ctx, n.opts.Store, key)
 	if err != nil || string(obj.Data) != string(body) {
 		return "", false
 	}

@@ -12,7 +12,7 @@ import (
 // does not decode.
 func ReadOwn(ctx context.Context, s store.Store, cell string) (*layout.OwnRecord, store.Version, error) {
 	key := layout.OwnKey(cell)
-	obj, err := s.Get(ctx, key)
+	obj, err := store.GetData(ctx, s, key)
 	if store.IsNotFound(err) {
 		return nil, "", nil
 	}
@@ -31,7 +31,7 @@ func ReadOwn(ctx context.Context, s store.Store, cell string) (*layout.OwnRecord
 // decode.
 func ReadNodeLease(ctx context.Context, s store.Store, node string) (*layout.NodeLease, store.Version, error) {
 	key := layout.NodeKey(node)
-	obj, err := s.Get(ctx, key)
+	obj, err := store.GetData(ctx, s, key)
 	if store.IsNotFound(err) {
 		return nil, "", nil
 	}

@@ -90,6 +90,15 @@ func (m *measured) Get(ctx context.Context, key string) (*store.Object, error) {
 	return o, err
 }
 
+// GetData implements store.DataGetter through the wrapped store, counted
+// as a get.
+func (m *measured) GetData(ctx context.Context, key string) (*store.Object, error) {
+	start := time.Now()
+	o, err := store.GetData(ctx, m.inner, key)
+	m.done(ctx, OpGet, start, err)
+	return o, err
+}
+
 func (m *measured) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
 	start := time.Now()
 	v, err := m.inner.Put(ctx, key, data, opts)

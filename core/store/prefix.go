@@ -88,6 +88,20 @@ func (p *prefixed) List(ctx context.Context, opts ListOptions) (ListPage, error)
 // Close closes the wrapped store.
 func (p *prefixed) Close() error { return Close(p.inner) }
 
+// GetData implements DataGetter through the wrapped store.
+func (p *prefixed) GetData(ctx context.Context, key string) (*Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	o, err := GetData(ctx, p.inner, p.prefix+key)
+	if err != nil {
+		return nil, err
+	}
+	out := *o
+	out.Key = key
+	return &out, nil
+}
+
 // NewRangeReader implements Streamer by streaming from the wrapped store.
 func (p *prefixed) NewRangeReader(ctx context.Context, key string, offset, length int64) (*Reader, error) {
 	if err := ValidateKey(key); err != nil {

@@ -121,7 +121,7 @@ func (s *Service) elect(ctx context.Context) (bool, error) {
 	ttl := uint64(RoleTTL(s.opts.Tick).Milliseconds())
 	var rec *WakerRecord
 	var ver store.Version
-	obj, err := s.opts.Store.Get(ctx, layout.WakerKey)
+	obj, err := store.GetData(ctx, s.opts.Store, layout.WakerKey)
 	switch {
 	case store.IsNotFound(err):
 	case err != nil:

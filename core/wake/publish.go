@@ -159,7 +159,7 @@ func (s *Service) readOwn(ctx context.Context, cellKey string) (*layout.OwnRecor
 // readRetired reads the cell's retirement; nil when there is none.
 func (s *Service) readRetired(ctx context.Context, cellKey string) (*Retired, store.Version, error) {
 	key := layout.WakeRetiredKey(cellKey)
-	obj, err := s.opts.Store.Get(ctx, key)
+	obj, err := store.GetData(ctx, s.opts.Store, key)
 	if store.IsNotFound(err) {
 		return nil, "", nil
 	}

@@ -36,6 +36,7 @@ func All() []Twin {
 		{"ignores-if-none-match", "create-only writes overwrite existing objects", IgnoreIfNoneMatch},
 		{"ignores-if-match", "writes conditioned on a version apply whatever the current version", IgnoreIfMatch},
 		{"stale-reads", "Get returns the object as it was before its latest write", StaleReads},
+		{"stale-data-reads", "GetData returns the object as it was before its latest write (Get is right)", StaleDataReads},
 		{"unordered-list", "listing pages come back in reverse order", UnorderedList},
 		{"acks-failed-writes", "a write that failed is reported as a success", AcksFailedWrites},
 		{"loses-writes", "every seventh write is acknowledged but never made", LosesWrites},
@@ -126,6 +127,38 @@ func (b *staleReads) Delete(ctx context.Context, key string) error {
 	delete(b.previous, key)
 	b.mu.Unlock()
 	return b.Store.Delete(ctx, key)
+}
+
+// StaleDataReads answers GetData (store.DataGetter) with the object as it
+// was before its latest write, while Get stays right: a store whose cheaper
+// read path lags, like a cache in front of the bucket.
+func StaleDataReads(s store.Store) store.Store {
+	return &staleDataReads{stale: &staleReads{wrapper: wrapper{s}, previous: map[string]*store.Object{}}}
+}
+
+type staleDataReads struct{ stale *staleReads }
+
+func (b *staleDataReads) Get(ctx context.Context, key string) (*store.Object, error) {
+	return b.stale.Store.Get(ctx, key)
+}
+
+func (b *staleDataReads) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	return b.stale.Put(ctx, key, data, opts)
+}
+
+func (b *staleDataReads) Delete(ctx context.Context, key string) error {
+	return b.stale.Delete(ctx, key)
+}
+
+func (b *staleDataReads) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	return b.stale.List(ctx, opts)
+}
+
+func (b *staleDataReads) Close() error { return b.stale.Close() }
+
+// GetData implements store.DataGetter, wrongly.
+func (b *staleDataReads) GetData(ctx context.Context, key string) (*store.Object, error) {
+	return b.stale.Get(ctx, key)
 }
 
 // UnorderedList reverses the entries of every page, like a listing built

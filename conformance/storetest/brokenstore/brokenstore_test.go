@@ -23,7 +23,8 @@ import (
 var caughtBy = map[string][]string{
 	"ignores-if-none-match":     {"probe", "create-only", "contention-create"},
 	"ignores-if-match":          {"probe", "compare-and-swap", "contention-cas"},
-	"stale-reads":               {"probe", "compare-and-swap", "read-after-write", "version-changes"},
+	"stale-reads":               {"probe", "compare-and-swap", "read-after-write", "version-changes", "get-data"},
+	"stale-data-reads":          {"get-data"},
 	"unordered-list":            {"list-order", "delimiter", "pagination"},
 	"acks-failed-writes":        {"probe", "create-only", "compare-and-swap", "metadata", "invalid-keys"},
 	"loses-writes":              {"read-after-write", "list-after-write", "pagination", "no-lost-update"},

@@ -265,6 +265,16 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
 	return s.inner.Get(ctx, key)
 }
 
+// GetData implements store.DataGetter: the same faults as Get, then the
+// wrapped store's body-and-version read.
+func (s *Store) GetData(ctx context.Context, key string) (*store.Object, error) {
+	p := s.decide(OpGet, key)
+	if err := s.begin(ctx, p); err != nil {
+		return nil, err
+	}
+	return store.GetData(ctx, s.inner, key)
+}
+
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
 	p := s.decide(OpPut, key)

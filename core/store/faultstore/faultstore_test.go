@@ -354,3 +354,46 @@ func TestStaleList(t *testing.T) {
 		t.Fatalf("a recent create is visible in a stale listing: %q", keysOf(p))
 	}
 }
+
+// dataGetter is a memstore with a store.DataGetter that counts its calls.
+type dataGetter struct {
+	*memstore.Store
+	n int
+}
+
+func (d *dataGetter) GetData(ctx context.Context, key string) (*store.Object, error) {
+	d.n++
+	return d.Store.Get(ctx, key)
+}
+
+// store.GetData through the wrapper is a get like any other: it passes the
+// hook and the faults planned for OpGet, so a simulation that pauses or
+// fails the fleet's own.json reads reaches the body-and-version reads too;
+// and it reaches the wrapped store's own GetData (one request on GCS).
+func TestGetDataIsAGet(t *testing.T) {
+	stop := errors.New("paused")
+	var ops []faultstore.Op
+	inner := &dataGetter{Store: memstore.New()}
+	fs := faultstore.New(inner, faultstore.Config{BeforeCall: func(_ context.Context, c faultstore.Call) error {
+		ops = append(ops, c.Op)
+		if c.Op == faultstore.OpGet && c.Key == "held" {
+			return stop
+		}
+		return nil
+	}})
+	ctx := t.Context()
+	v, _ := put(ctx, fs, "a", "x")
+	o, err := store.GetData(ctx, fs, "a")
+	if err != nil || string(o.Data) != "x" || o.Version != v {
+		t.Fatalf("GetData: %+v, %v; want x at %q", o, err, v)
+	}
+	if _, err := store.GetData(ctx, fs, "held"); !errors.Is(err, stop) {
+		t.Fatalf("GetData of a held key: %v, want the hook's error", err)
+	}
+	if len(ops) != 3 || ops[1] != faultstore.OpGet || ops[2] != faultstore.OpGet {
+		t.Fatalf("ops: %v", ops)
+	}
+	if inner.n != 1 {
+		t.Fatalf("the wrapped store's GetData ran %d times, want 1", inner.n)
+	}
+}
