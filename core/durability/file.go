@@ -74,12 +74,22 @@ func ScratchNextTo(path string, d driver.Driver) (func(ctx context.Context) (dri
 	return open, cleanup
 }
 
-// SyncDatabaseFiles fsyncs a SQLite database's file and, when there is
-// one, its write-ahead log: every commit SQLite has written to them so far
-// is then on the disk (on Linux an fsync through any descriptor of a file
-// flushes all of its dirty pages). It is the OpenRequest.SyncLocal the
-// runtime hands a log for a local-primary cell.
+// SyncDatabaseFiles makes every commit SQLite has written to a database so
+// far durable. It is the OpenRequest.SyncLocal the runtime hands a log for a
+// local-primary cell, whose SQLite runs with synchronous=NORMAL.
+//
+// In WAL mode (the database has a -wal file) it syncs the log alone, as
+// SQLite's synchronous=FULL does after each commit: a commit is durable once
+// its frames are, and the database file changes only at checkpoints, which
+// SQLite under NORMAL syncs itself (the log before the pages are copied, the
+// database after). Without a log (rollback journal) it syncs the database
+// file. The sync is fdatasync where there is one (on Linux, through any
+// descriptor of a file, it flushes all of its dirty pages and its size).
 func SyncDatabaseFiles(path string) error {
+	return syncDatabaseFiles(path, datasync)
+}
+
+func syncDatabaseFiles(path string, sync func(*os.File) error) error {
 	for _, name := range []string{path + "-wal", path} {
 		f, err := os.Open(name)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -88,13 +98,14 @@ func SyncDatabaseFiles(path string) error {
 		if err != nil {
 			return err
 		}
-		err = f.Sync()
+		err = sync(f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return err
 		}
+		return nil // the log, when there is one; else the database
 	}
 	return nil
 }
