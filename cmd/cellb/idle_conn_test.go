@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -23,7 +24,12 @@ import (
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/layout"
+	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/store/memstore"
+	"github.com/cellb/cellb/drivers/wasm"
 )
 
 // releaseCounter is a slog handler that counts the runtime's "connection
@@ -327,4 +333,91 @@ func TestReleasedCellsConcurrentCallers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A fleet cell keeps its grant while its connection is released: its next
+// event reopens the file under the same epoch (no restore: its writes stay
+// and it writes on), and once another owner has fenced it (own.json names
+// a newer epoch) its next write is refused and the object reset, as it is
+// for a cell that kept its connection; the bucket holds every acknowledged
+// write.
+func TestReleasedFleetCellIsFenced(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	node, err := fleet.Join(ctx, fleet.Options{Store: s, Node: "a", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close(ctx)
+	lg, _ := ltxlog.New(ltxlog.Options{Store: s, Logger: quietLogger()})
+	released := new(atomic.Int64)
+	rt, err := cell.New(cell.Options{ScriptName: "fence", Driver: wasm.New(), DataDir: t.TempDir(), Log: lg, Lease: node,
+		Logger: slog.New(releaseCounter{released}), IdleTimeout: -1, IdleConnTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	ns, err := cell.Register(rt, "Counter", newBenchCell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub := ns.Get(ns.IDFromName("c"))
+	key := cell.CellKey("Counter", ns.IDFromName("c"))
+	for round := 1; round <= 3; round++ {
+		if _, err := cell.Call(ctx, stub, benchWrite); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the release", func() bool { return released.Load() >= int64(round) })
+		if v, err := cell.Call(ctx, stub, benchRead); err != nil || v != int64(round) {
+			t.Fatalf("round %d: read %d, %v after the release", round, v, err)
+		}
+		waitFor(t, "the release", func() bool { return released.Load() >= int64(round)+1 })
+		released.Store(int64(round))
+	}
+	rec, _, err := fleet.ReadOwn(ctx, s, key)
+	if err != nil || rec == nil || rec.Node != "a" {
+		t.Fatalf("own.json: %+v, %v", rec, err)
+	}
+	fenced := layout.OwnRecord{Node: "b", Epoch: rec.Epoch + 1}
+	if _, err := s.Put(ctx, layout.OwnKey(key), fenced.Encode(), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cell.Call(ctx, stub, benchWrite); err == nil {
+		t.Fatal("a write after the fence was acknowledged")
+	} else if !errors.As(err, new(*cell.BrokenObjectError)) {
+		t.Fatalf("a write after the fence: %v, want a reset", err)
+	}
+	// The refused write may have reached the bucket (the ownership check
+	// comes after durability); every acknowledged one must have.
+	if got := restoreCount(t, s, key); got != 3 && got != 4 {
+		t.Fatalf("the bucket holds %d increments, want the 3 acknowledged (and perhaps the refused one)", got)
+	}
+}
+
+// restoreCount restores the cell from the bucket's LTX log into a fresh
+// file and reads its counter.
+func restoreCount(t *testing.T, s store.Store, key string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "restored.db")
+	if _, _, err := ltxlog.Mode().RestoreFile(ctx, s, key, durability.RestoreRequest{}, path); err != nil {
+		t.Fatal(err)
+	}
+	c, err := wasm.New().Open(ctx, driver.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rows, err := c.Query(ctx, "SELECT v FROM n WHERE id = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var v int64
+	if rows.Next() {
+		if err := driver.ScanValues(rows.Values(), &v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v
 }
