@@ -101,3 +101,50 @@ func idleCells(b *testing.B, drv driver.Driver, kind string, release bool, n int
 	b.ReportMetric(float64(rssBytes()-rss)/float64(n)/1024, "KiB-rss/cell")
 	b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(n)/1024, "KiB-heap/cell")
 }
+
+// BenchmarkReleasedCellCall: the cost of the first call after a cell
+// released its connection (Options.IdleConnTimeout), against a call to a
+// cell that kept it, in the same run: a read of a stored cell on the
+// embedded default. Each "released" iteration waits (timer stopped) until
+// the cell has released its connection again.
+//
+//	go test -run '^$' -bench BenchmarkReleasedCellCall -benchtime 300x ./cmd/cellb
+func BenchmarkReleasedCellCall(b *testing.B) {
+	for _, name := range []string{"wasm", "cgo", "modernc"} {
+		drv, err := pickDriver(name, syncPerGroup)
+		if err != nil {
+			continue
+		}
+		for _, conn := range []string{"held", "released"} {
+			b.Run(name+"/"+conn, func(b *testing.B) {
+				release := conn == "released"
+				released := new(atomic.Int64)
+				d := openDefaultWith(b, b.TempDir(), "lazy", drv, true, nil, func(o *cell.Options) {
+					o.IdleConnTimeout = -1
+					if release {
+						o.IdleConnTimeout = 2 * time.Millisecond
+						o.Logger = slog.New(releaseCounter{released})
+					}
+				})
+				ns, err := cell.Register(d.rt, "Lazy", func(ctx context.Context, st *cell.State) (*lazyObj, error) { return &lazyObj{st}, nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+				e := &lazyNode{rt: d.rt, ns: ns, bucket: d.bucket, shards: d.shards}
+				defer e.close(b)
+				e.call(b, "c", writeCell)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if release {
+						b.StopTimer()
+						waitFor(b, "the release", func() bool { return released.Load() > int64(i) })
+						b.StartTimer()
+					}
+					if v := e.call(b, "c", sqlGet); v != 42 {
+						b.Fatalf("read %d", v)
+					}
+				}
+			})
+		}
+	}
+}
