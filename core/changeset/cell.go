@@ -166,10 +166,9 @@ func (c *cellLog) capture(ctx context.Context, seq uint64) (*Record, error) {
 func (c *cellLog) Rebind(ctx context.Context, conn driver.Conn) error {
 	if conn == nil {
 		if c.sess != nil {
-			err := c.sess.Close()
-			c.sess, c.conn, c.sc = nil, nil, nil
-			return err
+			_ = c.sess.Close() // as in Close: the connection goes next
 		}
+		c.sess, c.conn, c.sc = nil, nil, nil
 		return nil
 	}
 	sc, ok := conn.(driver.Sessioner)
