@@ -12,9 +12,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,8 +49,14 @@ type embedded struct {
 
 func openEmbedded(b testing.TB, dir string, drv driver.Driver) *embedded {
 	b.Helper()
+	return openEmbeddedWith(b, dir, drv, nil)
+}
+
+// openEmbeddedWith is openEmbedded with configure changing the options.
+func openEmbeddedWith(b testing.TB, dir string, drv driver.Driver, configure func(*cell.Options)) *embedded {
+	b.Helper()
 	var s *countingStore
-	d := openDefault(b, dir, "bench", drv, false, func(fs store.Store) store.Store { s = &countingStore{Store: fs}; return s })
+	d := openDefaultWith(b, dir, "bench", drv, false, func(fs store.Store) store.Store { s = &countingStore{Store: fs}; return s }, configure)
 	ns, err := cell.Register(d.rt, "Bench", newBenchCell)
 	if err != nil {
 		b.Fatal(err)
@@ -192,7 +200,10 @@ func (c bucketCost) plus(o bucketCost) bucketCost {
 // CELLB_BENCH_IDLE cells (1,000) activated by one write each and left
 // open, in a process of its own (TestIdleCellsHelper), so the resident set
 // is not blurred by what earlier benchmarks freed; its growth and the live
-// Go heap's, per cell.
+// Go heap's, per cell. conn=held keeps every connection
+// (IdleConnTimeout negative, as before the option existed); conn=released
+// measures once every cell has released its connection (IdleConnTimeout
+// 20 ms).
 func BenchmarkIdleCells(b *testing.B) {
 	count := envInt("CELLB_BENCH_IDLE", 1000)
 	names := []string{"wasm"}
@@ -200,24 +211,26 @@ func BenchmarkIdleCells(b *testing.B) {
 		names = append(names, d.Name())
 	}
 	for _, name := range names {
-		b.Run("driver="+name, func(b *testing.B) {
-			for range b.N {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestIdleCellsHelper$", "-test.count=1", "-test.v")
-				cmd.Env = append(os.Environ(), "CELLB_IDLE_DRIVER="+name, "CELLB_IDLE_DIR="+b.TempDir(), fmt.Sprintf("CELLB_BENCH_IDLE=%d", count))
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					b.Fatalf("helper: %v\n%s", err, out)
-				}
-				var rss, heap float64
-				for _, l := range strings.Split(string(out), "\n") {
-					if rest, ok := strings.CutPrefix(l, "IDLE "); ok {
-						fmt.Sscan(rest, &rss, &heap)
+		for _, conn := range []string{"held", "released"} {
+			b.Run("driver="+name+"/conn="+conn, func(b *testing.B) {
+				for range b.N {
+					cmd := exec.Command(os.Args[0], "-test.run=^TestIdleCellsHelper$", "-test.count=1", "-test.v")
+					cmd.Env = append(os.Environ(), "CELLB_IDLE_DRIVER="+name, "CELLB_IDLE_CONN="+conn, "CELLB_IDLE_DIR="+b.TempDir(), fmt.Sprintf("CELLB_BENCH_IDLE=%d", count))
+					out, err := cmd.CombinedOutput()
+					if err != nil {
+						b.Fatalf("helper: %v\n%s", err, out)
 					}
+					var rss, heap float64
+					for _, l := range strings.Split(string(out), "\n") {
+						if rest, ok := strings.CutPrefix(l, "IDLE "); ok {
+							fmt.Sscan(rest, &rss, &heap)
+						}
+					}
+					b.ReportMetric(rss, "KiB-rss/idle-cell")
+					b.ReportMetric(heap, "KiB-heap/idle-cell")
 				}
-				b.ReportMetric(rss, "KiB-rss/idle-cell")
-				b.ReportMetric(heap, "KiB-heap/idle-cell")
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -234,7 +247,15 @@ func TestIdleCellsHelper(t *testing.T) {
 	if name != "wasm" {
 		d = cgoTestDrivers()[0]
 	}
-	e := openEmbedded(t, os.Getenv("CELLB_IDLE_DIR"), d)
+	release := os.Getenv("CELLB_IDLE_CONN") == "released"
+	released := new(atomic.Int64)
+	e := openEmbeddedWith(t, os.Getenv("CELLB_IDLE_DIR"), d, func(o *cell.Options) {
+		o.IdleConnTimeout = -1
+		if release {
+			o.IdleConnTimeout = 20 * time.Millisecond
+			o.Logger = slog.New(releaseCounter{released})
+		}
+	})
 	defer e.close()
 	// One cell first, so what every process pays once (the compiled
 	// SQLite module, the runtime's pools) is not counted per cell.
@@ -242,6 +263,7 @@ func TestIdleCellsHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	heapBefore := liveHeap()
+	debug.FreeOSMemory() // what the runtime freed counts in neither reading
 	rssBefore := rssBytes()
 	if err := spread(count, 8, func(i int) error {
 		_, err := cell.Call(ctx, e.ns.Get(e.ns.IDFromName("idle"+strconv.Itoa(i))), benchWrite)
@@ -249,7 +271,11 @@ func TestIdleCellsHelper(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if release {
+		waitFor(t, "every cell's release", func() bool { return released.Load() >= int64(count)+1 })
+	}
 	heapAfter := liveHeap()
+	debug.FreeOSMemory()
 	if got := len(e.rt.ActiveCells()); got != count+1 {
 		t.Fatalf("%d cells active, want %d", got, count+1)
 	}

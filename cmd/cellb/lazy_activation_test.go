@@ -69,6 +69,13 @@ type defaultNode struct {
 
 func openDefault(t testing.TB, dir, script string, drv driver.Driver, shards bool, wrap func(store.Store) store.Store) defaultNode {
 	t.Helper()
+	return openDefaultWith(t, dir, script, drv, shards, wrap, nil)
+}
+
+// openDefaultWith is openDefault with configure, if set, changing the
+// runtime's options last.
+func openDefaultWith(t testing.TB, dir, script string, drv driver.Driver, shards bool, wrap func(store.Store) store.Store, configure func(*cell.Options)) defaultNode {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +98,9 @@ func openDefault(t testing.TB, dir, script string, drv driver.Driver, shards boo
 			t.Fatal(err)
 		}
 		opts.Lease = sh
+	}
+	if configure != nil {
+		configure(&opts)
 	}
 	rt, err := cell.New(opts)
 	if err != nil {

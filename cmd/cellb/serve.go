@@ -62,6 +62,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.StringVar(&c.Advertise, "advertise", "", "peer `address` other nodes use to reach this one (default: --peer-listen)")
 	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "fleet: node lease TTL")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
+	fs.DurationVar(&c.IdleConn, "idle-conn", cell.DefaultIdleConnTimeout, "close the database connection of open cells idle this long (negative: never)")
 	fs.IntVar(&c.MaxCells, "max-cells", 0, "most cells kept open; the longest idle are evicted beyond it (0: from the file-descriptor limit, 3 per cell)")
 	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode` (changeset needs --driver modernc), what the bucket keeps: "+modeChoices(modes))
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
@@ -83,6 +84,7 @@ type serveConfig struct {
 	Advertise  string
 	TTL        time.Duration
 	Idle       time.Duration
+	IdleConn   time.Duration
 	ScriptName string
 	Durability string
 	WakeTick   time.Duration
@@ -157,7 +159,7 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	s := &server{}
 	hc := host.Config{
 		Driver: drv, DataDir: cfg.Data, Mode: mode, Ownership: host.SingleHost,
-		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, MaxOpenCells: cfg.MaxCells, Logger: logger,
+		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, IdleConnTimeout: cfg.IdleConn, MaxOpenCells: cfg.MaxCells, Logger: logger,
 		R2:            demo.R2Bindings(),
 		MeterProvider: cfg.meters,
 		Classes: func(su *host.Setup) error {

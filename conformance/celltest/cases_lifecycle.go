@@ -8,15 +8,18 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/driver"
 )
 
 func lifecycleCases() []caseDef {
 	return []caseDef{
 		{"lifecycle/idle-eviction", caseIdleEviction},
+		{"lifecycle/idle-connection-released", caseIdleConnReleased},
 		{"lifecycle/close-drains", caseCloseDrains},
 		{"lifecycle/log-close-final", caseLogCloseFinal},
 		{"lifecycle/reset-while-yielded", caseResetWhileYielded},
@@ -50,6 +53,75 @@ func caseIdleEviction(c *checkT) {
 	if v != 1 || pc.built.Load() != 2 {
 		c.errorf("after eviction n=%d with %d constructions, want n=1 and 2 constructions", v, pc.built.Load())
 	}
+}
+
+// An idle object gives up its database connection after
+// Options.IdleConnTimeout and stays in memory: no connection is left open,
+// the object is not built again, and its next call reopens the database
+// and answers with its data. (A driver wrapper counts the connections the
+// runtime has open.)
+func caseIdleConnReleased(c *checkT) {
+	clk := clock.NewFake(epoch)
+	drv := &countingDriver{Driver: c.h.Driver}
+	rt := c.runtime(rtConfig{clock: clk, connIdle: 10 * time.Second, driver: drv})
+	pc := c.probeClass(rt, "Release", nil)
+	s := pc.stub("a")
+	for range 2 {
+		must(c, s, "write", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	}
+	if drv.open.Load() == 0 {
+		c.fatalf("no connection open after a write")
+	}
+	clk.Advance(9 * time.Second)
+	time.Sleep(settle)
+	if drv.open.Load() == 0 {
+		c.errorf("the connection was released before the idle-connection timeout")
+	}
+	clk.Advance(time.Second)
+	c.eventually("the idle cell's connection to be closed", func() bool { return drv.open.Load() == 0 })
+	if !slices.Contains(rt.ActiveCells(), s.Key()) {
+		c.errorf("the cell left memory when its connection was released (ActiveCells %v)", rt.ActiveCells())
+	}
+	v := must(c, s, "read after the release", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
+	if v != 2 || pc.built.Load() != 1 {
+		c.errorf("after the release n=%d with %d constructions, want n=2 and 1 construction", v, pc.built.Load())
+	}
+	if drv.open.Load() == 0 {
+		c.errorf("the call after the release ran without a connection open")
+	}
+	must(c, s, "write after the release", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+	if v := must(c, s, "read", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") }); v != 3 {
+		c.errorf("n=%d after a write on the reopened connection, want 3", v)
+	}
+}
+
+// countingDriver counts the connections opened through it and not yet
+// closed.
+type countingDriver struct {
+	driver.Driver
+	open atomic.Int64
+}
+
+func (d *countingDriver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	conn, err := d.Driver.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.open.Add(1)
+	return &countedConn{Conn: conn, d: d}, nil
+}
+
+type countedConn struct {
+	driver.Conn
+	d      *countingDriver
+	closed atomic.Bool
+}
+
+func (c *countedConn) Close() error {
+	if !c.closed.Swap(true) {
+		c.d.open.Add(-1)
+	}
+	return c.Conn.Close()
 }
 
 // Close lets events in flight finish and their replies wait for

@@ -75,6 +75,9 @@ type rtConfig struct {
 	lease lease.Lease
 	clock clock.Clock
 	idle  time.Duration // default: never evict
+	// connIdle is Options.IdleConnTimeout (default: never release; the
+	// alarm cases read the clock's timers).
+	connIdle time.Duration
 	// driver replaces the harness's driver (wrapped variants of it).
 	driver driver.Driver
 	// bcw is Options.BlockConcurrencyTimeout (default: the runtime's).
@@ -102,6 +105,9 @@ func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
 	if cfg.idle == 0 {
 		cfg.idle = -1
 	}
+	if cfg.connIdle == 0 {
+		cfg.connIdle = -1
+	}
 	if cfg.driver == nil {
 		cfg.driver = c.h.Driver
 	}
@@ -117,6 +123,7 @@ func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
 		Clock:                   cfg.clock,
 		Logger:                  quietLogger(),
 		IdleTimeout:             cfg.idle,
+		IdleConnTimeout:         cfg.connIdle,
 		BlockConcurrencyTimeout: cfg.bcw,
 		Wake:                    cfg.pub,
 	}

@@ -54,6 +54,7 @@ func Twins() []Twin {
 		{"rollback-commits", wrapDriver(RollbackCommits), []string{"alarm/panic"}},
 		{"uncounted-changes", wrapDriver(UncountedChanges), []string{"commit/no-capture", "output/log-commits"}},
 		{"never-evict-idle", configure(NeverEvictIdle), []string{"lifecycle/idle-eviction"}},
+		{"keep-idle-connections", configure(KeepIdleConnections), []string{"lifecycle/idle-connection-released"}},
 		{"lease-never-lost", configure(LeaseNeverLost), []string{"reset/lease-lost", "lifecycle/reset-while-yielded"}},
 		{"close-always-final", wrapLog(CloseAlwaysFinal), []string{"lifecycle/log-close-final"}},
 		{"no-rows-affected", wrapDriver(NoRowsAffected), []string{"sql/exec-query-scan", "kv/basic"}},

@@ -136,6 +136,11 @@ func (r blobTextRows) Values() []any {
 // memory for good, as a runtime without idle eviction keeps them.
 func NeverEvictIdle(o *cell.Options) { o.IdleTimeout = -1 }
 
+// KeepIdleConnections sets Options.IdleConnTimeout negative: an idle
+// object keeps its database connection (and its memory and descriptors)
+// for as long as it stays in memory, as every object did before the option.
+func KeepIdleConnections(o *cell.Options) { o.IdleConnTimeout = -1 }
+
 // LeaseNeverLost wraps the runtime's lease so that its grants never report
 // a loss: Lost never closes and the grant accepts writes after another
 // process took the cell, as a lease without a watcher would.

@@ -57,6 +57,10 @@ func newCellLog(opts Options, cell string, epoch uint64, base []byte, capture bo
 // commit-time image, the only image it may ever save.
 func (c *cellLog) NeedsImage() bool { return !c.capture }
 
+// Rebind: the log keeps no connection after Open (durability.Rebinder),
+// so the runtime may release and reopen the cell's connection freely.
+func (c *cellLog) Rebind(ctx context.Context, conn driver.Conn) error { return nil }
+
 // Append records the commit's state and acknowledges it at once: a backup
 // promises nothing about commits after its last save (RPO > 0).
 func (c *cellLog) Append(cm durability.Commit) durability.Durable {

@@ -25,7 +25,7 @@ func (inst *instance) endTurn(ctx context.Context, ev *event) error {
 		}
 		return err
 	}
-	if inst.conn.InTransaction() {
+	if inst.conn != nil && inst.conn.InTransaction() {
 		if err := inst.grant.CheckWrite(); err != nil {
 			inst.rollbackLocked(ctx)
 			return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)

@@ -33,6 +33,16 @@ type gate struct {
 	// idleSince is when the last event left (zero while one is in flight
 	// or before the first): the open-cell cap evicts the longest idle.
 	idleSince time.Time
+
+	// releaseAfter (<= 0: never) starts onRelease once no event has been
+	// in flight for that long: the runtime closes the idle object's
+	// database connection (Options.IdleConnTimeout).
+	releaseAfter time.Duration
+	onRelease    func()
+	releaseTimer clock.Timer
+	// hold: the runtime holds the gate between events (hold), not an
+	// event; an eviction that found it so runs once it is given back.
+	hold, evictMissed bool
 }
 
 type gateWaiter struct {
@@ -53,6 +63,7 @@ func (g *gate) enter(ctx context.Context) error {
 		g.idleTimer.Stop()
 		g.idleTimer = nil
 	}
+	g.stopReleaseLocked()
 	g.mu.Unlock()
 	if err := g.acquire(ctx); err != nil {
 		g.leave()
@@ -77,6 +88,64 @@ func (g *gate) leave() {
 	if g.failed == nil && g.idleAfter > 0 && g.onIdle != nil {
 		g.idleTimer = g.clk.AfterFunc(g.idleAfter, g.onIdle)
 	}
+	if g.failed == nil && g.releaseAfter > 0 && g.onRelease != nil {
+		g.stopReleaseLocked()
+		g.releaseTimer = g.clk.AfterFunc(g.releaseAfter, g.onRelease)
+	}
+}
+
+func (g *gate) stopReleaseLocked() {
+	if g.releaseTimer != nil {
+		g.releaseTimer.Stop()
+		g.releaseTimer = nil
+	}
+}
+
+// holdIfIdle takes the free gate of an object with no event in flight, for
+// the runtime's own work between events (closing the idle connection): an
+// event that comes meanwhile queues as for any holder. It reports whether
+// it took the gate; the caller gives it back with unhold.
+func (g *gate) holdIfIdle() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed != nil || g.inflight > 0 || g.held {
+		return false
+	}
+	g.held, g.hold = true, true
+	return true
+}
+
+// unhold gives back a gate holdIfIdle took: to the oldest waiter, or free.
+// It reports true when the gate failed meanwhile: the caller then owns it
+// for good and must shut the instance down (as release does).
+func (g *gate) unhold() (shutdown bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hold = false
+	if g.failed != nil {
+		return true
+	}
+	if len(g.waiters) > 0 {
+		w := g.waiters[0]
+		g.waiters = g.waiters[1:]
+		w.ch <- nil
+		return false
+	}
+	g.held = false
+	if g.inflight == 0 {
+		if g.quiet != nil {
+			// Close waits for the object to be quiet: it is again.
+			close(g.quiet)
+			g.quiet = nil
+		}
+		if g.evictMissed && g.onIdle != nil {
+			// The idle timeout fired while the gate was held: run it now.
+			g.evictMissed = false
+			go g.onIdle()
+		}
+	}
+	g.evictMissed = false
+	return false
 }
 
 // acquire waits for the gate in FIFO order.
@@ -154,6 +223,7 @@ func (g *gate) fail(err error) (first error, shutdown bool) {
 		g.idleTimer.Stop()
 		g.idleTimer = nil
 	}
+	g.stopReleaseLocked()
 	if !g.held {
 		g.held = true
 		return err, true
@@ -181,10 +251,14 @@ func (g *gate) retireIfIdle(err error) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.failed != nil || g.inflight > 0 || g.held {
+		if g.hold && g.inflight == 0 {
+			g.evictMissed = true
+		}
 		return false
 	}
 	g.failed = err
 	g.held = true
+	g.stopReleaseLocked()
 	return true
 }
 
@@ -205,6 +279,7 @@ func (g *gate) waitQuiet(ctx context.Context, err error) (bool, error) {
 				g.idleTimer.Stop()
 				g.idleTimer = nil
 			}
+			g.stopReleaseLocked()
 			g.mu.Unlock()
 			return true, nil
 		}

@@ -372,3 +372,86 @@ func TestGateCancelledWaiterPassesOnAHandover(t *testing.T) {
 		}
 	}
 }
+
+// The idle-connection timer: it starts when the last event leaves, on the
+// gate's clock, and an event stops it. Holding the gate for the release
+// refuses while an event is in flight; an event arriving meanwhile queues
+// and gets the gate at unhold; Close's waitQuiet returns once the hold
+// ends; an idle eviction that found the gate held runs at unhold.
+func TestGateReleaseTimerAndHold(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	fired := make(chan struct{}, 4)
+	evicted := make(chan struct{}, 4)
+	g := &gate{clk: clk, releaseAfter: 10 * time.Second, onRelease: func() { fired <- struct{}{} },
+		idleAfter: time.Minute, onIdle: func() { evicted <- struct{}{} }}
+	ctx := context.Background()
+	if err := g.enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g.holdIfIdle() {
+		t.Fatal("held with an event in flight")
+	}
+	g.release()
+	g.leave()
+	clk.Advance(9 * time.Second)
+	if err := g.enter(ctx); err != nil { // stops the timer
+		t.Fatal(err)
+	}
+	clk.Advance(5 * time.Second)
+	select {
+	case <-fired:
+		t.Fatal("the release timer fired with an event in flight")
+	default:
+	}
+	g.release()
+	g.leave()
+	clk.Advance(10 * time.Second)
+	select {
+	case <-fired:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release timer did not fire after 10 s idle")
+	}
+	if !g.holdIfIdle() {
+		t.Fatal("the idle gate could not be held")
+	}
+	entered := make(chan error, 1)
+	go func() { entered <- g.enter(ctx) }()
+	waitQueued(t, g, 1)
+	if g.unhold() {
+		t.Fatal("unhold asked for a shutdown")
+	}
+	if err := <-entered; err != nil {
+		t.Fatal(err)
+	}
+	g.release()
+	g.leave()
+
+	if !g.holdIfIdle() {
+		t.Fatal("the idle gate could not be held")
+	}
+	if g.retireIfIdle(errRetired) {
+		t.Fatal("retired while held")
+	}
+	quiet := make(chan bool, 1)
+	go func() { mine, _ := g.waitQuiet(ctx, ErrClosed); quiet <- mine }()
+	time.Sleep(10 * time.Millisecond)
+	select {
+	case <-quiet:
+		t.Fatal("waitQuiet returned while the gate was held")
+	default:
+	}
+	g.unhold()
+	select {
+	case <-evicted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the eviction missed during the hold did not run at unhold")
+	}
+	select {
+	case mine := <-quiet:
+		if !mine {
+			t.Fatal("waitQuiet did not retire the gate")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waitQuiet did not return after unhold")
+	}
+}

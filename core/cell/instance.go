@@ -136,6 +136,8 @@ func newInstance(rt *Runtime, cls *class, id ID, prev *instance) *instance {
 	inst.g.clk = rt.clk
 	inst.g.idleAfter = rt.idle
 	inst.g.onIdle = func() { go inst.evictIdle() }
+	inst.g.releaseAfter = rt.connIdle
+	inst.g.onRelease = func() { go inst.releaseIdle() }
 	// The activation is the first event: it holds the gate from birth.
 	inst.g.held = true
 	inst.g.inflight = 1
@@ -274,16 +276,9 @@ func (inst *instance) open(ctx context.Context) error {
 // The caller holds inst.mu, or the activation's gate before any turn.
 func (inst *instance) openFile(ctx context.Context, restore bool) error {
 	rt := inst.rt
-	capture := rt.opts.Driver.Capabilities().PageCapture && !inst.localLog
-	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: inst.path, PageCapture: capture, Pages: &rt.pages})
+	conn, capturer, err := inst.openConn(ctx)
 	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	var capturer driver.PageCapturer
-	if capture {
-		if pc, ok := conn.(driver.PageCapturer); ok {
-			capturer = pc
-		}
+		return err
 	}
 	if restore {
 		empty, err := databaseIsEmpty(ctx, conn)

@@ -25,6 +25,11 @@ import (
 // in flight before it is evicted, when Options.IdleTimeout is zero.
 const DefaultIdleTimeout = 70 * time.Second
 
+// DefaultIdleConnTimeout is how long an open object keeps its database
+// connection with no event in flight, when Options.IdleConnTimeout is
+// zero.
+const DefaultIdleConnTimeout = 10 * time.Second
+
 // Options are a Runtime's ports and settings.
 type Options struct {
 	// ScriptName is the deployment name celld calls script_name. It keys
@@ -47,6 +52,18 @@ type Options struct {
 	// IdleTimeout evicts an object after this long with no event in
 	// flight. Zero means DefaultIdleTimeout; negative means never.
 	IdleTimeout time.Duration
+	// IdleConnTimeout closes the database connection of an object that
+	// has had no event in flight for this long, and keeps the object open
+	// (like a Durable Object's hibernation): its state, its grant, its
+	// log, its alarm and its place among the open cells stay; the
+	// connection's memory (a wasm instance, the page cache) and file
+	// descriptors go. The next event that uses storage reopens the
+	// connection on the same file, without a restore: the cost of opening
+	// an existing cell. A connection is kept while a transaction is open
+	// or a commit is not yet durable, and when the cell's log is neither
+	// durability.Local nor a durability.Rebinder. Zero means
+	// DefaultIdleConnTimeout; negative means never.
+	IdleConnTimeout time.Duration
 	// MaxOpenCells caps the cells kept in memory, each with its database
 	// open (up to three file descriptors in WAL mode): an activation that
 	// takes the count past it evicts the longest-idle cells, as idle
@@ -95,7 +112,8 @@ type Runtime struct {
 	log      durability.Log
 	logger   *slog.Logger
 	idle     time.Duration
-	maxOpen  int // < 0: no cap
+	connIdle time.Duration // see Options.IdleConnTimeout (< 0: never)
+	maxOpen  int           // < 0: no cap
 	shedding atomic.Bool
 	// residency: see Options.AlarmResidency (< 0: off).
 	residency time.Duration
@@ -155,6 +173,10 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if rt.idle == 0 {
 		rt.idle = DefaultIdleTimeout
+	}
+	rt.connIdle = opts.IdleConnTimeout
+	if rt.connIdle == 0 {
+		rt.connIdle = DefaultIdleConnTimeout
 	}
 	rt.residency = opts.AlarmResidency
 	if rt.residency == 0 {

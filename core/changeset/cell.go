@@ -158,6 +158,31 @@ func (c *cellLog) capture(ctx context.Context, seq uint64) (*Record, error) {
 	return &Record{Seq: seq, Kind: KindImage, Data: img}, nil
 }
 
+// Rebind moves the session to another connection on the same database
+// (durability.Rebinder): nil ends it with the connection the runtime is
+// about to close; a new connection starts a new one. The runtime rebinds
+// only between commits, when the session has recorded nothing since the
+// last, so nothing is missed.
+func (c *cellLog) Rebind(ctx context.Context, conn driver.Conn) error {
+	if conn == nil {
+		if c.sess != nil {
+			_ = c.sess.Close() // as in Close: the connection goes next
+		}
+		c.sess, c.conn, c.sc = nil, nil, nil
+		return nil
+	}
+	sc, ok := conn.(driver.Sessioner)
+	if !ok {
+		return &NoSessionsError{Conn: fmt.Sprintf("%T", conn)}
+	}
+	sess, err := sc.StartSession(ctx)
+	if err != nil {
+		return fmt.Errorf("changeset: start session: %w", err)
+	}
+	c.conn, c.sc, c.sess = conn, sc, sess
+	return nil
+}
+
 func (c *cellLog) restartSession(ctx context.Context) error {
 	if err := c.sess.Close(); err != nil {
 		return fmt.Errorf("close session: %w", err)
@@ -209,7 +234,9 @@ func (c *cellLog) findUnrecordable(ctx context.Context) (string, error) {
 // Close stops the log and ends its session. final waits for every queued
 // commit to be uploaded; otherwise queued commits fail with ErrClosed.
 func (c *cellLog) Close(ctx context.Context, final bool) error {
-	_ = c.sess.Close() // on the runtime's thread, like every use of conn
+	if c.sess != nil {
+		_ = c.sess.Close() // on the runtime's thread, like every use of conn
+	}
 	return c.pipe.Close(ctx, final)
 }
 

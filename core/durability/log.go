@@ -107,6 +107,22 @@ type CellLog interface {
 	Close(ctx context.Context, final bool) error
 }
 
+// Rebinder is an optional CellLog capability: the log goes on, in the same
+// epoch, on another connection to the same database file. The runtime
+// releases the connection of a cell that has been idle for a while
+// (cell.Options.IdleConnTimeout) only when its log is Local or a
+// Rebinder. With no transaction open and every commit it handed over
+// durable, it calls Rebind(ctx, nil) and then closes the connection; from
+// then on the log must not use any connection. Before it makes the next
+// commit it opens a new connection on the same file (which holds what the
+// old one left: nothing is written between) and calls Rebind with it; with
+// page capture the new connection captures its commits from there.
+// Rebind(nil) failing keeps the old connection in use; Rebind(conn)
+// failing resets the cell.
+type Rebinder interface {
+	Rebind(ctx context.Context, conn driver.Conn) error
+}
+
 // Durable resolves once a commit is durable.
 type Durable interface {
 	// Done is closed when the outcome is known.

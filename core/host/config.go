@@ -84,9 +84,10 @@ type Config struct {
 
 	// ScriptName keys IDFromName (celld's script_name).
 	ScriptName string
-	// IdleTimeout and MaxOpenCells are cell.Options'.
-	IdleTimeout  time.Duration
-	MaxOpenCells int
+	// IdleTimeout, IdleConnTimeout and MaxOpenCells are cell.Options'.
+	IdleTimeout     time.Duration
+	IdleConnTimeout time.Duration
+	MaxOpenCells    int
 
 	// MeterProvider receives the node's metrics (docs/metrics.md): the
 	// runtime's, the fleet's, the wake service's, and every request to

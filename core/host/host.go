@@ -165,7 +165,7 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}()
 	opts := cell.Options{
 		ScriptName: cfg.ScriptName, Driver: cfg.Driver, Logger: h.log, Clock: cfg.Clock,
-		IdleTimeout: cfg.IdleTimeout, MaxOpenCells: cfg.MaxOpenCells,
+		IdleTimeout: cfg.IdleTimeout, IdleConnTimeout: cfg.IdleConnTimeout, MaxOpenCells: cfg.MaxOpenCells,
 		DataDir: filepath.Join(cfg.DataDir, "cells"), MeterProvider: cfg.MeterProvider,
 		Router: router{h},
 	}

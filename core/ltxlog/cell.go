@@ -64,6 +64,9 @@ type cellLog struct {
 	// every later one when the read failed.
 	baseConn driver.Conn
 	baseErr  error
+	// rebase: baseConn was released (Rebind(nil)); the next Rebind's
+	// connection takes its place.
+	rebase   bool
 	prevSums []pageSum
 	seeds    [2]maphash.Seed
 	pageSize int
@@ -105,6 +108,20 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 }
 
 func (c *cellLog) NeedsImage() bool { return !c.capture }
+
+// Rebind swaps the connection the epoch's snapshot is read from, if it is
+// still to be read (durability.Rebinder): the runtime released the cell's
+// idle connection (nil) or opened a new one on the same file. Nothing else
+// the log holds belongs to a connection.
+func (c *cellLog) Rebind(ctx context.Context, conn driver.Conn) error {
+	switch {
+	case conn == nil && c.baseConn != nil:
+		c.baseConn, c.rebase = nil, true
+	case conn != nil && c.rebase:
+		c.baseConn, c.rebase = conn, false
+	}
+	return nil
+}
 
 // Append queues one commit. It does no I/O (diffing an image is CPU only),
 // except at the epoch's first commit with page capture, which reads the
