@@ -231,7 +231,9 @@ const mib = 1 << 20
 // nothing (`cellb --help`, about 37 MiB here): its own working set is two
 // 1 MiB write batches, a 256 KiB read buffer and one page, so the rest is
 // headroom. The larger size may grow by at most sizeSlack more than the
-// smaller. A process's peak is read through GNU time (see peakCommand),
+// smaller: 16 MiB since compaction merges only the level-0 run (measured
+// 6.8–12.2 MiB more at 200 MiB than at 16 MiB; 20.3 MiB when every
+// compaction rewrote the whole database). A process's peak is read through GNU time (see peakCommand),
 // of a copied binary (see copyBinary).
 func TestLargeCellProcessMemory(t *testing.T) {
 	if testing.Short() {
@@ -240,7 +242,7 @@ func TestLargeCellProcessMemory(t *testing.T) {
 	const processBound = 64 * mib
 	const restorePeak = 64 * mib
 	const restoreBound = 16 * mib
-	const sizeSlack = 24 * mib
+	const sizeSlack = 16 * mib
 	sizes := []int{16}
 	if v := envInt("CELLB_MEMTEST_MIB", 0); v > 16 {
 		sizes = append(sizes, v)

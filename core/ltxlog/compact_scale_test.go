@@ -13,6 +13,7 @@ import (
 
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
 )
 
@@ -327,4 +328,56 @@ func waitCompactor(t *testing.T, c *cellLog) {
 		}
 	}
 	t.Fatal("the compactor never finished")
+}
+
+// TestCompactionWhoseDeletesFail: every delete fails, so each compaction
+// leaves the files it replaced (as a crash between its upload and its
+// deletes does). The chain still restores every commit, range merges and
+// full merges go on over the left-overs, and a new epoch restores from them
+// and continues.
+func TestCompactionWhoseDeletesFail(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	fs := faultstore.New(mem, faultstore.Config{PerOp: map[faultstore.Op]faultstore.Faults{faultstore.OpDelete: {Fail: 1}}})
+	lg, _ := New(Options{Logger: quiet, Store: fs, CompactAfter: 3, RangeFanout: 2})
+	d := newPageDB(512, true)
+	cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(21, 4))
+	for i := 1; i <= 90; i++ {
+		d.mutate(r)
+		if err := wait(t, appendCommit(t, cl, d, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		waitCompactor(t, cl.(*cellLog))
+		res, err := Restore(ctx, mem, cell, RestoreOptions{})
+		if err != nil || res.TXID != ltx.TXID(i) || !bytes.Equal(res.Image, d.image()) {
+			t.Fatalf("commit %d: restore %v", i, err)
+		}
+	}
+	cl.Close(ctx, false)
+	var full, ranges int
+	for _, k := range listKeys(t, mem, "") {
+		if f, ok := ltx.ParseKey(k); ok && f.Level == 1 {
+			if f.MinTXID == 1 {
+				full++
+			} else {
+				ranges++
+			}
+		}
+	}
+	if full < 2 || ranges < 2 {
+		t.Fatalf("%d full files and %d range files left over, want several of each", full, ranges)
+	}
+	fresh := newPageDB(512, true)
+	cl2, err := lg.Open(ctx, openReq(cell, 2, fresh, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close(ctx, true)
+	if !bytes.Equal(fresh.image(), d.image()) {
+		t.Fatal("the next epoch restored another image")
+	}
 }
