@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
@@ -379,5 +380,66 @@ func TestCompactionWhoseDeletesFail(t *testing.T) {
 	defer cl2.Close(ctx, true)
 	if !bytes.Equal(fresh.image(), d.image()) {
 		t.Fatal("the next epoch restored another image")
+	}
+}
+
+// TestRangeMergeKeepsABrokenChainBroken: commit 5 shrinks the database by
+// two pages and commit 6 grows it back without writing them (a chain that
+// does not rebuild: the restore fails on the missing pages). The range
+// merge over them fails too and leaves the chain as it was, instead of
+// storing a file that would let the full file's stale copies of those
+// pages pass for the database.
+func TestRangeMergeKeepsABrokenChainBroken(t *testing.T) {
+	ctx := context.Background()
+	b := newWatchedBucket()
+	// Range merges only: a full merge checks the whole image already.
+	lg, _ := New(Options{Logger: quiet, Store: b, CompactAfter: 3, FullMergePercent: 1 << 20})
+	d := newPageDB(512, true)
+	cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	for range 10 {
+		d.pages = append(d.pages, make([]byte, 512))
+		d.touch(uint32(len(d.pages)), r)
+	}
+	// Compactions after commits 3 (files 2-3) and 6 (files 4-6).
+	for i := 1; i <= 6; i++ {
+		if i < 5 {
+			d.mutate(r)
+		} else {
+			d.touch(1, r)
+			d.commit()
+		}
+		commits, _ := d.TakeCommits(ctx)
+		if i == 5 {
+			commits[0].PageCount -= 2 // dropped, and never written again
+		}
+		if err := wait(t, cl.Append(durability.Commit{Seq: uint64(i), Pages: &commits[0]})); err != nil {
+			t.Fatal(err)
+		}
+		if i < 5 {
+			waitCompactor(t, cl.(*cellLog))
+		}
+	}
+	// A final close lets the last compaction run to its end.
+	if err := cl.Close(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if b.written(1) == 0 {
+		t.Fatal("the first range merge did not run")
+	}
+	if _, err := Restore(ctx, b.raw, cell, RestoreOptions{}); err == nil {
+		t.Fatal("the uncompacted log restores: the test does not break the chain")
+	}
+	files, _ := listEpochFiles(ctx, b, cell, 1)
+	for _, f := range files {
+		if f.Level == 1 && f.MaxTXID == 6 {
+			t.Fatalf("a compaction stored %s over a chain that does not restore", f.Key)
+		}
+	}
+	if _, err := Restore(ctx, b, cell, RestoreOptions{}); err == nil {
+		t.Fatal("the bucket restores after a compaction over a broken chain")
 	}
 }
