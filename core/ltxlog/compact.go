@@ -1,10 +1,10 @@
 package ltxlog
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"slices"
 
@@ -148,10 +148,8 @@ func (c *cellLog) absorbFrom(ranges []rangeFile, w int) int {
 
 // compactRange merges the level-0 run l0 (with the range files at the
 // chain's end that absorbFrom picks) into one level-1 range file. The
-// pages are decoded as they download and appended to an unlinked
-// temporary file, the newest copy of each page indexed by page number: the
-// file and the index grow with the pages the inputs hold, never with the
-// database.
+// pages are decoded as they download into a pageSpool: its disk space
+// follows the pages the inputs hold, its memory is one bit per page.
 func (c *cellLog) compactRange(ctx context.Context, full *ltx.FileInfo, fullCommit uint32, ranges []rangeFile, l0 []ltx.FileInfo) error {
 	k := c.absorbFrom(ranges, len(l0))
 	weight := len(l0)
@@ -190,6 +188,9 @@ func (c *cellLog) compactRange(ctx context.Context, full *ltx.FileInfo, fullComm
 			case h.MinTXID != after+1 || h.PageSize != pageSize:
 				return fmt.Errorf("ltxlog: %s does not continue TXID %d with page size %d", fi.Key, after, pageSize)
 			}
+			if i == 0 {
+				ps.setPageSize(h.PageSize)
+			}
 			// A file first sets the database's size: pages past it go
 			// (restore's rule, ltx.Image).
 			ps.truncate(h.Commit)
@@ -216,18 +217,15 @@ func (c *cellLog) compactRange(ctx context.Context, full *ltx.FileInfo, fullComm
 			return fmt.Errorf("ltxlog: TXIDs %d-%d drop page %d and never write it again", first.MinTXID, last.MaxTXID, pgno)
 		}
 	}
-	if err := ps.flush(); err != nil {
-		return err
-	}
-	pgnos := ps.sorted()
+	nextPgno := ps.pages()
 	buf := make([]byte, last.PageSize)
-	i := 0
+	n := 0
 	next := func() (driver.Page, bool, error) {
-		if i == len(pgnos) {
+		pgno := nextPgno()
+		if pgno == 0 {
 			return driver.Page{}, false, nil
 		}
-		pgno := pgnos[i]
-		i++
+		n++
 		if err := ps.read(pgno, buf); err != nil {
 			return driver.Page{}, false, err
 		}
@@ -248,7 +246,7 @@ func (c *cellLog) compactRange(ctx context.Context, full *ltx.FileInfo, fullComm
 	c.dropCompactedL0(h.MaxTXID)
 	c.mu.Unlock()
 	c.deleteReplaced(ctx, inputs, key)
-	c.log.Debug("compacted LTX run", "key", key, "inputs", len(inputs), "pages", len(pgnos), "bytes", written.Size)
+	c.log.Debug("compacted LTX run", "key", key, "inputs", len(inputs), "pages", n, "bytes", written.Size)
 	return nil
 }
 
@@ -393,16 +391,24 @@ func readHeader(ctx context.Context, s store.Store, key string) (ltx.Header, err
 	return ltx.DecodeHeader(hb)
 }
 
-// pageSpool holds a range merge's pages: appended to an unlinked temporary
-// file as they are decoded, the newest copy of each indexed by page number.
+// pageSpool holds a range merge's pages in an unlinked temporary file, each
+// at its place in the database (a later copy overwrites an earlier one), so
+// the file takes the disk space of the pages written, and the only index is
+// one bit per page, in chunks of 65,536 pages allocated as pages arrive (a
+// database of 10 GiB in 4 KiB pages: 320 KiB at most). A page is one
+// write: a range merge's pages are few next to a restore's, and buffers
+// sized for the large runs would be most of a small run's memory.
 type pageSpool struct {
-	f    *os.File
-	bw   *bufio.Writer
-	size int64
-	at   map[uint32]int64
-	top  uint32 // the highest page number indexed (a bound)
-	ps   int
+	f      *os.File
+	ps     int64
+	chunks map[uint32]*[spoolChunkWords]uint64
+	top    uint32 // no page above it is present
 }
+
+const (
+	spoolChunkPages = 1 << 16
+	spoolChunkWords = spoolChunkPages / 64
+)
 
 func newPageSpool(dir string) (*pageSpool, error) {
 	f, err := os.CreateTemp(dir, "cellb-ltx-merge-*")
@@ -410,16 +416,24 @@ func newPageSpool(dir string) (*pageSpool, error) {
 		return nil, err
 	}
 	os.Remove(f.Name())
-	return &pageSpool{f: f, bw: bufio.NewWriterSize(f, 256<<10), at: map[uint32]int64{}}, nil
+	return &pageSpool{f: f, chunks: map[uint32]*[spoolChunkWords]uint64{}}, nil
 }
 
+// setPageSize is called with the first input's header, before any page.
+func (s *pageSpool) setPageSize(ps uint32) { s.ps = int64(ps) }
+
 func (s *pageSpool) put(pgno uint32, data []byte) error {
-	if _, err := s.bw.Write(data); err != nil {
+	if _, err := s.f.WriteAt(data, int64(pgno-1)*s.ps); err != nil {
 		return err
 	}
-	s.at[pgno] = s.size
-	s.size += int64(len(data))
-	s.ps = len(data)
+	i := pgno - 1
+	c := s.chunks[i/spoolChunkPages]
+	if c == nil {
+		c = new([spoolChunkWords]uint64)
+		s.chunks[i/spoolChunkPages] = c
+	}
+	o := i % spoolChunkPages
+	c[o/64] |= 1 << (o % 64)
 	s.top = max(s.top, pgno)
 	return nil
 }
@@ -429,32 +443,61 @@ func (s *pageSpool) truncate(commit uint32) {
 	if commit >= s.top {
 		return
 	}
-	for pgno := range s.at {
-		if pgno > commit {
-			delete(s.at, pgno)
+	for k, c := range s.chunks {
+		first := k * spoolChunkPages // page number first+1 is the chunk's first
+		switch {
+		case first >= commit:
+			delete(s.chunks, k)
+		case commit-first < spoolChunkPages:
+			keep := commit - first // pages first+1..commit stay: bits 0..keep-1
+			c[keep/64] &= 1<<(keep%64) - 1
+			clear(c[keep/64+1:])
 		}
 	}
 	s.top = commit
 }
 
 func (s *pageSpool) has(pgno uint32) bool {
-	_, ok := s.at[pgno]
-	return ok
+	i := pgno - 1
+	c := s.chunks[i/spoolChunkPages]
+	if c == nil {
+		return false
+	}
+	o := i % spoolChunkPages
+	return c[o/64]&(1<<(o%64)) != 0
 }
 
-func (s *pageSpool) flush() error { return s.bw.Flush() }
-
-func (s *pageSpool) sorted() []uint32 {
-	pgnos := make([]uint32, 0, len(s.at))
-	for pgno := range s.at {
-		pgnos = append(pgnos, pgno)
+// pages returns an iterator over the present page numbers in ascending
+// order (0 after the last).
+func (s *pageSpool) pages() func() uint32 {
+	keys := make([]uint32, 0, len(s.chunks))
+	for k := range s.chunks {
+		keys = append(keys, k)
 	}
-	slices.Sort(pgnos)
-	return pgnos
+	slices.Sort(keys)
+	ki, o := 0, uint32(0)
+	return func() uint32 {
+		for ki < len(keys) {
+			c := s.chunks[keys[ki]]
+			for o < spoolChunkPages {
+				w := c[o/64] >> (o % 64)
+				if w == 0 {
+					o = (o/64 + 1) * 64
+					continue
+				}
+				o += uint32(bits.TrailingZeros64(w))
+				pgno := keys[ki]*spoolChunkPages + o + 1
+				o++
+				return pgno
+			}
+			ki, o = ki+1, 0
+		}
+		return 0
+	}
 }
 
 func (s *pageSpool) read(pgno uint32, buf []byte) error {
-	_, err := s.f.ReadAt(buf, s.at[pgno])
+	_, err := s.f.ReadAt(buf, int64(pgno-1)*s.ps)
 	return err
 }
 

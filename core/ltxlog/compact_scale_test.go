@@ -455,3 +455,66 @@ func TestRangeMergeKeepsABrokenChainBroken(t *testing.T) {
 		t.Fatal("the bucket restores after a compaction over a broken chain")
 	}
 }
+
+// TestPageSpoolMatchesAMap: random writes and truncations over pages that
+// span several of the spool's 65,536-page chunks leave exactly the pages,
+// in order and with the contents, a map of the newest copies holds.
+func TestPageSpoolMatchesAMap(t *testing.T) {
+	const ps = 16
+	s, err := newPageSpool(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	s.setPageSize(ps)
+	want := map[uint32][]byte{}
+	r := rand.New(rand.NewPCG(8, 8))
+	for op := 0; op < 3000; op++ {
+		if r.IntN(50) == 0 {
+			commit := uint32(r.IntN(3 * spoolChunkPages))
+			for pgno := range want { // often just below a page held
+				if r.IntN(2) == 0 {
+					commit = pgno - 1 + uint32(r.IntN(2))
+				}
+				break
+			}
+			s.truncate(commit)
+			for pgno := range want {
+				if pgno > commit {
+					delete(want, pgno)
+				}
+			}
+			continue
+		}
+		pgno := 1 + uint32(r.IntN(3*spoolChunkPages))
+		if r.IntN(4) == 0 { // chunk edges
+			pgno = uint32(1+r.IntN(3))*spoolChunkPages + uint32(r.IntN(3)) - 1
+		}
+		data := make([]byte, ps)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		if err := s.put(pgno, data); err != nil {
+			t.Fatal(err)
+		}
+		want[pgno] = data
+	}
+	next, buf, n := s.pages(), make([]byte, ps), 0
+	prev := uint32(0)
+	for pgno := next(); pgno != 0; pgno = next() {
+		if pgno <= prev {
+			t.Fatalf("page %d after page %d", pgno, prev)
+		}
+		prev = pgno
+		if err := s.read(pgno, buf); err != nil || !bytes.Equal(buf, want[pgno]) {
+			t.Fatalf("page %d: %v, equal %v (in the map: %v)", pgno, err, bytes.Equal(buf, want[pgno]), want[pgno] != nil)
+		}
+		if !s.has(pgno) {
+			t.Fatalf("page %d listed but not held", pgno)
+		}
+		n++
+	}
+	if n != len(want) {
+		t.Fatalf("%d pages, the map holds %d", n, len(want))
+	}
+}
