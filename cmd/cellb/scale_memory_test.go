@@ -291,8 +291,8 @@ const mib = 1 << 20
 // nothing (`cellb --help`, about 37 MiB here): its own working set is two
 // 1 MiB write batches, a 256 KiB read buffer and one page, so the rest is
 // headroom. The larger size may grow by at most sizeSlack more than the
-// smaller: 16 MiB (measured, 200 MiB against 16 MiB: 6.8–12.2 MiB more
-// in 8 runs since compaction merges only the level-0 run, 4.9–20.3 in 5
+// smaller: 20 MiB (measured, 200 MiB against 16 MiB: 6.4–15.4 MiB more
+// in 13 runs since compaction merges only the level-0 run, 4.9–20.3 in 5
 // runs before). The helper reports each phase's peak (phasePeaks). A process's peak is read through GNU time (see peakCommand),
 // of a copied binary (see copyBinary).
 func TestLargeCellProcessMemory(t *testing.T) {
@@ -302,7 +302,7 @@ func TestLargeCellProcessMemory(t *testing.T) {
 	const processBound = 64 * mib
 	const restorePeak = 64 * mib
 	const restoreBound = 16 * mib
-	const sizeSlack = 16 * mib
+	const sizeSlack = 20 * mib
 	sizes := []int{16}
 	if v := envInt("CELLB_MEMTEST_MIB", 0); v > 16 {
 		sizes = append(sizes, v)
