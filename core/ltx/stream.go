@@ -154,35 +154,78 @@ func (im *Image) ApplyFrom(r io.Reader) (Header, error) {
 	if im.dec == nil {
 		im.dec = newBlockDecoder()
 	}
-	d := im.dec
+	// The page function is made once begin has set the page size.
+	var pf func(pgno uint32, page []byte) error
+	begin := func(h Header) error {
+		if err := im.begin(h); err != nil {
+			return err
+		}
+		pf = im.pageFunc()
+		return nil
+	}
+	h, checked, err := decodeFrom(im.dec, r, begin, func(pgno uint32, page []byte) error { return pf(pgno, page) })
+	if err != nil {
+		if checked {
+			im.applied = -1 << 30 // poisoned
+		}
+		return h, err
+	}
+	im.finish(h)
+	return h, nil
+}
+
+// decodeFrom reads one file from r with d's buffers: the header, then
+// check (which may refuse it), then each page in order. checked reports
+// whether check accepted the header (so pages may have been passed on
+// before an error).
+func decodeFrom(d *blockDecoder, r io.Reader, check func(Header) error, page func(pgno uint32, data []byte) error) (h Header, checked bool, err error) {
 	d.br.Reset(r)
 	defer d.br.Reset(nil) // hold no reference to r
 	hb := make([]byte, sf.HeaderSize)
 	if _, err := io.ReadFull(d.br, hb); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return Header{}, corrupt("truncated inside the header", err)
+			return Header{}, false, corrupt("truncated inside the header", err)
 		}
-		return Header{}, err
+		return Header{}, false, err
 	}
-	h, err := DecodeHeader(hb)
+	h, err = DecodeHeader(hb)
 	if err != nil {
-		return h, err
+		return h, false, err
 	}
-	if err := im.begin(h); err != nil {
-		return h, err
+	if err := check(h); err != nil {
+		return h, false, err
 	}
 	if d.isBlockLayout() {
-		err = d.decode(hb, h, im.pageFunc())
+		err = d.decode(hb, h, page)
 	} else {
 		g := &guardReader{r: d.br, bound: uint32(lz4.CompressBlockBound(int(h.PageSize)))}
-		_, _, err = decodeStream(io.MultiReader(bytesReader(hb), g), func(Header) error { return nil }, im.pageFunc())
+		_, _, err = decodeStream(io.MultiReader(bytesReader(hb), g), func(Header) error { return nil }, page)
 	}
-	if err != nil {
-		im.applied = -1 << 30 // poisoned
-		return h, err
+	return h, true, err
+}
+
+// PageDecoder decodes LTX files page by page as they are read, with the
+// checks and the reused buffers of Image.ApplyFrom, for callers that do
+// something else with the pages than build an image (a compaction merging
+// a run of files). Not safe for concurrent use.
+type PageDecoder struct{ d *blockDecoder }
+
+// NewPageDecoder returns a decoder whose buffers are reused from file to
+// file.
+func NewPageDecoder() *PageDecoder { return &PageDecoder{d: newBlockDecoder()} }
+
+// DecodeFrom reads one file from r: once its header is read, check (nil:
+// accept) may refuse it; then page gets every page in ascending order. The
+// data passed to page is valid only during the call. Like ApplyFrom,
+// nothing file-sized is held, and a corrupt file (bad checksum, index or
+// length field) fails with a *CorruptError — possibly after some pages
+// were passed on, which the caller must then discard.
+func (p *PageDecoder) DecodeFrom(r io.Reader, check func(Header) error, page func(pgno uint32, data []byte) error) (Header, error) {
+	if check == nil {
+		check = func(Header) error { return nil }
 	}
-	im.finish(h)
-	return h, nil
+	h, _, err := decodeFrom(p.d, r, check, page)
+	return h, err
 }
 
 func bytesReader(b []byte) io.Reader { return &sliceReader{b: b} }

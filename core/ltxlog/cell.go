@@ -76,7 +76,7 @@ type cellLog struct {
 	// file), under mu.
 	mu       sync.Mutex
 	l0Files  []ltx.FileInfo // this epoch's level-0 files not yet compacted
-	l1       *ltx.FileInfo  // this epoch's level-1 file, if any
+	chain    l1Chain        // what compaction made of the chain (compact.go)
 	uploaded ltx.TXID
 	// compactDone is closed when the running compactor exits (nil: none
 	// has run); stopped, set by Close, starts no other. stopCompact

@@ -130,18 +130,29 @@ func TestCompactionDoesNotHoldAcknowledgements(t *testing.T) {
 // and 4 readers restore meanwhile. Every restore yields exactly the image
 // of the TXID it reports, at or after the newest commit acknowledged before
 // it started (a compaction deleting files it listed restarts it); after a
-// final close the restore is the last commit.
+// final close the restore is the last commit. With the default rule and
+// with range merges only (a full-merge threshold never reached), so range
+// files are written, merged into larger ones and deleted under the readers.
 func TestConcurrentWritersWithBackgroundCompaction(t *testing.T) {
+	for _, percent := range []int{0, 1 << 20} {
+		t.Run(fmt.Sprintf("percent=%d", percent), func(t *testing.T) { concurrentWritersWithCompaction(t, percent) })
+	}
+}
+
+func concurrentWritersWithCompaction(t *testing.T, percent int) {
 	ctx := context.Background()
 	mem := memstore.New()
-	var deletes atomic.Int64
+	var deletes, rangeDeletes atomic.Int64
 	s := faultstore.New(mem, faultstore.Config{BeforeCall: func(ctx context.Context, c faultstore.Call) error {
 		if c.Op == faultstore.OpDelete && strings.Contains(c.Key, "/0000/") {
 			deletes.Add(1)
 		}
+		if f, ok := ltx.ParseKey(c.Key); ok && c.Op == faultstore.OpDelete && f.Level == 1 && f.MinTXID > 1 {
+			rangeDeletes.Add(1)
+		}
 		return nil
 	}})
-	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: 3})
+	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: 3, RangeFanout: 2, FullMergePercent: percent})
 	d := newPageDB(512, true)
 	cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
 	if err != nil {
@@ -238,5 +249,8 @@ func TestConcurrentWritersWithBackgroundCompaction(t *testing.T) {
 	if deletes.Load() == 0 {
 		t.Fatal("no compaction deleted a level-0 file: the test saw none")
 	}
-	t.Logf("%d restores during writes, %d level-0 files compacted away", restores.Load(), deletes.Load())
+	if percent != 0 && rangeDeletes.Load() == 0 {
+		t.Fatal("no range file was merged into a larger one: the test saw none")
+	}
+	t.Logf("%d restores during writes, %d level-0 and %d range files compacted away", restores.Load(), deletes.Load(), rangeDeletes.Load())
 }

@@ -12,11 +12,14 @@
 // holding it has succeeded; a failed upload fails that commit and every
 // later one, which breaks the cell.
 //
-// Compaction keeps restores proportional to the cell's size: after enough
-// level-0 files the log merges the epoch's chain into one level-1 file from
-// TXID 1 and only then deletes what it covers, so the bucket always holds a
-// complete chain. It runs on a goroutine of its own, beside the uploads:
-// no acknowledgement waits for it.
+// Compaction keeps restores proportional to the cell's size at a cost
+// proportional to what changed: after enough level-0 files the log merges
+// that run into one level-1 range file (celld's L1 layout), and merges the
+// whole chain into one level-1 file from TXID 1 only once the range files
+// add up to the full file's size (Options.FullMergePercent); it deletes
+// what a new file covers only after that file is stored, so the bucket
+// always holds a complete chain. It runs on a goroutine of its own, beside
+// the uploads: no acknowledgement waits for it. See compact.go.
 package ltxlog
 
 import (
@@ -43,6 +46,19 @@ type Options struct {
 	// CompactAfter is how many level-0 files an epoch collects before the
 	// log merges its chain into level 1 (default 64; negative disables).
 	CompactAfter int
+	// FullMergePercent is when a compaction rewrites the whole chain as
+	// one file from TXID 1 instead of merging only the level-0 run: once
+	// the level-1 range files after the chain's full file, with the run,
+	// add up to this percentage of the full file's size (default 100: a
+	// restore reads at most about twice the database plus the level-0
+	// tail; negative: every compaction is a full merge, as before range
+	// files).
+	FullMergePercent int
+	// RangeFanout is how many level-1 range files of about the same weight
+	// gather before the next range merge takes them in (default 8;
+	// negative: never, they wait for the full merge), so a chain holds a
+	// number of range files logarithmic in its commits.
+	RangeFanout int
 	// UploadRetries is how often a failed level-0 upload is retried before
 	// the cell breaks (default 3). Level-0 writes are plain PUTs of the same
 	// bytes to the same key, so a retry cannot do harm.
@@ -77,6 +93,12 @@ func New(opts Options) (*Log, error) {
 	}
 	if opts.CompactAfter == 0 {
 		opts.CompactAfter = 64
+	}
+	if opts.FullMergePercent == 0 {
+		opts.FullMergePercent = 100
+	}
+	if opts.RangeFanout == 0 {
+		opts.RangeFanout = 8
 	}
 	if opts.UploadRetries == 0 {
 		opts.UploadRetries = 3
