@@ -23,6 +23,7 @@ import (
 	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
@@ -69,6 +70,12 @@ type defaultNode struct {
 
 func openDefault(t testing.TB, dir, script string, drv driver.Driver, shards bool, wrap func(store.Store) store.Store) defaultNode {
 	t.Helper()
+	return openDefaultMode(t, dir, script, drv, shards, wrap, ltxlog.Mode())
+}
+
+// openDefaultMode is openDefault with the log of another durability mode.
+func openDefaultMode(t testing.TB, dir, script string, drv driver.Driver, shards bool, wrap func(store.Store) store.Store, mode durability.Mode) defaultNode {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +87,7 @@ func openDefault(t testing.TB, dir, script string, drv driver.Driver, shards boo
 	if wrap != nil {
 		bucket = wrap(bucket)
 	}
-	lg, err := ltxlog.New(ltxlog.Options{Store: bucket, Logger: quietLogger()})
+	lg, err := mode.Open(durability.OpenOptions{Store: bucket, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +199,35 @@ func writeCell(ctx context.Context, o *lazyObj) (int64, error) {
 	return 0, err
 }
 
-// 100 reads of never-written names on the embedded default create no file
-// under the data directory and no object in the bucket (before the change:
-// a database file, its WAL files and a snapshot per name).
+// 100 reads of never-written names create no file under the data
+// directory and no object in the bucket (before the change: a database
+// file, its WAL files and a snapshot per name), on the embedded default
+// (the LTX log) and with every other durability mode's log (the changeset
+// log on modernc, the driver with sessions; backups): each answers, from
+// one listing, that it holds nothing for the cell (durability.Prober).
 func TestReadsOfUnseenCellsStoreNothing(t *testing.T) {
-	dir := t.TempDir()
-	e := openLazy(t, dir)
+	for _, m := range durabilityModes() {
+		t.Run(m.Name, func(t *testing.T) {
+			drvName := "wasm"
+			if m.NeedsSessions {
+				drvName = "modernc"
+			}
+			drv, err := pickDriver(drvName, syncPerGroup)
+			if err != nil {
+				t.Skip(err)
+			}
+			dir := t.TempDir()
+			d := openDefaultMode(t, dir, "lazy", drv, true, nil, m)
+			ns, err := cell.Register(d.rt, "Lazy", func(ctx context.Context, st *cell.State) (*lazyObj, error) { return &lazyObj{st}, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			readsStoreNothing(t, dir, &lazyNode{rt: d.rt, ns: ns, bucket: d.bucket, shards: d.shards})
+		})
+	}
+}
+
+func readsStoreNothing(t *testing.T, dir string, e *lazyNode) {
 	before := files(t, dir)
 	reads := []func(context.Context, *lazyObj) (int64, error){kvGet, sqlMissing, alarmGet}
 	var wg sync.WaitGroup

@@ -61,7 +61,16 @@ type Log struct {
 	opts Options
 }
 
-var _ durability.Log = (*Log)(nil)
+var (
+	_ durability.Log    = (*Log)(nil)
+	_ durability.Prober = (*Log)(nil)
+)
+
+// Holds reports whether the bucket holds any object under the cell's
+// backup prefix (one listing of at most one key).
+func (l *Log) Holds(ctx context.Context, cell string) (bool, error) {
+	return durability.HoldsAny(ctx, l.opts.Store, Prefix(cell))
+}
 
 // New returns a backup log writing to opts.Store.
 func New(opts Options) (*Log, error) {
