@@ -129,6 +129,22 @@ type CellLog interface {
 	Close(ctx context.Context, final bool) error
 }
 
+// OwnImageReader is implemented by a CellLog that wants each commit's
+// image (NeedsImage) but reads it itself, page by page, from
+// OpenRequest.Conn at Append (driver.ImageWriter), so an image is never
+// held whole: the runtime then hands over commits without Image. Append
+// runs right after the commit, so the database is the image it wants.
+type OwnImageReader interface {
+	ReadsOwnImage() bool
+}
+
+// ReadsOwnImage reports whether l reads its images itself
+// (OwnImageReader).
+func ReadsOwnImage(l CellLog) bool {
+	r, ok := l.(OwnImageReader)
+	return ok && r.ReadsOwnImage()
+}
+
 // Durable resolves once a commit is durable.
 type Durable interface {
 	// Done is closed when the outcome is known.
