@@ -74,6 +74,10 @@ type Options struct {
 	// answering fails the commit — and resets the cell — instead of holding
 	// its replies forever.
 	UploadTimeout time.Duration
+	// SpoolDir is where a snapshot's image waits for its upload, in an
+	// unlinked temporary file once it is over 1 MiB (default: the system's
+	// temporary directory).
+	SpoolDir string
 }
 
 // Log is the changeset log. It implements durability.Log.
