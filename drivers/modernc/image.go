@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"github.com/cellb/cellb/core/atomicfile"
 
@@ -202,4 +203,42 @@ func replaceFile(path string, data []byte) error {
 		return err
 	}
 	return atomicfile.WriteFile(path, data, 0o600)
+}
+
+// sqlDBPages reads every page of the main database through SQLite's pager
+// (the sqlite_dbpage virtual table, which this build of SQLite has), in
+// page order.
+const sqlDBPages = `/*cellb*/ SELECT data FROM sqlite_dbpage('main') ORDER BY pgno`
+
+// WriteImage writes Serialize's image to w a page at a time
+// (driver.ImageWriter), never holding it whole: one statement over
+// sqlite_dbpage reads each page through the pager, as sqlite3_serialize
+// copies them (the file overlaid with the WAL's committed frames), inside
+// the statement's one read transaction, so the pages are one commit's.
+// Like Serialize it must not be called inside a transaction.
+func (c *Conn) WriteImage(ctx context.Context, w io.Writer) (int64, error) {
+	if err := c.ready(ctx); err != nil {
+		return 0, err
+	}
+	if c.InTransaction() {
+		return 0, ErrInTransaction
+	}
+	r, err := c.query(ctx, stmtKey{sql: sqlDBPages, internal: true}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("modernc: WriteImage: %w", err)
+	}
+	defer r.Close()
+	var n int64
+	for r.Next() {
+		page, _ := r.Values()[0].([]byte)
+		m, err := w.Write(page)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return n, fmt.Errorf("modernc: WriteImage: %w", err)
+	}
+	return n, r.Close()
 }

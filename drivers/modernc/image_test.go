@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/cellb/cellb/core/driver"
 )
 
 // walImage is the image of a small WAL-mode database, as celld stores it.
@@ -259,4 +261,29 @@ func FuzzRestore(f *testing.F) {
 		}
 		r.Close()
 	})
+}
+
+// WriteImage streams exactly Serialize's bytes: a file database with
+// commits still in its WAL, an in-memory one, an empty one, under an
+// authorizer that denies everything.
+func TestWriteImageIsSerialize(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"stream.db", "", "empty.db"} {
+		c := openT(t, name, false)
+		if name != "empty.db" {
+			mustExec(t, c, "CREATE TABLE t(k INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, randomblob(50000))")
+			mustExec(t, c, "UPDATE t SET v = randomblob(700) WHERE k = 1")
+		}
+		if err := c.SetAuthorizer(func(driver.Action, string, string, string, string) driver.AuthResult { return driver.AuthDeny }); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		n, err := c.WriteImage(ctx, &buf)
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if img := serializeT(t, c); !bytes.Equal(buf.Bytes(), img) || n != int64(len(img)) {
+			t.Fatalf("%q: WriteImage wrote %d bytes (said %d), Serialize gives %d; equal %v", name, buf.Len(), n, len(img), bytes.Equal(buf.Bytes(), img))
+		}
+	}
 }
