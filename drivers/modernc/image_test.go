@@ -287,3 +287,41 @@ func TestWriteImageIsSerialize(t *testing.T) {
 		}
 	}
 }
+
+// RestoreWith checks the file as Restore checks an image: a bad header, or
+// a header over pages SQLite cannot read, is refused with ErrInvalidImage
+// and the database is left as it was; a good image is installed.
+func TestRestoreWithChecksTheFile(t *testing.T) {
+	ctx := context.Background()
+	good := walImage(t)
+	broken := bytes.Clone(good)
+	for i := 100; i < len(broken); i++ {
+		broken[i] = 0xff
+	}
+	for _, name := range []string{"with.db", ""} {
+		c := openT(t, name, false)
+		mustExec(t, c, "CREATE TABLE keep(x); INSERT INTO keep VALUES (7)")
+		before := serializeT(t, c)
+		for _, bad := range [][]byte{[]byte("not a database at all"), broken} {
+			err := c.RestoreWith(ctx, func(w driver.ImageFile) error {
+				_, err := w.WriteAt(bad, 0)
+				return err
+			})
+			if !errors.Is(err, ErrInvalidImage) {
+				t.Fatalf("%q: RestoreWith of a bad image: %v", name, err)
+			}
+			if got := serializeT(t, c); !bytes.Equal(got, before) {
+				t.Fatalf("%q: a refused RestoreWith changed the database", name)
+			}
+		}
+		if err := c.RestoreWith(ctx, func(w driver.ImageFile) error {
+			_, err := w.WriteAt(good, 0)
+			return err
+		}); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if got := queryAll(t, c, "SELECT count(*) FROM t"); !reflect.DeepEqual(got, [][]any{{int64(2)}}) {
+			t.Fatalf("%q: restored rows %v", name, got)
+		}
+	}
+}
