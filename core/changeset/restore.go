@@ -278,7 +278,9 @@ func restoreStreamed(ctx context.Context, s store.Store, cell string, ir driver.
 	switch {
 	case !filled && errors.Is(err, driver.ErrUnsupported):
 		return nil, errNotStreamed
-	case filled && err != nil && res == nil:
+	case !filled && err != nil:
+		return nil, err
+	case err != nil && res == nil:
 		return nil, err // the restore's own failure (or nothing to restore)
 	case err != nil:
 		return nil, fmt.Errorf("restore the snapshot %s: %w", res.Files[0].Key, err)

@@ -180,3 +180,33 @@ func TestStreamedRestoreIsByteIdentical(t *testing.T) {
 		t.Fatalf("streamed restore: %d bytes, whole: %d, equal %v", len(streamed), len(whole), bytes.Equal(whole, streamed))
 	}
 }
+
+// refusing declines RestoreWith without filling anything.
+type refusing struct{ *synthdb.Conn }
+
+var errRefused = errors.New("refused: inside a transaction")
+
+func (refusing) RestoreWith(ctx context.Context, fill func(w driver.ImageFile) error) error {
+	return errRefused
+}
+
+// A connection that refuses RestoreWith before filling fails the restore
+// with its error (one that answers driver.ErrUnsupported is read whole).
+func TestStreamedRestoreRefusedByTheConnection(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	d := synthdb.New(1, &synthdb.HeapPeak{}, false)
+	lg, _ := New(Options{Store: s, Logger: quiet})
+	cl, err := lg.Open(ctx, durability.OpenRequest{Cell: "C:1", Epoch: 1, Conn: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Write(1, 1)
+	if err := waitDurable(t, cl.Append(durability.Commit{Seq: 1})); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close(ctx, true)
+	if _, err := Restore(ctx, s, "C:1", refusing{synthdb.New(0, &synthdb.HeapPeak{}, false)}); !errors.Is(err, errRefused) {
+		t.Fatalf("restore into a refusing connection: %v", err)
+	}
+}
