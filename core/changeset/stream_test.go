@@ -13,6 +13,7 @@ import (
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/internal/imagespool"
 	"github.com/cellb/cellb/core/internal/synthdb"
+	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
 
@@ -208,5 +209,59 @@ func TestStreamedRestoreRefusedByTheConnection(t *testing.T) {
 	cl.Close(ctx, true)
 	if _, err := Restore(ctx, s, "C:1", refusing{synthdb.New(0, &synthdb.HeapPeak{}, false)}); !errors.Is(err, errRefused) {
 		t.Fatalf("restore into a refusing connection: %v", err)
+	}
+}
+
+// lostAnswer stores the first create-only streamed write of key, then
+// answers it as if the key had been taken (the write's answer was lost and
+// a retry found the object); with other set, another writer's bytes are
+// stored there first instead.
+type lostAnswer struct {
+	*memstore.Store
+	key   string
+	other bool
+	done  bool
+}
+
+func (s *lostAnswer) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	if key != s.key || s.done {
+		return s.Store.PutFrom(ctx, key, r, size, opts)
+	}
+	s.done = true
+	if s.other {
+		if _, err := s.Store.Put(ctx, key, []byte("another writer's snapshot"), store.PutOptions{}); err != nil {
+			return "", err
+		}
+		return s.Store.PutFrom(ctx, key, r, size, opts)
+	}
+	if _, err := s.Store.PutFrom(ctx, key, r, size, opts); err != nil {
+		return "", err
+	}
+	return "", store.ErrPreconditionFailed
+}
+
+// A streamed (over 1 MiB) create-only first file whose key is taken is
+// this log's own when size and CRC trailer match, another writer's
+// (*durability.EpochInUseError) otherwise.
+func TestStreamedFirstFileCollision(t *testing.T) {
+	ctx := context.Background()
+	for _, other := range []bool{false, true} {
+		s := &lostAnswer{Store: memstore.New(), key: Key("C:1", 1, 1, 1, true), other: other}
+		d := synthdb.New(3, &synthdb.HeapPeak{}, false)
+		lg, _ := New(Options{Store: s, Logger: quiet, UploadRetries: -1})
+		cl, err := lg.Open(ctx, durability.OpenRequest{Cell: "C:1", Epoch: 1, Conn: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Write(1, 1)
+		err = waitDurable(t, cl.Append(durability.Commit{Seq: 1}))
+		cl.Close(ctx, false)
+		var eu *durability.EpochInUseError
+		switch {
+		case !other && err != nil:
+			t.Fatalf("own write found again: %v", err)
+		case other && !errors.As(err, &eu):
+			t.Fatalf("another writer's file: %v, want *durability.EpochInUseError", err)
+		}
 	}
 }
