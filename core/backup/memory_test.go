@@ -189,3 +189,35 @@ func TestStreamedRestoreIsByteIdentical(t *testing.T) {
 		}
 	}
 }
+
+// Without capture too, a commit made while a save uploads (a new image
+// spooled, the one being saved closed by the save) leaves the save's bytes
+// alone, and the next save stores the newest image.
+func TestCommitDuringSaveKeepsSavedImageWithoutCapture(t *testing.T) {
+	s := &gated{Store: memstore.New(), entered: make(chan struct{}), release: make(chan struct{})}
+	r := newRig(t, s, false, 3)
+	rnd := rand.New(rand.NewPCG(9, 10))
+	for range 3 {
+		r.commit(rnd)
+	}
+	want := r.db.image()
+	r.clk.Advance(time.Minute)
+	<-s.entered
+	for range 5 {
+		r.db.rewrite(rnd)
+		r.handOver()
+	}
+	close(s.release)
+	if err := <-r.ticks; err != nil {
+		t.Fatal(err)
+	}
+	r.mustRestore(want)
+	go func() {
+		for range s.entered {
+		}
+	}()
+	if err := r.cl.Close(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	r.mustRestore(r.db.image())
+}
