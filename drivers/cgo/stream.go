@@ -38,10 +38,14 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"unsafe"
 
+	"github.com/cellb/cellb/core/atomicfile"
 	"github.com/cellb/cellb/core/driver"
 )
 
@@ -95,4 +99,64 @@ func (c *conn) WriteImage(ctx context.Context, w io.Writer) (int64, error) {
 		}
 	}
 	return written, nil
+}
+
+// RestoreWith is Restore of the image fill writes (driver.ImageRestorer).
+// For a file database the image is written to a temporary file beside the
+// database, synced, checked as Restore checks an image (its header), set to
+// WAL mode (bytes 18/19) and renamed into place, so it is never held in
+// memory; a failed fill or check leaves the database as it was. An
+// in-memory database has no file to rename into: the image is read back
+// whole and restored.
+func (c *conn) RestoreWith(ctx context.Context, fill func(w driver.ImageFile) error) error {
+	if err := c.ready(ctx); err != nil {
+		return err
+	}
+	if c.InTransaction() {
+		return fmt.Errorf("cgo: restore: %w", ErrInTransaction)
+	}
+	dir := os.TempDir()
+	if c.s.path != "" {
+		dir = filepath.Dir(c.s.path)
+	}
+	tmp, err := atomicfile.Temp(dir, "."+filepath.Base(c.s.path)+".restore-*", func(f *os.File) error {
+		if err := fill(f); err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		h := make([]byte, min(st.Size(), 100))
+		if _, err := f.ReadAt(h, 0); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if err := checkHeader(h, st.Size()); err != nil {
+			return err
+		}
+		if c.s.path != "" && st.Size() > 0 && h[18] == 1 {
+			_, err = f.WriteAt([]byte{2, 2}, 18) // the file stays in WAL mode
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // a no-op once renamed
+	if c.s.path == "" {
+		img, err := os.ReadFile(tmp)
+		if err != nil {
+			return err
+		}
+		return c.Restore(ctx, img)
+	}
+	c.closeSQLite()
+	replaceErr := replaceDatabase(c.s.path, tmp)
+	if err := c.open(); err != nil {
+		return errors.Join(replaceErr, fmt.Errorf("cgo: restore: reopen: %w", err))
+	}
+	if replaceErr != nil {
+		return fmt.Errorf("cgo: restore: %w", replaceErr)
+	}
+	return nil
 }

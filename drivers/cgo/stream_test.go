@@ -54,3 +54,36 @@ func TestWriteImageIsSerialize(t *testing.T) {
 		t.Fatalf("in-memory WriteImage: %d bytes, %v; want ErrUnsupported and nothing", n, err)
 	}
 }
+
+// RestoreWith checks the file's header as Restore checks an image's: a bad
+// one is refused with ErrInvalidImage and the database is left as it was;
+// a rollback-journal image is installed in WAL mode and takes writes.
+func TestRestoreWithChecksAndInstalls(t *testing.T) {
+	src := open(t, &cgo.Driver{}, filepath.Join(t.TempDir(), "src"), false)
+	exec(t, src, "CREATE TABLE t(x); INSERT INTO t VALUES (randomblob(9000))")
+	good := serialize(t, src)
+	good[18], good[19] = 1, 1
+	c := open(t, &cgo.Driver{}, filepath.Join(t.TempDir(), "db"), true)
+	exec(t, c, "CREATE TABLE keep(x); INSERT INTO keep VALUES (1)")
+	before := serialize(t, c)
+	ir := c.(driver.ImageRestorer)
+	fillWith := func(b []byte) func(driver.ImageFile) error {
+		return func(w driver.ImageFile) error { _, err := w.WriteAt(b, 0); return err }
+	}
+	if err := ir.RestoreWith(t.Context(), fillWith([]byte("not a database, not at all, and long enough to have a header of a hundred bytes or more, surely"))); !errors.Is(err, cgo.ErrInvalidImage) {
+		t.Fatalf("RestoreWith of garbage: %v", err)
+	}
+	if !bytes.Equal(serialize(t, c), before) {
+		t.Fatal("a refused RestoreWith changed the database")
+	}
+	if err := ir.RestoreWith(t.Context(), fillWith(good)); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, c, "INSERT INTO t VALUES (2)")
+	if rows := queryRows(t, c, "SELECT count(*) FROM t"); rows[0][0] != int64(2) {
+		t.Fatalf("restored table holds %v rows", rows[0][0])
+	}
+	if img := serialize(t, c); img[18] != 2 || img[19] != 2 {
+		t.Fatalf("format bytes %d/%d after RestoreWith, want 2/2 (WAL)", img[18], img[19])
+	}
+}
