@@ -23,6 +23,7 @@ import (
 	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
@@ -75,6 +76,12 @@ func openDefault(t testing.TB, dir, script string, drv driver.Driver, shards boo
 // openDefaultWith is openDefault with configure, if set, changing the
 // runtime's options last.
 func openDefaultWith(t testing.TB, dir, script string, drv driver.Driver, shards bool, wrap func(store.Store) store.Store, configure func(*cell.Options)) defaultNode {
+	return openDefaultMode(t, dir, script, drv, shards, wrap, ltxlog.Mode(), configure)
+}
+
+// openDefaultMode is openDefaultWith with the log of another durability
+// mode.
+func openDefaultMode(t testing.TB, dir, script string, drv driver.Driver, shards bool, wrap func(store.Store) store.Store, mode durability.Mode, configure func(*cell.Options)) defaultNode {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "bucket"), 0o755); err != nil {
 		t.Fatal(err)
@@ -87,7 +94,7 @@ func openDefaultWith(t testing.TB, dir, script string, drv driver.Driver, shards
 	if wrap != nil {
 		bucket = wrap(bucket)
 	}
-	lg, err := ltxlog.New(ltxlog.Options{Store: bucket, Logger: quietLogger()})
+	lg, err := mode.Open(durability.OpenOptions{Store: bucket, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +209,35 @@ func writeCell(ctx context.Context, o *lazyObj) (int64, error) {
 	return 0, err
 }
 
-// 100 reads of never-written names on the embedded default create no file
-// under the data directory and no object in the bucket (before the change:
-// a database file, its WAL files and a snapshot per name).
+// 100 reads of never-written names create no file under the data
+// directory and no object in the bucket (before the change: a database
+// file, its WAL files and a snapshot per name), on the embedded default
+// (the LTX log) and with every other durability mode's log (the changeset
+// log on modernc, the driver with sessions; backups): each answers, from
+// one listing, that it holds nothing for the cell (durability.Prober).
 func TestReadsOfUnseenCellsStoreNothing(t *testing.T) {
-	dir := t.TempDir()
-	e := openLazy(t, dir)
+	for _, m := range durabilityModes() {
+		t.Run(m.Name, func(t *testing.T) {
+			drvName := "wasm"
+			if m.NeedsSessions {
+				drvName = "modernc"
+			}
+			drv, err := pickDriver(drvName, syncPerGroup)
+			if err != nil {
+				t.Skip(err)
+			}
+			dir := t.TempDir()
+			d := openDefaultMode(t, dir, "lazy", drv, true, nil, m, nil)
+			ns, err := cell.Register(d.rt, "Lazy", func(ctx context.Context, st *cell.State) (*lazyObj, error) { return &lazyObj{st}, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			readsStoreNothing(t, dir, &lazyNode{rt: d.rt, ns: ns, bucket: d.bucket, shards: d.shards})
+		})
+	}
+}
+
+func readsStoreNothing(t *testing.T, dir string, e *lazyNode) {
 	before := files(t, dir)
 	reads := []func(context.Context, *lazyObj) (int64, error){kvGet, sqlMissing, alarmGet}
 	var wg sync.WaitGroup
@@ -438,5 +468,59 @@ func TestFirstWriteInsideATransaction(t *testing.T) {
 	})
 	if got != 1042 {
 		t.Fatalf("stored rows: %d (count*1000 + sum), want 1042: row 2 only", got)
+	}
+}
+
+// Under every mode, a cell first read (no file, no log object: the log's
+// Prober said it holds nothing), then written, is stored: with its local
+// file gone, a new runtime restores it from the bucket (through the log's
+// streamed restore) with the write in it.
+func TestReadThenWriteThenRestoreInEveryMode(t *testing.T) {
+	for _, m := range durabilityModes() {
+		t.Run(m.Name, func(t *testing.T) {
+			drvName := "wasm"
+			if m.NeedsSessions {
+				drvName = "modernc"
+			}
+			dir := t.TempDir()
+			open := func() *lazyNode {
+				drv, err := pickDriver(drvName, syncPerGroup)
+				if err != nil {
+					t.Skip(err)
+				}
+				d := openDefaultMode(t, dir, "lazy", drv, true, nil, m, nil)
+				ns, err := cell.Register(d.rt, "Lazy", func(ctx context.Context, st *cell.State) (*lazyObj, error) { return &lazyObj{st}, nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				return &lazyNode{rt: d.rt, ns: ns, bucket: d.bucket, shards: d.shards}
+			}
+			e := open()
+			e.call(t, "x", kvGet)
+			e.call(t, "x", sqlMissing)
+			e.call(t, "x", writeCell)
+			e.close(t)
+			if err := os.RemoveAll(filepath.Join(dir, "cells")); err != nil {
+				t.Fatal(err)
+			}
+			e = open()
+			defer e.close(t)
+			got := e.call(t, "x", func(ctx context.Context, o *lazyObj) (int64, error) {
+				v, found, err := o.st.KV().Get(ctx, "k")
+				var s string
+				if err == nil && found {
+					err = v.Decode(&s)
+				}
+				if err != nil || !found || s != "v" {
+					return 0, fmt.Errorf("k = %q (found %v, %v)", s, found, err)
+				}
+				var n int64
+				err = o.st.SQL().QueryRow(ctx, "SELECT v FROM t WHERE id = 1").Scan(&n)
+				return n, err
+			})
+			if got != 42 {
+				t.Fatalf("restored row holds %d, want 42", got)
+			}
+		})
 	}
 }

@@ -8,10 +8,16 @@
 // save, and a failed save only logs and is retried at the next tick. Use the
 // LTX log (core/ltxlog) when every acknowledged write must survive.
 //
-// The image saved is always one taken at commit time: the log keeps the
-// newest image the runtime handed over (NeedsImage), or, when the driver
-// captures pages, lays each commit's pages over its own copy. It never
-// reads the database later, when a later turn may have a transaction open.
+// The image saved is always one taken at commit time: the log copies the
+// database into a spool (core/internal/imagespool: an unlinked temporary
+// file past 1 MiB) page by page inside Append, at every commit without
+// page capture, at the first commit with it, laying each later commit's
+// pages over its copy. It never reads the database later, when a later
+// turn may have a transaction open. A save streams the spool to the
+// bucket, and a restore streams the backup into the database (or the
+// restore's file), so no image is held in memory; a driver without
+// driver.ImageWriter or driver.ImageRestorer is read or restored through
+// one whole image.
 //
 // Keys (see docs/durability.md):
 //
@@ -51,6 +57,10 @@ type Options struct {
 	// SaveTimeout bounds one periodic save (default 5 minutes), so a bucket
 	// that stops answering delays the next save instead of stopping them.
 	SaveTimeout time.Duration
+	// SpoolDir is where the newest commit-time image waits for the next
+	// save, in an unlinked temporary file once it is over 1 MiB (default:
+	// the system's temporary directory).
+	SpoolDir string
 
 	// afterTick, set by tests, learns each periodic save's outcome.
 	afterTick func(error)
@@ -61,7 +71,16 @@ type Log struct {
 	opts Options
 }
 
-var _ durability.Log = (*Log)(nil)
+var (
+	_ durability.Log    = (*Log)(nil)
+	_ durability.Prober = (*Log)(nil)
+)
+
+// Holds reports whether the bucket holds any object under the cell's
+// backup prefix (one listing of at most one key).
+func (l *Log) Holds(ctx context.Context, cell string) (bool, error) {
+	return durability.HoldsAny(ctx, l.opts.Store, Prefix(cell))
+}
 
 // New returns a backup log writing to opts.Store.
 func New(opts Options) (*Log, error) {
@@ -107,28 +126,19 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 		}
 	}
 	if req.Restore {
-		res, err := Restore(ctx, l.opts.Store, cellKey)
+		info, err := restoreInto(ctx, l.opts.Store, cellKey, conn)
 		switch {
 		case errors.Is(err, ErrNothingToRestore):
 		case err != nil:
 			return nil, fmt.Errorf("backup: restore %s: %w", cellKey, err)
 		default:
-			if err := conn.Restore(ctx, res.Image); err != nil {
-				return nil, fmt.Errorf("backup: restore %s into the database: %w", cellKey, err)
-			}
-			l.opts.Logger.Info("restored cell from backup", "cell", cellKey, "key", res.Key, "bytes", len(res.Image))
+			l.opts.Logger.Info("restored cell from backup", "cell", cellKey, "key", info.Key, "bytes", info.Size)
 		}
 	}
+	// The image is read at the first commit (Append), not here: an
+	// activation that never writes reads nothing and holds no copy.
 	capture := req.PagesCaptured
-	var base []byte
-	if capture {
-		// Only a page-capturing connection needs a base to lay pages on.
-		var err error
-		if base, err = conn.Serialize(ctx); err != nil {
-			return nil, fmt.Errorf("backup: read %s at open: %w", cellKey, err)
-		}
-	}
-	c := newCellLog(l.opts, cellKey, epoch, base, capture)
+	c := newCellLog(l.opts, cellKey, epoch, conn, capture)
 	go c.run()
 	return c, nil
 }

@@ -29,13 +29,10 @@ func restoreMode(ctx context.Context, s store.Store, cell string, req durability
 	if err != nil {
 		return durability.Restored{}, err
 	}
-	res, err := Restore(ctx, s, cell)
+	info, err := RestoreTo(ctx, s, cell, out)
 	if err != nil {
 		return durability.Restored{}, err
 	}
-	if err := durability.WriteImage(out, res.Image); err != nil {
-		return durability.Restored{}, err
-	}
 	progressDone()
-	return durability.Restored{From: fmt.Sprintf("backup %s", res.Key)}, nil
+	return durability.Restored{From: fmt.Sprintf("backup %s", info.Key)}, nil
 }

@@ -117,7 +117,7 @@ func (inst *instance) logCommitsLocked(ctx context.Context) error {
 		return err
 	}
 	c := durability.Commit{}
-	if inst.log.NeedsImage() {
+	if inst.log.NeedsImage() && !durability.ReadsOwnImage(inst.log) {
 		img, err := inst.conn.Serialize(ctx)
 		if err != nil {
 			return fmt.Errorf("serialize image: %w", err)

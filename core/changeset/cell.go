@@ -2,12 +2,15 @@ package changeset
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/internal/imagespool"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -45,6 +48,10 @@ WHERE s.type = 'table' AND s.name NOT LIKE 'sqlite\_%' ESCAPE '\'
 type entry struct {
 	seq uint64
 	rec *Record // nil: the commit recorded nothing
+	// img is a snapshot's image (rec.Data is then nil), spooled page by
+	// page from the database when the commit was appended: the database
+	// has moved on by the time the upload runs. The upload closes it.
+	img *imagespool.Spool
 }
 
 type cellLog struct {
@@ -100,22 +107,32 @@ func (c *cellLog) Append(cm durability.Commit) durability.Durable {
 	// The file's own numbering, not cm.Seq: it continues after files an
 	// earlier log left in the same epoch.
 	seq := c.lastSeq + 1
-	rec, err := c.capture(context.Background(), seq)
+	rec, img, err := c.capture(context.Background(), seq)
 	return c.pipe.Append(func() (*entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("changeset: record commit %d: %w", cm.Seq, err)
 		}
 		c.lastSeq = seq
-		return &entry{seq: seq, rec: rec}, nil
+		return &entry{seq: seq, rec: rec, img: img}, nil
 	})
 }
 
 // capture reads what commit seq changed: the session's changeset, or a
-// whole image when changesets cannot describe it.
-func (c *cellLog) capture(ctx context.Context, seq uint64) (*Record, error) {
+// whole image when changesets cannot describe it, copied from the
+// database page by page into a spool (the record's Data is then nil).
+func (c *cellLog) capture(ctx context.Context, seq uint64) (*Record, *imagespool.Spool, error) {
+	rec, img, err := c.captureRecord(ctx, seq)
+	if err != nil {
+		img.Close()
+		return nil, nil, err
+	}
+	return rec, img, nil
+}
+
+func (c *cellLog) captureRecord(ctx context.Context, seq uint64) (rec *Record, img *imagespool.Spool, err error) {
 	schema, err := c.queryInt(ctx, sqlSchemaVersion)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	snapshot := !c.started || schema != c.schema || c.unrecordable != "" ||
 		(c.bytesSince > c.lastSnapBytes && c.bytesSince > c.opts.MinSnapshotBytes)
@@ -123,13 +140,13 @@ func (c *cellLog) capture(ctx context.Context, seq uint64) (*Record, error) {
 		cs, err := c.sess.Changeset()
 		if err == nil {
 			if err := c.restartSession(ctx); err != nil {
-				return nil, err
+				return nil, img, err
 			}
 			if len(cs) == 0 {
-				return nil, nil
+				return nil, nil, nil
 			}
 			c.bytesSince += len(cs)
-			return &Record{Seq: seq, Kind: KindChangeset, Data: cs}, nil
+			return &Record{Seq: seq, Kind: KindChangeset, Data: cs}, nil, nil
 		}
 		// The session cannot describe what happened (SQLite answers
 		// SQLITE_SCHEMA after a rolled-back ALTER TABLE, for one): the
@@ -137,25 +154,25 @@ func (c *cellLog) capture(ctx context.Context, seq uint64) (*Record, error) {
 		c.log.Debug("no changeset for this commit; taking a snapshot", "err", err)
 	}
 	if c.conn.InTransaction() {
-		return nil, ErrInTransaction
+		return nil, nil, ErrInTransaction
 	}
-	img, err := c.conn.Serialize(ctx)
+	img, err = imagespool.FromConn(ctx, c.opts.SpoolDir, c.conn)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
 	}
 	if err := c.restartSession(ctx); err != nil {
-		return nil, err
+		return nil, img, err
 	}
 	un, err := c.findUnrecordable(ctx)
 	if err != nil {
-		return nil, err
+		return nil, img, err
 	}
 	if un != "" && un != c.unrecordable {
 		c.log.Warn("a table's changes cannot be recorded as changesets; every commit uploads a snapshot while it exists", "table", un)
 	}
 	c.started, c.schema, c.unrecordable = true, schema, un
-	c.lastSnapBytes, c.bytesSince = len(img), 0
-	return &Record{Seq: seq, Kind: KindImage, Data: img}, nil
+	c.lastSnapBytes, c.bytesSince = int(img.Size()), 0
+	return &Record{Seq: seq, Kind: KindImage}, img, nil
 }
 
 // Rebind moves the session to another connection on the same database
@@ -258,40 +275,84 @@ func (c *cellLog) upload(batch []*entry) error {
 }
 
 // uploadFile writes a batch as one file. A snapshot in the batch makes the
-// records before it redundant: the image already holds their effects.
+// records before it redundant: the image already holds their effects. A
+// snapshot's image streams from its spool while the file uploads (held in
+// memory only up to the spool's 1 MiB); a retry encodes the same bytes
+// again.
 func (c *cellLog) uploadFile(batch []*entry, createOnly bool) error {
 	f := &File{Cell: c.cell, Epoch: c.epoch, MinSeq: batch[0].seq, MaxSeq: batch[len(batch)-1].seq}
+	var img *imagespool.Spool
+	defer func() {
+		for _, e := range batch {
+			e.img.Close()
+			e.img = nil
+		}
+	}()
 	for _, e := range batch {
 		if e.rec == nil {
 			continue
 		}
 		if e.rec.Kind == KindImage {
 			f.Records = f.Records[:0]
+			img = e.img
 		}
 		f.Records = append(f.Records, *e.rec)
 	}
 	now := c.opts.Clock.Now()
 	f.Timestamp = now.UnixMilli()
-	data, err := Encode(f)
-	if err != nil {
-		return fmt.Errorf("encode commits %d-%d: %w", f.MinSeq, f.MaxSeq, err)
-	}
 	key := Key(c.cell, c.epoch, f.MinSeq, f.MaxSeq, f.Snapshot())
 	var popts store.PutOptions
 	if createOnly {
 		popts.Condition = store.IfAbsent
 	}
-	err = store.PutRetrying(c.opts.Store, key, data, popts, store.Retry{
+	retry := store.Retry{
 		Retries: c.opts.UploadRetries, Delay: c.opts.RetryDelay, Timeout: c.opts.UploadTimeout,
 		Clock: c.opts.Clock, Stop: c.pipe.Abandoned, Logger: c.log,
-	})
-	if createOnly && store.IsPreconditionFailed(err) {
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
-		err = durability.Collision(ctx, c.opts.Store, durability.FirstObject{Cell: c.cell, Epoch: c.epoch, Key: key, Data: data}, c.log)
-		cancel()
 	}
-	if err != nil {
-		return &UploadError{Key: key, Err: err}
+	first := durability.FirstObject{Cell: c.cell, Epoch: c.epoch, Key: key}
+	var err error
+	if img == nil || img.Size() <= imagespool.InMemory {
+		// Small enough to encode whole, as a plain PUT.
+		if img != nil {
+			f.Records[0].Data = make([]byte, img.Size())
+			if _, err := img.ReadAt(f.Records[0].Data, 0); err != nil && !errors.Is(err, io.EOF) {
+				return &UploadError{Key: key, Err: fmt.Errorf("read the spooled snapshot: %w", err)}
+			}
+		}
+		data, err := Encode(f)
+		if err != nil {
+			return fmt.Errorf("encode commits %d-%d: %w", f.MinSeq, f.MaxSeq, err)
+		}
+		first.Data = data
+		err = store.PutRetrying(c.opts.Store, key, data, popts, retry)
+		if err = c.collision(err, createOnly, first); err != nil {
+			return &UploadError{Key: key, Err: err}
+		}
+	} else {
+		if _, _, err := encodeStream(f, img.Reader()); err != nil {
+			return fmt.Errorf("encode commits %d-%d: %w", f.MinSeq, f.MaxSeq, err)
+		}
+		var last *crcReader
+		var size int64
+		body := func() io.ReadCloser {
+			r, n, _ := encodeStream(f, img.Reader())
+			last, size = r.(*crcReader), n
+			return io.NopCloser(r)
+		}
+		err = store.PutFromRetrying(c.opts.Store, key, body, popts, retry)
+		if createOnly && store.IsPreconditionFailed(err) {
+			// The file's last 4 bytes are a CRC-32C of every byte before
+			// them: with the size, what tells this log's own object.
+			if !last.done || len(last.tail) > 0 {
+				if _, derr := io.Copy(io.Discard, last); derr != nil {
+					return &UploadError{Key: key, Err: derr}
+				}
+			}
+			first.Size, first.Tail = size, binary.BigEndian.AppendUint32(nil, last.h.Sum32())
+		}
+		if err = c.collision(err, createOnly, first); err != nil {
+			return &UploadError{Key: key, Err: err}
+		}
 	}
 	if f.Snapshot() {
 		// Files before a stored snapshot are never read again.
@@ -304,4 +365,15 @@ func (c *cellLog) uploadFile(batch []*entry, createOnly bool) error {
 	}
 	c.uploaded = append(c.uploaded, key)
 	return nil
+}
+
+// collision decides a create-only write that found its key taken
+// (durability.Collision); other outcomes pass through.
+func (c *cellLog) collision(err error, createOnly bool, first durability.FirstObject) error {
+	if !createOnly || !store.IsPreconditionFailed(err) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.UploadTimeout)
+	defer cancel()
+	return durability.Collision(ctx, c.opts.Store, first, c.log)
 }

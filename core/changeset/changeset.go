@@ -74,6 +74,10 @@ type Options struct {
 	// answering fails the commit — and resets the cell — instead of holding
 	// its replies forever.
 	UploadTimeout time.Duration
+	// SpoolDir is where a snapshot's image waits for its upload, in an
+	// unlinked temporary file once it is over 1 MiB (default: the system's
+	// temporary directory).
+	SpoolDir string
 }
 
 // Log is the changeset log. It implements durability.Log.
@@ -81,7 +85,16 @@ type Log struct {
 	opts Options
 }
 
-var _ durability.Log = (*Log)(nil)
+var (
+	_ durability.Log    = (*Log)(nil)
+	_ durability.Prober = (*Log)(nil)
+)
+
+// Holds reports whether the bucket holds any object under the cell's
+// changeset prefix (one listing of at most one key).
+func (l *Log) Holds(ctx context.Context, cell string) (bool, error) {
+	return durability.HoldsAny(ctx, l.opts.Store, CellPrefix(cell))
+}
 
 // New returns a changeset log writing to opts.Store.
 func New(opts Options) (*Log, error) {

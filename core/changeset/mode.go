@@ -42,14 +42,10 @@ func restoreMode(ctx context.Context, s store.Store, cell string, req durability
 		return durability.Restored{}, err
 	}
 	res, rerr := Restore(ctx, s, cell, conn)
-	var img []byte
 	if rerr == nil {
-		img, rerr = conn.Serialize(ctx)
+		rerr = durability.CopyImage(ctx, conn, out)
 	}
 	if err := errors.Join(rerr, conn.Close()); err != nil {
-		return durability.Restored{}, err
-	}
-	if err := durability.WriteImage(out, img); err != nil {
 		return durability.Restored{}, err
 	}
 	progressDone()

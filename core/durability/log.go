@@ -10,11 +10,13 @@ package durability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/layout"
+	"github.com/cellb/cellb/core/store"
 )
 
 // Log opens per-cell logs.
@@ -36,6 +38,26 @@ type Prober interface {
 	// (any file of any epoch, complete or not): true sends the runtime
 	// down the ordinary path, which restores, or refuses, as Open does.
 	Holds(ctx context.Context, cell string) (bool, error)
+}
+
+// HoldsAny is a Prober's answer for a log kept under one prefix: whether
+// the bucket holds any object under prefix, from one listing of at most one
+// key. An empty page with a continuation token (a store may return one)
+// is followed.
+func HoldsAny(ctx context.Context, s store.Store, prefix string) (bool, error) {
+	held := false
+	errFound := errors.New("found")
+	err := store.ListEach(ctx, s, store.ListOptions{Prefix: prefix, Limit: 1}, func(p store.ListPage) error {
+		if len(p.Objects) > 0 || len(p.Prefixes) > 0 {
+			held = true
+			return errFound
+		}
+		return nil
+	})
+	if errors.Is(err, errFound) {
+		err = nil
+	}
+	return held, err
 }
 
 // OpenRequest is what the runtime tells a log when it opens a cell's log.
@@ -121,6 +143,22 @@ type CellLog interface {
 // failing resets the cell.
 type Rebinder interface {
 	Rebind(ctx context.Context, conn driver.Conn) error
+}
+
+// OwnImageReader is implemented by a CellLog that wants each commit's
+// image (NeedsImage) but reads it itself, page by page, from
+// OpenRequest.Conn at Append (driver.ImageWriter), so an image is never
+// held whole: the runtime then hands over commits without Image. Append
+// runs right after the commit, so the database is the image it wants.
+type OwnImageReader interface {
+	ReadsOwnImage() bool
+}
+
+// ReadsOwnImage reports whether l reads its images itself
+// (OwnImageReader).
+func ReadsOwnImage(l CellLog) bool {
+	r, ok := l.(OwnImageReader)
+	return ok && r.ReadsOwnImage()
 }
 
 // Durable resolves once a commit is durable.

@@ -2,6 +2,7 @@ package durability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -179,4 +180,36 @@ func WriteImage(out RestoreSink, image []byte) error {
 	}
 	_, err := out.WriteAt(image, 0)
 	return err
+}
+
+// CopyImage writes conn's image to out, replacing what it held: page by
+// page when the driver streams its image (driver.ImageWriter), else
+// through one Serialize.
+func CopyImage(ctx context.Context, conn driver.Conn, out RestoreSink) error {
+	if iw, ok := conn.(driver.ImageWriter); ok {
+		if err := out.Truncate(0); err != nil {
+			return err
+		}
+		n, err := iw.WriteImage(ctx, &offsetWriter{w: out})
+		if !errors.Is(err, driver.ErrUnsupported) || n != 0 {
+			return err
+		}
+	}
+	img, err := conn.Serialize(ctx)
+	if err != nil {
+		return err
+	}
+	return WriteImage(out, img)
+}
+
+// offsetWriter writes a stream into an io.WriterAt from offset 0.
+type offsetWriter struct {
+	w   io.WriterAt
+	off int64
+}
+
+func (o *offsetWriter) Write(p []byte) (int, error) {
+	n, err := o.w.WriteAt(p, o.off)
+	o.off += int64(n)
+	return n, err
 }

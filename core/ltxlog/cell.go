@@ -219,7 +219,7 @@ func (c *cellLog) Close(ctx context.Context, final bool) error {
 		// The uploader has stopped: the spool, if the snapshot never went
 		// up, is no longer read. (An abandoned uploader may still read it;
 		// the unlinked file then goes with its descriptor.)
-		c.base.close()
+		c.base.Close()
 	}
 	return err
 }
@@ -235,7 +235,7 @@ func (c *cellLog) Close(ctx context.Context, final bool) error {
 func (c *cellLog) uploadBatch(batch []*pending) error {
 	if batch[0].txid == 1 {
 		err := c.uploadSnapshot(batch[0], c.epoch > 0)
-		c.base.close()
+		c.base.Close()
 		if err != nil {
 			return err
 		}

@@ -1,16 +1,14 @@
 package ltxlog
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/internal/imagespool"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 )
@@ -19,106 +17,13 @@ import (
 // that commit is appended), kept until the epoch's snapshot has been
 // uploaded: the snapshot is that image with the first commit's pages laid
 // over it, and the database itself has moved on by the time the upload
-// runs. Up to spoolInMemory bytes it is kept in memory
-// (the cost of a temporary file would dominate opening a small cell);
-// beyond, in an unlinked temporary file.
-type spool struct {
-	dir  string
-	mem  []byte
-	f    *os.File
-	bw   *bufio.Writer
-	size int64
-	done bool
-}
+// runs (core/internal/imagespool: in memory up to 1 MiB, beyond in an
+// unlinked temporary file).
+type spool = imagespool.Spool
 
-// spoolInMemory is the largest image a spool keeps in memory.
-const spoolInMemory = 1 << 20
-
-// Write appends to the spool, moving it to a file once it outgrows memory.
-func (s *spool) Write(p []byte) (int, error) {
-	if s.f == nil && len(s.mem)+len(p) > spoolInMemory {
-		f, err := os.CreateTemp(s.dir, "cellb-ltx-base-*")
-		if err != nil {
-			return 0, err
-		}
-		// Unlinked at once: the file lives as long as its descriptor, and
-		// a crash leaves nothing behind.
-		os.Remove(f.Name())
-		s.f, s.bw = f, bufio.NewWriterSize(f, 1<<20)
-		if _, err := s.bw.Write(s.mem); err != nil {
-			return 0, err
-		}
-		s.mem = nil
-	}
-	s.size += int64(len(p))
-	if s.f != nil {
-		return s.bw.Write(p)
-	}
-	s.mem = append(s.mem, p...)
-	return len(p), nil
-}
-
-// ReadAt reads a page of the spooled image.
-func (s *spool) ReadAt(p []byte, off int64) (int, error) {
-	switch {
-	case s == nil || s.done:
-		return 0, errors.New("ltxlog: the spooled database is closed")
-	case s.f != nil:
-		return s.f.ReadAt(p, off)
-	case off >= int64(len(s.mem)):
-		return 0, io.EOF
-	}
-	n := copy(p, s.mem[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-// spoolImage copies conn's image into a new spool (a file in dir, the
-// system's temporary directory if empty, past spoolInMemory bytes), page by
-// page when the driver writes its image as a stream (driver.ImageWriter),
-// else through one Serialize (an image-sized buffer for as long as the copy
-// takes).
+// spoolImage copies conn's image into a new spool (imagespool.FromConn).
 func spoolImage(ctx context.Context, dir string, conn driver.Conn) (*spool, error) {
-	s := &spool{dir: dir}
-	err := driver.ErrUnsupported
-	var n int64
-	if iw, ok := conn.(driver.ImageWriter); ok {
-		// A wrapper may implement it and answer ErrUnsupported (having
-		// written nothing) for a Conn that does not.
-		n, err = iw.WriteImage(ctx, s)
-	}
-	if errors.Is(err, driver.ErrUnsupported) && n == 0 {
-		var img []byte
-		if img, err = conn.Serialize(ctx); err == nil {
-			if len(img) <= spoolInMemory {
-				s.mem, s.size = img, int64(len(img)) // Serialize's own copy
-			} else {
-				_, err = s.Write(img)
-			}
-		}
-	}
-	if err == nil && s.bw != nil {
-		err = s.bw.Flush()
-	}
-	if err != nil {
-		s.close()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *spool) close() {
-	if s == nil || s.done {
-		return
-	}
-	s.done = true
-	s.mem = nil
-	if s.f != nil {
-		s.f.Close()
-		s.f = nil
-	}
+	return imagespool.FromConn(ctx, dir, conn)
 }
 
 // uploadSnapshot writes the epoch's first file, TXID 1 alone: every page
@@ -209,7 +114,7 @@ func (c *cellLog) snapshotPages(p *pending) func() (driver.Page, bool, error) {
 			return driver.Page{Pgno: pgno, Data: data}, true, nil
 		}
 		off := int64(pgno-1) * ps
-		if c.base == nil || off+ps > c.base.size {
+		if c.base == nil || off+ps > c.base.Size() {
 			return driver.Page{}, false, fmt.Errorf("ltxlog: the snapshot has no page %d: neither the database as opened nor the first commit holds it", pgno)
 		}
 		if _, err := c.base.ReadAt(buf, off); err != nil {

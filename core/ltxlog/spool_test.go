@@ -1,18 +1,17 @@
 package ltxlog
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cellb/cellb/core/internal/imagespool"
+)
 
 // spoolOf is a spool holding img, as Open makes one.
 func spoolOf(t *testing.T, img []byte) *spool {
 	t.Helper()
-	s := &spool{dir: t.TempDir()}
-	if _, err := s.Write(img); err != nil {
+	s, err := imagespool.Of(t.TempDir(), img)
+	if err != nil {
 		t.Fatal(err)
-	}
-	if s.bw != nil {
-		if err := s.bw.Flush(); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return s
 }

@@ -21,24 +21,30 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 // journal-mode bytes (18/19: 1 rollback journal, 2 WAL). An empty image is
 // an empty database.
 func checkImage(img []byte) error {
-	if len(img) == 0 {
+	return checkHeader(img[:min(len(img), 100)], int64(len(img)))
+}
+
+// checkHeader is checkImage for an image of size bytes whose first bytes
+// (up to 100) are h.
+func checkHeader(h []byte, size int64) error {
+	if size == 0 {
 		return nil
 	}
-	if len(img) < 100 || !bytes.Equal(img[:16], sqliteMagic) {
+	if size < 100 || len(h) < 100 || !bytes.Equal(h[:16], sqliteMagic) {
 		return fmt.Errorf("%w: no SQLite header", ErrInvalidImage)
 	}
-	ps := int(binary.BigEndian.Uint16(img[16:18]))
+	ps := int64(binary.BigEndian.Uint16(h[16:18]))
 	if ps == 1 {
 		ps = 65536
 	}
 	if ps < 512 || ps > 65536 || ps&(ps-1) != 0 {
 		return fmt.Errorf("%w: page size %d", ErrInvalidImage, ps)
 	}
-	if len(img)%ps != 0 {
-		return fmt.Errorf("%w: %d bytes is not a whole number of %d-byte pages", ErrInvalidImage, len(img), ps)
+	if size%ps != 0 {
+		return fmt.Errorf("%w: %d bytes is not a whole number of %d-byte pages", ErrInvalidImage, size, ps)
 	}
-	if img[18] != img[19] || (img[18] != 1 && img[18] != 2) {
-		return fmt.Errorf("%w: file format bytes %d/%d", ErrInvalidImage, img[18], img[19])
+	if h[18] != h[19] || (h[18] != 1 && h[18] != 2) {
+		return fmt.Errorf("%w: file format bytes %d/%d", ErrInvalidImage, h[18], h[19])
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/cellb/cellb/core/driver"
 )
 
 // walImage is the image of a small WAL-mode database, as celld stores it.
@@ -259,4 +261,67 @@ func FuzzRestore(f *testing.F) {
 		}
 		r.Close()
 	})
+}
+
+// WriteImage streams exactly Serialize's bytes: a file database with
+// commits still in its WAL, an in-memory one, an empty one, under an
+// authorizer that denies everything.
+func TestWriteImageIsSerialize(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"stream.db", "", "empty.db"} {
+		c := openT(t, name, false)
+		if name != "empty.db" {
+			mustExec(t, c, "CREATE TABLE t(k INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, randomblob(50000))")
+			mustExec(t, c, "UPDATE t SET v = randomblob(700) WHERE k = 1")
+		}
+		if err := c.SetAuthorizer(func(driver.Action, string, string, string, string) driver.AuthResult { return driver.AuthDeny }); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		n, err := c.WriteImage(ctx, &buf)
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if img := serializeT(t, c); !bytes.Equal(buf.Bytes(), img) || n != int64(len(img)) {
+			t.Fatalf("%q: WriteImage wrote %d bytes (said %d), Serialize gives %d; equal %v", name, buf.Len(), n, len(img), bytes.Equal(buf.Bytes(), img))
+		}
+	}
+}
+
+// RestoreWith checks the file as Restore checks an image: a bad header, or
+// a header over pages SQLite cannot read, is refused with ErrInvalidImage
+// and the database is left as it was; a good image is installed.
+func TestRestoreWithChecksTheFile(t *testing.T) {
+	ctx := context.Background()
+	good := walImage(t)
+	broken := bytes.Clone(good)
+	for i := 100; i < len(broken); i++ {
+		broken[i] = 0xff
+	}
+	for _, name := range []string{"with.db", ""} {
+		c := openT(t, name, false)
+		mustExec(t, c, "CREATE TABLE keep(x); INSERT INTO keep VALUES (7)")
+		before := serializeT(t, c)
+		for _, bad := range [][]byte{[]byte("not a database at all"), broken} {
+			err := c.RestoreWith(ctx, func(w driver.ImageFile) error {
+				_, err := w.WriteAt(bad, 0)
+				return err
+			})
+			if !errors.Is(err, ErrInvalidImage) {
+				t.Fatalf("%q: RestoreWith of a bad image: %v", name, err)
+			}
+			if got := serializeT(t, c); !bytes.Equal(got, before) {
+				t.Fatalf("%q: a refused RestoreWith changed the database", name)
+			}
+		}
+		if err := c.RestoreWith(ctx, func(w driver.ImageFile) error {
+			_, err := w.WriteAt(good, 0)
+			return err
+		}); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if got := queryAll(t, c, "SELECT count(*) FROM t"); !reflect.DeepEqual(got, [][]any{{int64(2)}}) {
+			t.Fatalf("%q: restored rows %v", name, got)
+		}
+	}
 }
