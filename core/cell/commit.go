@@ -237,18 +237,73 @@ func (inst *instance) pendingSnapshot() pendingSet {
 	return pendingSet{append([]durability.Durable(nil), inst.pending...), inst.tracked}
 }
 
-// needsAckCheck reports whether the grant was not yet checked after the
-// commits up to upTo became durable.
-func (inst *instance) needsAckCheck(upTo uint64) bool {
-	inst.pmu.Lock()
-	defer inst.pmu.Unlock()
-	return upTo > inst.ackChecked
+// ackCheck is one run of the grant's acknowledgement check
+// (lease.CheckAck: for a fleet grant, a fresh read of own.json) shared by
+// every reply it covers. upTo is the largest tracked count whose commits
+// were all durable before the check started: only replies up to it may be
+// released by it. It is fixed once the check starts; while queued it grows
+// with each reply that joins (each joins only once its commits are durable).
+type ackCheck struct {
+	upTo uint64
+	done chan struct{}
+	err  error // set before done closes
 }
 
-func (inst *instance) ackCheckedUpTo(upTo uint64) {
+// checkAck returns once a grant check that started after the commits up
+// to upTo were durable has succeeded: celld's acknowledgement rule, one
+// check for many replies. The caller has seen every commit up to upTo
+// durable. A reply covered by an earlier check returns at once; one the
+// check in flight covers waits for it; any other waits for the next check,
+// which starts when the one in flight ends and covers every reply queued
+// by then. So at most one check is in flight and one queued per instance,
+// however many replies wait, and no reply is released by a check that
+// started before its commits were durable.
+func (inst *instance) checkAck(ctx context.Context, upTo uint64) error {
 	inst.pmu.Lock()
-	inst.ackChecked = max(inst.ackChecked, upTo)
+	if upTo <= inst.ackChecked {
+		inst.pmu.Unlock()
+		return nil
+	}
+	var c *ackCheck
+	switch {
+	case inst.ackRun == nil:
+		c = &ackCheck{upTo: upTo, done: make(chan struct{})}
+		inst.ackRun = c
+		// Not the caller's cancellation: the check's answer is shared.
+		go inst.runAckChecks(context.WithoutCancel(ctx), c)
+	case inst.ackRun.upTo >= upTo:
+		c = inst.ackRun
+	default:
+		if inst.ackNext == nil {
+			inst.ackNext = &ackCheck{done: make(chan struct{})}
+		}
+		inst.ackNext.upTo = max(inst.ackNext.upTo, upTo)
+		c = inst.ackNext
+	}
 	inst.pmu.Unlock()
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runAckChecks runs c, then the check queued behind it, if any, until
+// none is queued.
+func (inst *instance) runAckChecks(ctx context.Context, c *ackCheck) {
+	for c != nil {
+		err := lease.CheckAck(ctx, inst.grant)
+		inst.pmu.Lock()
+		c.err = err
+		if err == nil {
+			inst.ackChecked = max(inst.ackChecked, c.upTo)
+		}
+		close(c.done)
+		c, inst.ackNext = inst.ackNext, nil
+		inst.ackRun = c
+		inst.pmu.Unlock()
+	}
 }
 
 // awaitDurable is the output gate: it returns once every commit in snap is
@@ -272,11 +327,11 @@ func (inst *instance) awaitDurable(ctx context.Context, ps pendingSet) (err erro
 	// Checked after durability, for every reply that follows a commit the
 	// grant was not checked after: a commit already durable when the
 	// reply looked (a fast log) is checked all the same.
-	if len(snap) > 0 || inst.needsAckCheck(ps.upTo) {
-		if err := lease.CheckAck(ctx, inst.grant); err != nil {
-			return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
+	if err := inst.checkAck(ctx, ps.upTo); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return err
 		}
-		inst.ackCheckedUpTo(ps.upTo)
+		return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
 	}
 	return nil
 }
