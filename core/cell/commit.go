@@ -242,7 +242,8 @@ func (inst *instance) pendingSnapshot() pendingSet {
 // every reply it covers. upTo is the largest tracked count whose commits
 // were all durable before the check started: only replies up to it may be
 // released by it. It is fixed once the check starts; while queued it grows
-// with each reply that joins (each joins only once its commits are durable).
+// with each reply that joins (each joins only once its commits are
+// durable); when it starts, it also covers every commit then known durable.
 type ackCheck struct {
 	upTo uint64
 	done chan struct{}
@@ -267,7 +268,7 @@ func (inst *instance) checkAck(ctx context.Context, upTo uint64) error {
 	var c *ackCheck
 	switch {
 	case inst.ackRun == nil:
-		c = &ackCheck{upTo: upTo, done: make(chan struct{})}
+		c = &ackCheck{upTo: max(upTo, inst.durableUpToLocked()), done: make(chan struct{})}
 		inst.ackRun = c
 		// Not the caller's cancellation: the check's answer is shared.
 		go inst.runAckChecks(context.WithoutCancel(ctx), c)
@@ -289,6 +290,30 @@ func (inst *instance) checkAck(ctx context.Context, upTo uint64) error {
 	}
 }
 
+// durableUpToLocked is how many tracked commits are known durable, all
+// of them in order: a check starting now may cover them all, not only the
+// commits of the reply that starts it (replies released by one upload
+// then share one check).
+func (inst *instance) durableUpToLocked() uint64 {
+	n := inst.tracked - uint64(len(inst.pending)) // dropped: durable
+	for _, d := range inst.pending {
+		if !isDurable(d) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+func isDurable(d durability.Durable) bool {
+	select {
+	case <-d.Done():
+		return d.Err() == nil
+	default:
+		return false
+	}
+}
+
 // runAckChecks runs c, then the check queued behind it, if any, until
 // none is queued.
 func (inst *instance) runAckChecks(ctx context.Context, c *ackCheck) {
@@ -301,6 +326,9 @@ func (inst *instance) runAckChecks(ctx context.Context, c *ackCheck) {
 		}
 		close(c.done)
 		c, inst.ackNext = inst.ackNext, nil
+		if c != nil {
+			c.upTo = max(c.upTo, inst.durableUpToLocked())
+		}
 		inst.ackRun = c
 		inst.pmu.Unlock()
 	}

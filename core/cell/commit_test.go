@@ -245,3 +245,41 @@ func TestAckCheckStartedEarlyDoesNotRelease(t *testing.T) {
 		t.Fatalf("%d grant checks after a reply with nothing new, want 2", n)
 	}
 }
+
+// A check covers every commit known durable when it starts, not only the
+// commits of the reply that started it: replies released by one upload
+// share it.
+func TestAckCheckCoversWhatIsDurableAtItsStart(t *testing.T) {
+	g := &ackGrant{entered: make(chan struct{}), hold: make(chan struct{})}
+	inst := ackTestInstance(g)
+	defer close(inst.done)
+	ctx := context.Background()
+
+	f1, ps1 := commitAndSnapshot(inst)
+	f2, ps2 := commitAndSnapshot(inst)
+	f1.Resolve(nil)
+	f2.Resolve(nil) // one upload made both durable
+	first := make(chan error, 1)
+	go func() { first <- inst.awaitDurable(ctx, ps1) }()
+	<-g.entered // the first reply's check is in flight, held
+	second := make(chan error, 1)
+	go func() { second <- inst.awaitDurable(ctx, ps2) }()
+	g.hold <- struct{}{}
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-first:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case err := <-second:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-g.entered:
+			t.Fatal("a second check ran for a commit that was durable when the first one started")
+		}
+	}
+	if n := g.calls.Load(); n != 1 {
+		t.Fatalf("%d grant checks, want 1", n)
+	}
+}
