@@ -268,10 +268,16 @@ func (inst *instance) checkAck(ctx context.Context, upTo uint64) error {
 	var c *ackCheck
 	switch {
 	case inst.ackRun == nil:
+		// This reply runs the check itself (a lone caller hands nothing
+		// to another goroutine), with its context's values but not its
+		// cancellation: the answer is shared.
 		c = &ackCheck{upTo: max(upTo, inst.durableUpToLocked()), done: make(chan struct{})}
 		inst.ackRun = c
-		// Not the caller's cancellation: the check's answer is shared.
-		go inst.runAckChecks(context.WithoutCancel(ctx), c)
+		inst.pmu.Unlock()
+		if next := inst.runAckCheck(context.WithoutCancel(ctx), c); next != nil {
+			go inst.runAckChecks(context.WithoutCancel(ctx), next)
+		}
+		return c.err
 	case inst.ackRun.upTo >= upTo:
 		c = inst.ackRun
 	default:
@@ -318,20 +324,29 @@ func isDurable(d durability.Durable) bool {
 // none is queued.
 func (inst *instance) runAckChecks(ctx context.Context, c *ackCheck) {
 	for c != nil {
-		err := lease.CheckAck(ctx, inst.grant)
-		inst.pmu.Lock()
-		c.err = err
-		if err == nil {
-			inst.ackChecked = max(inst.ackChecked, c.upTo)
-		}
-		close(c.done)
-		c, inst.ackNext = inst.ackNext, nil
-		if c != nil {
-			c.upTo = max(c.upTo, inst.durableUpToLocked())
-		}
-		inst.ackRun = c
-		inst.pmu.Unlock()
+		c = inst.runAckCheck(ctx, c)
 	}
+}
+
+// runAckCheck runs c, the check in flight, releases its waiters and
+// returns the check queued behind it (now in flight), if any, for the
+// caller to run.
+func (inst *instance) runAckCheck(ctx context.Context, c *ackCheck) *ackCheck {
+	err := lease.CheckAck(ctx, inst.grant)
+	inst.pmu.Lock()
+	defer inst.pmu.Unlock()
+	c.err = err
+	if err == nil {
+		inst.ackChecked = max(inst.ackChecked, c.upTo)
+	}
+	close(c.done)
+	next := inst.ackNext
+	inst.ackNext = nil
+	if next != nil {
+		next.upTo = max(next.upTo, inst.durableUpToLocked())
+	}
+	inst.ackRun = next
+	return next
 }
 
 // awaitDurable is the output gate: it returns once every commit in snap is
