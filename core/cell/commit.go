@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
@@ -225,7 +226,7 @@ func (inst *instance) pendingSnapshot() pendingSet {
 		case <-inst.pending[i].Done():
 			if inst.pending[i].Err() != nil {
 				// Keep failures visible to every later reply.
-				return pendingSet{append([]durability.Durable(nil), inst.pending[i:]...), inst.tracked}
+				return pendingSet{slices.Clip(inst.pending[i:]), inst.tracked}
 			}
 			i++
 			continue
@@ -234,7 +235,9 @@ func (inst *instance) pendingSnapshot() pendingSet {
 		break
 	}
 	inst.pending = inst.pending[i:]
-	return pendingSet{append([]durability.Durable(nil), inst.pending...), inst.tracked}
+	// Not a copy: pending only ever drops from the front and appends past
+	// its end, so the elements a clipped slice shows never change.
+	return pendingSet{slices.Clip(inst.pending), inst.tracked}
 }
 
 // ackCheck is one run of the grant's acknowledgement check

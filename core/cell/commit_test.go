@@ -283,3 +283,49 @@ func TestAckCheckCoversWhatIsDurableAtItsStart(t *testing.T) {
 		t.Fatalf("%d grant checks, want 1", n)
 	}
 }
+
+// BenchmarkPendingSnapshot: what a reply pays to learn what it waits for,
+// with a group commit's worth (64) of commits pending.
+func BenchmarkPendingSnapshot(b *testing.B) {
+	inst := &instance{}
+	for range 64 {
+		inst.pending = append(inst.pending, durability.NewFuture())
+	}
+	inst.tracked = 64
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if ps := inst.pendingSnapshot(); len(ps.wait) != 64 {
+			b.Fatal(len(ps.wait))
+		}
+	}
+}
+
+// A snapshot shares the pending list's memory, but what it shows never
+// changes as the list drops durable commits and takes new ones.
+func TestPendingSnapshotUnchangedByLaterTracking(t *testing.T) {
+	inst := &instance{done: make(chan struct{}), rt: &Runtime{}}
+	inst.pending = make([]durability.Durable, 0, 64) // room to append in place
+	defer close(inst.done)
+	a, b := durability.NewFuture(), durability.NewFuture()
+	inst.trackLocked(a)
+	inst.trackLocked(b)
+	snap := inst.pendingSnapshot().wait
+	a.Resolve(nil)
+	inst.pendingSnapshot() // drops a
+	var added []*durability.Future
+	for range 10 {
+		f := durability.NewFuture()
+		added = append(added, f)
+		inst.trackLocked(f)
+	}
+	if len(snap) != 2 || snap[0] != a || snap[1] != b {
+		t.Fatalf("snapshot changed to %v", snap)
+	}
+	snap = append(snap, nil) // appending to a snapshot must not reach the list
+	if got := inst.pendingSnapshot().wait; len(got) != 11 || got[0] != b || got[1] != added[0] {
+		t.Fatalf("pending = %v after appending to a snapshot", got)
+	}
+	for _, f := range append(added, b) {
+		f.Resolve(nil)
+	}
+}
