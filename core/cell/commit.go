@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
@@ -225,7 +226,7 @@ func (inst *instance) pendingSnapshot() pendingSet {
 		case <-inst.pending[i].Done():
 			if inst.pending[i].Err() != nil {
 				// Keep failures visible to every later reply.
-				return pendingSet{append([]durability.Durable(nil), inst.pending[i:]...), inst.tracked}
+				return pendingSet{slices.Clip(inst.pending[i:]), inst.tracked}
 			}
 			i++
 			continue
@@ -234,21 +235,121 @@ func (inst *instance) pendingSnapshot() pendingSet {
 		break
 	}
 	inst.pending = inst.pending[i:]
-	return pendingSet{append([]durability.Durable(nil), inst.pending...), inst.tracked}
+	// Not a copy: pending only ever drops from the front and appends past
+	// its end, so the elements a clipped slice shows never change.
+	return pendingSet{slices.Clip(inst.pending), inst.tracked}
 }
 
-// needsAckCheck reports whether the grant was not yet checked after the
-// commits up to upTo became durable.
-func (inst *instance) needsAckCheck(upTo uint64) bool {
+// ackCheck is one run of the grant's acknowledgement check
+// (lease.CheckAck: for a fleet grant, a fresh read of own.json) shared by
+// every reply it covers. upTo is the largest tracked count whose commits
+// were all durable before the check started: only replies up to it may be
+// released by it. It is fixed once the check starts; while queued it grows
+// with each reply that joins (each joins only once its commits are
+// durable); when it starts, it also covers every commit then known durable.
+type ackCheck struct {
+	upTo uint64
+	done chan struct{}
+	err  error // set before done closes
+}
+
+// checkAck returns once a grant check that started after the commits up
+// to upTo were durable has succeeded: celld's acknowledgement rule, one
+// check for many replies. The caller has seen every commit up to upTo
+// durable. A reply covered by an earlier check returns at once; one the
+// check in flight covers waits for it; any other waits for the next check,
+// which starts when the one in flight ends and covers every reply queued
+// by then. So at most one check is in flight and one queued per instance,
+// however many replies wait, and no reply is released by a check that
+// started before its commits were durable.
+func (inst *instance) checkAck(ctx context.Context, upTo uint64) error {
+	inst.pmu.Lock()
+	if upTo <= inst.ackChecked {
+		inst.pmu.Unlock()
+		return nil
+	}
+	var c *ackCheck
+	switch {
+	case inst.ackRun == nil:
+		// This reply runs the check itself (a lone caller hands nothing
+		// to another goroutine), with its context's values but not its
+		// cancellation: the answer is shared.
+		c = &ackCheck{upTo: max(upTo, inst.durableUpToLocked()), done: make(chan struct{})}
+		inst.ackRun = c
+		inst.pmu.Unlock()
+		if next := inst.runAckCheck(context.WithoutCancel(ctx), c); next != nil {
+			go inst.runAckChecks(context.WithoutCancel(ctx), next)
+		}
+		return c.err
+	case inst.ackRun.upTo >= upTo:
+		c = inst.ackRun
+	default:
+		if inst.ackNext == nil {
+			inst.ackNext = &ackCheck{done: make(chan struct{})}
+		}
+		inst.ackNext.upTo = max(inst.ackNext.upTo, upTo)
+		c = inst.ackNext
+	}
+	inst.pmu.Unlock()
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// durableUpToLocked is how many tracked commits are known durable, all
+// of them in order: a check starting now may cover them all, not only the
+// commits of the reply that starts it (replies released by one upload
+// then share one check).
+func (inst *instance) durableUpToLocked() uint64 {
+	n := inst.tracked - uint64(len(inst.pending)) // dropped: durable
+	for _, d := range inst.pending {
+		if !isDurable(d) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+func isDurable(d durability.Durable) bool {
+	select {
+	case <-d.Done():
+		return d.Err() == nil
+	default:
+		return false
+	}
+}
+
+// runAckChecks runs c, then the check queued behind it, if any, until
+// none is queued.
+func (inst *instance) runAckChecks(ctx context.Context, c *ackCheck) {
+	for c != nil {
+		c = inst.runAckCheck(ctx, c)
+	}
+}
+
+// runAckCheck runs c, the check in flight, releases its waiters and
+// returns the check queued behind it (now in flight), if any, for the
+// caller to run.
+func (inst *instance) runAckCheck(ctx context.Context, c *ackCheck) *ackCheck {
+	err := lease.CheckAck(ctx, inst.grant)
 	inst.pmu.Lock()
 	defer inst.pmu.Unlock()
-	return upTo > inst.ackChecked
-}
-
-func (inst *instance) ackCheckedUpTo(upTo uint64) {
-	inst.pmu.Lock()
-	inst.ackChecked = max(inst.ackChecked, upTo)
-	inst.pmu.Unlock()
+	c.err = err
+	if err == nil {
+		inst.ackChecked = max(inst.ackChecked, c.upTo)
+	}
+	close(c.done)
+	next := inst.ackNext
+	inst.ackNext = nil
+	if next != nil {
+		next.upTo = max(next.upTo, inst.durableUpToLocked())
+	}
+	inst.ackRun = next
+	return next
 }
 
 // awaitDurable is the output gate: it returns once every commit in snap is
@@ -272,11 +373,11 @@ func (inst *instance) awaitDurable(ctx context.Context, ps pendingSet) (err erro
 	// Checked after durability, for every reply that follows a commit the
 	// grant was not checked after: a commit already durable when the
 	// reply looked (a fast log) is checked all the same.
-	if len(snap) > 0 || inst.needsAckCheck(ps.upTo) {
-		if err := lease.CheckAck(ctx, inst.grant); err != nil {
-			return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
+	if err := inst.checkAck(ctx, ps.upTo); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return err
 		}
-		inst.ackCheckedUpTo(ps.upTo)
+		return inst.breakNow(fmt.Sprintf("the write was refused: %v", err), err)
 	}
 	return nil
 }

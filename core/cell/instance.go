@@ -79,6 +79,10 @@ type instance struct {
 	// everything it waits for was already durable (and so left pending)
 	// by the time it looked.
 	tracked, ackChecked uint64
+	// ackRun is the grant check in flight (nil: none) and ackNext the one
+	// queued behind it, for replies whose commits became durable after
+	// ackRun started: at most one of each per instance (see ackCheck).
+	ackRun, ackNext *ackCheck
 }
 
 // event is one call into an object: a request, an RPC, an alarm, the

@@ -85,7 +85,7 @@ func newCellLog(opts Options, cell string, epoch uint64, conn driver.Conn, sc dr
 		conn: conn, sc: sc, sess: sess,
 	}
 	c.pipe = durability.NewPipeline(durability.PipelineOptions[*entry]{
-		Upload: c.upload, Sync: syncLocal, Closed: ErrClosed, Logger: c.log,
+		Upload: c.upload, Sync: syncLocal, Closed: ErrClosed, Logger: c.log, Clock: opts.Clock,
 		FailMessage: "changeset upload failed; the cell's later commits will not be acknowledged",
 	})
 	return c

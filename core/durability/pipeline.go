@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -51,6 +53,9 @@ type PipelineOptions[T any] struct {
 	// Logger receives FailMessage when an upload fails.
 	Logger      *slog.Logger
 	FailMessage string
+	// Clock times uploads for the group-commit rule (nextGroup); the real
+	// clock if nil.
+	Clock clock.Clock
 }
 
 type queued[T any] struct {
@@ -63,6 +68,7 @@ func NewPipeline[T any](opts PipelineOptions[T]) *Pipeline[T] {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.Clock = clock.Or(opts.Clock)
 	p := &Pipeline[T]{opts: opts, done: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
 	go p.run()
@@ -162,13 +168,61 @@ func (p *Pipeline[T]) Close(ctx context.Context, final bool) error {
 	return nil
 }
 
+// nextGroup is the group-commit rule: whether the uploader, free since
+// idle ago with queued commits waiting, starts the next upload now, and if
+// not, how much longer it waits at most. It starts once as many commits
+// are queued as the previous upload carried (prevGroup), or once half the
+// previous upload's duration (lastUpload) has passed since it became
+// free, whichever comes first. Without it, the callers an upload releases
+// all at once find the uploader already gone with the one or two commits
+// that were ready, and groups alternate small and large: two uploads for
+// one group's worth of commits. A lone caller (a previous group of one) is
+// never delayed, nor is the first upload.
+func nextGroup(queued, prevGroup int, idle, lastUpload time.Duration) (start bool, wait time.Duration) {
+	if queued >= prevGroup {
+		return true, 0
+	}
+	bound := lastUpload / 2
+	if idle >= bound {
+		return true, 0
+	}
+	return false, bound - idle
+}
+
 // run uploads batches in order until the pipeline closes or fails.
 func (p *Pipeline[T]) run() {
 	defer close(p.done)
+	clk := p.opts.Clock
+	var (
+		prevGroup  int
+		lastUpload time.Duration
+		free       = clk.Now() // when the last upload ended
+	)
 	for {
 		p.mu.Lock()
-		for len(p.queue) == 0 && !p.closing && p.failed == nil {
-			p.cond.Wait()
+		var timer clock.Timer
+		for {
+			for len(p.queue) == 0 && !p.closing && p.failed == nil {
+				p.cond.Wait()
+			}
+			if p.closing || p.failed != nil {
+				break
+			}
+			start, wait := nextGroup(len(p.queue), prevGroup, clk.Now().Sub(free), lastUpload)
+			if start {
+				break
+			}
+			if timer == nil {
+				timer = clk.AfterFunc(wait, func() {
+					p.mu.Lock()
+					p.cond.Broadcast()
+					p.mu.Unlock()
+				})
+			}
+			p.cond.Wait() // a commit queued, the bound passed, or a close
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 		if p.abandon || p.failed != nil || (p.closing && len(p.queue) == 0) {
 			p.mu.Unlock()
@@ -182,7 +236,11 @@ func (p *Pipeline[T]) run() {
 		for i, q := range batch {
 			items[i] = q.item
 		}
-		if err := p.store(items); err != nil {
+		began := clk.Now()
+		err := p.store(items)
+		free = clk.Now()
+		prevGroup, lastUpload = len(items), free.Sub(began)
+		if err != nil {
 			p.opts.Logger.Error(p.opts.FailMessage, "err", err)
 			p.mu.Lock()
 			for _, q := range batch {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cellb/cellb/core/clock"
 )
 
 var errClosed = errors.New("closed")
@@ -152,5 +154,110 @@ func TestPipelineClose(t *testing.T) {
 	}
 	if err := waitDone(t, d); err != nil {
 		t.Fatalf("a final Close did not flush: %v", err)
+	}
+}
+
+// The group-commit rule as a pure function.
+func TestNextGroup(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		what         string
+		queued, prev int
+		idle, last   time.Duration
+		wantStart    bool
+		wantWait     time.Duration
+	}{
+		{"the first upload", 1, 0, 0, 0, true, 0},
+		{"a lone caller (previous group of one)", 1, 1, 0, 10 * ms, true, 0},
+		{"as many queued as the previous group", 54, 54, 0, 4 * ms, true, 0},
+		{"more queued than the previous group", 64, 54, 0, 4 * ms, true, 0},
+		{"fewer, just freed: wait half the last upload", 10, 54, 0, 4 * ms, false, 2 * ms},
+		{"fewer, part of the bound passed", 10, 54, ms, 4 * ms, false, ms},
+		{"fewer, the bound passed", 10, 54, 2 * ms, 4 * ms, true, 0},
+		{"fewer, an upload that took no time", 10, 54, 0, 0, true, 0},
+	} {
+		start, wait := nextGroup(tc.queued, tc.prev, tc.idle, tc.last)
+		if start != tc.wantStart || wait != tc.wantWait {
+			t.Errorf("%s: nextGroup(%d, %d, %v, %v) = %v, %v; want %v, %v", tc.what, tc.queued, tc.prev, tc.idle, tc.last, start, wait, tc.wantStart, tc.wantWait)
+		}
+	}
+}
+
+// After an upload of n commits the uploader waits (on the injected clock)
+// until n are queued or half that upload's duration passed, so callers
+// released together go up together; a lone caller is never held.
+func TestPipelineWaitsForThePreviousGroupSize(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	r := &recorder{gate: make(chan struct{}), entered: make(chan struct{}, 8)}
+	p := NewPipeline(PipelineOptions[int]{Upload: r.upload, Closed: errClosed, Clock: clk})
+	defer func() {
+		close(r.gate) // whatever happened, uploads in flight go on
+		p.Close(context.Background(), false)
+	}()
+	entered := func(what string) {
+		t.Helper()
+		select {
+		case <-r.entered:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the upload never started", what)
+		}
+	}
+	// upload lets the upload in flight take 10 ms of the fake clock and
+	// waits until its commits are durable.
+	upload := func(last Durable) {
+		t.Helper()
+		clk.Advance(10 * time.Millisecond)
+		r.gate <- struct{}{}
+		if err := waitDone(t, last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// holding waits until the uploader holds back a short queue (a timer
+	// on the fake clock); an upload starting instead fails the test.
+	holding := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); clk.Pending() == 0; {
+			select {
+			case <-r.entered:
+				t.Fatalf("%s: an upload started with fewer commits than the previous one", what)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the uploader neither started nor waited", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	d1 := p.Append(item(1))
+	entered("first")
+	p.Append(item(2))
+	p.Append(item(3))
+	d4 := p.Append(item(4))
+	upload(d1) // [1]
+	entered("second")
+	d5 := p.Append(item(5))
+	upload(d4) // [2 3 4]
+	holding("one commit after a group of three")
+	p.Append(item(6))
+	d7 := p.Append(item(7))
+	entered("third")
+	d8 := p.Append(item(8))
+	upload(d7) // [5 6 7]
+	holding("one commit after a group of three")
+	clk.Advance(5 * time.Millisecond) // half of the last upload
+	entered("after the bound")
+	upload(d8) // [8]
+	d9 := p.Append(item(9))
+	entered("a lone caller") // no clock advance: not held
+	upload(d9)               // [9]
+	if err := waitDone(t, d5); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	want := [][]int{{1}, {2, 3, 4}, {5, 6, 7}, {8}, {9}}
+	if !slices.EqualFunc(r.batches, want, slices.Equal) {
+		t.Fatalf("batches %v, want %v", r.batches, want)
 	}
 }

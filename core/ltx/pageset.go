@@ -47,9 +47,11 @@ func (s *pageSet) truncate(commit uint32) {
 		case first >= commit:
 			delete(s.chunks, k)
 		case commit-first < chunkPages:
-			for o := commit - first; o < chunkPages; o++ {
-				c[o/64] &^= 1 << (o % 64)
-			}
+			// Pages commit-first+1.. of the chunk (offsets commit-first..)
+			// go: the rest of the word holding the first, then whole words.
+			o := commit - first
+			c[o/64] &= 1<<(o%64) - 1
+			clear(c[o/64+1:])
 		}
 	}
 }

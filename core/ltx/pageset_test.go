@@ -84,3 +84,34 @@ func TestHeaderClaimsAllocateNothing(t *testing.T) {
 		}
 	}
 }
+
+// truncate at every offset within a word and at word edges keeps exactly
+// the pages up to commit, as clearing them one by one does.
+func TestPageSetTruncateEveryOffset(t *testing.T) {
+	for _, commit := range []uint32{1, 2, 63, 64, 65, 127, 128, 129, 1000, chunkPages - 1, chunkPages, chunkPages + 1, chunkPages + 64, 2*chunkPages - 1} {
+		var s pageSet
+		for p := uint32(1); p <= 2*chunkPages; p += 7 {
+			s.set(p)
+		}
+		for p := uint32(1); p <= 130; p++ {
+			s.set(p)
+		}
+		s.truncate(commit)
+		for p := uint32(1); p <= 2*chunkPages; p++ {
+			want := p <= commit && (p <= 130 || (p-1)%7 == 0)
+			if s.has(p) != want {
+				t.Fatalf("truncate(%d): has(%d) = %v, want %v", commit, p, s.has(p), want)
+			}
+		}
+	}
+}
+
+func BenchmarkPageSetTruncate(b *testing.B) {
+	var s pageSet
+	for p := uint32(1); p <= 100; p++ {
+		s.set(p)
+	}
+	for i := 0; i < b.N; i++ {
+		s.truncate(100)
+	}
+}

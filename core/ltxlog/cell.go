@@ -101,7 +101,7 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 		Upload: c.uploadBatch,
 		Sync:   syncLocal,
 		After:  c.maybeCompact,
-		Closed: ErrClosed, Logger: c.log,
+		Closed: ErrClosed, Logger: c.log, Clock: opts.Clock,
 		FailMessage: "LTX upload failed; the cell's later commits will not be acknowledged",
 	})
 	return c
