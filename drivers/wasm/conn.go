@@ -127,16 +127,36 @@ func (c *Conn) setup(ctx context.Context, db *sqlite3.Conn) (*captureFile, error
 	defer func() { c.auth.mode = authUser }()
 
 	c.auth.mode = authInternal
+	f, err := mainFile(db)
+	if err != nil {
+		return nil, err
+	}
+	if c.exclusive() {
+		// Keep the log file when the connection closes (emptied, see
+		// closeDB): creating it again at every open costs more than the
+		// rest of the open.
+		f.SetPersistWAL(true)
+	}
 	// memdb keeps its journal in memory (it has no journal files), so only
 	// a file gets the configured mode. Setting it also converts a WAL-mode
-	// file, checkpointing its log first.
-	if !c.mem {
-		mode, err := queryText(ctx, db, "PRAGMA journal_mode="+string(c.drv.journal))
+	// file, checkpointing its log first. A file whose header already says
+	// WAL needs no conversion: SQLite enters WAL mode by itself at the
+	// first read (checked again after it, below).
+	setMode := !c.mem && !(c.walMode() && headerSaysWAL(f))
+	if c.exclusive() {
+		// Before anything reads the file: the mode in force when SQLite
+		// first opens the log decides where the log's index lives.
+		mode, err := queryText(ctx, db, "PRAGMA locking_mode=EXCLUSIVE")
 		if err != nil {
 			return nil, err
 		}
-		if !strings.EqualFold(mode, string(c.drv.journal)) {
-			return nil, fmt.Errorf("journal_mode is %q after asking for %q", mode, c.drv.journal)
+		if !strings.EqualFold(mode, "exclusive") {
+			return nil, fmt.Errorf("locking_mode is %q after asking for exclusive", mode)
+		}
+	}
+	if setMode {
+		if err := c.setJournalMode(ctx, db); err != nil {
+			return nil, err
 		}
 	}
 	// The configured pragmas pass the same guard as user SQL.
@@ -150,10 +170,45 @@ func (c *Conn) setup(ctx context.Context, db *sqlite3.Conn) (*captureFile, error
 	// Reading the schema checks that the file is a database (and rolls
 	// back a hot journal left by a crash, before capture starts).
 	if _, err := queryText(ctx, db, "SELECT count(*) FROM sqlite_schema"); err != nil {
-		return nil, err
+		return nil, inUse(c, err)
 	}
-	return mainFile(db)
+	// A hot rollback journal, rolled back by that read, can have taken
+	// the header back to rollback mode: then convert as always.
+	if !c.mem && !setMode && !headerSaysWAL(f) {
+		if err := c.setJournalMode(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
+
+// setJournalMode sets the configured journal mode and checks SQLite
+// took it.
+func (c *Conn) setJournalMode(ctx context.Context, db *sqlite3.Conn) error {
+	mode, err := queryText(ctx, db, "PRAGMA journal_mode="+string(c.drv.journal))
+	if err != nil {
+		return inUse(c, err)
+	}
+	if !strings.EqualFold(mode, string(c.drv.journal)) {
+		return fmt.Errorf("journal_mode is %q after asking for %q", mode, c.drv.journal)
+	}
+	return nil
+}
+
+// headerSaysWAL reports whether the database header in f says WAL mode
+// (file format versions 2). An empty or unreadable file does not.
+func headerSaysWAL(f *captureFile) bool {
+	var b [offReadVersion + 1]byte
+	if n, _ := f.File.ReadAt(b[:], 0); n < len(b) {
+		return false
+	}
+	return string(b[:len(headerMagic)]) == string(headerMagic) &&
+		b[offWriteVersion] == journalModeWAL && b[offReadVersion] == journalModeWAL
+}
+
+// exclusive reports whether the database holds its file lock while open
+// (WithExclusiveLocking; memdb has no file).
+func (c *Conn) exclusive() bool { return !c.mem && c.drv.exclusive }
 
 // install makes db (set up by openDB) the connection's database and
 // starts capture afresh on it.
@@ -523,7 +578,7 @@ func (c *Conn) Close() error {
 	if c.db == nil {
 		return nil
 	}
-	err := c.closeDB()
+	err := c.closeDB(c.exclusive())
 	if c.rec != nil {
 		c.rec.reset()
 	}
@@ -531,7 +586,11 @@ func (c *Conn) Close() error {
 }
 
 // closeDB finalizes every statement and closes the SQLite connection.
-func (c *Conn) closeDB() error {
+// With emptyLog (WithExclusiveLocking, whose log file stays between
+// opens) it first checkpoints and truncates the log, so the next open
+// finds an empty one; if that cannot complete, the log is left for the
+// next open to replay, as after a crash.
+func (c *Conn) closeDB(emptyLog bool) error {
 	for r := range c.rows {
 		r.Close()
 	}
@@ -544,6 +603,9 @@ func (c *Conn) closeDB() error {
 	}
 	c.cache = stmtCache{}
 	c.ctl = nil
+	if emptyLog && c.db.GetAutocommit() {
+		_ = c.checkpoint(context.Background(), "TRUNCATE")
+	}
 	err := c.db.Close()
 	c.db = nil
 	c.file = nil
