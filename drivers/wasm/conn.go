@@ -136,14 +136,6 @@ func (c *Conn) setup(ctx context.Context, db *sqlite3.Conn) (*captureFile, error
 		// closeDB): creating it again at every open costs more than the
 		// rest of the open.
 		f.SetPersistWAL(true)
-	}
-	// memdb keeps its journal in memory (it has no journal files), so only
-	// a file gets the configured mode. Setting it also converts a WAL-mode
-	// file, checkpointing its log first. A file whose header already says
-	// WAL needs no conversion: SQLite enters WAL mode by itself at the
-	// first read (checked again after it, below).
-	setMode := !c.mem && !(c.walMode() && headerSaysWAL(f))
-	if c.exclusive() {
 		// Before anything reads the file: the mode in force when SQLite
 		// first opens the log decides where the log's index lives.
 		mode, err := queryText(ctx, db, "PRAGMA locking_mode=EXCLUSIVE")
@@ -154,9 +146,16 @@ func (c *Conn) setup(ctx context.Context, db *sqlite3.Conn) (*captureFile, error
 			return nil, fmt.Errorf("locking_mode is %q after asking for exclusive", mode)
 		}
 	}
-	if setMode {
-		if err := c.setJournalMode(ctx, db); err != nil {
-			return nil, err
+	// memdb keeps its journal in memory (it has no journal files), so only
+	// a file gets the configured mode. Setting it also converts a WAL-mode
+	// file, checkpointing its log first.
+	if !c.mem {
+		mode, err := queryText(ctx, db, "PRAGMA journal_mode="+string(c.drv.journal))
+		if err != nil {
+			return nil, inUse(c, err)
+		}
+		if !strings.EqualFold(mode, string(c.drv.journal)) {
+			return nil, fmt.Errorf("journal_mode is %q after asking for %q", mode, c.drv.journal)
 		}
 	}
 	// The configured pragmas pass the same guard as user SQL.
@@ -172,38 +171,7 @@ func (c *Conn) setup(ctx context.Context, db *sqlite3.Conn) (*captureFile, error
 	if _, err := queryText(ctx, db, "SELECT count(*) FROM sqlite_schema"); err != nil {
 		return nil, inUse(c, err)
 	}
-	// A hot rollback journal, rolled back by that read, can have taken
-	// the header back to rollback mode: then convert as always.
-	if !c.mem && !setMode && !headerSaysWAL(f) {
-		if err := c.setJournalMode(ctx, db); err != nil {
-			return nil, err
-		}
-	}
 	return f, nil
-}
-
-// setJournalMode sets the configured journal mode and checks SQLite
-// took it.
-func (c *Conn) setJournalMode(ctx context.Context, db *sqlite3.Conn) error {
-	mode, err := queryText(ctx, db, "PRAGMA journal_mode="+string(c.drv.journal))
-	if err != nil {
-		return inUse(c, err)
-	}
-	if !strings.EqualFold(mode, string(c.drv.journal)) {
-		return fmt.Errorf("journal_mode is %q after asking for %q", mode, c.drv.journal)
-	}
-	return nil
-}
-
-// headerSaysWAL reports whether the database header in f says WAL mode
-// (file format versions 2). An empty or unreadable file does not.
-func headerSaysWAL(f *captureFile) bool {
-	var b [offReadVersion + 1]byte
-	if n, _ := f.File.ReadAt(b[:], 0); n < len(b) {
-		return false
-	}
-	return string(b[:len(headerMagic)]) == string(headerMagic) &&
-		b[offWriteVersion] == journalModeWAL && b[offReadVersion] == journalModeWAL
 }
 
 // exclusive reports whether the database holds its file lock while open

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/cellb/cellb/core/driver"
-	"github.com/ncruces/go-sqlite3"
 )
 
 func exclusiveOpts(more ...Option) []Option {
@@ -193,60 +192,5 @@ func TestExclusiveRecoversALeftoverLog(t *testing.T) {
 	mustExec(t, c, "INSERT INTO t VALUES (?, 'after')", hi+1)
 	if _, err := c.TakeCommits(t.Context()); err != nil {
 		t.Fatalf("capture after recovery: %v", err)
-	}
-}
-
-// A WAL-mode connection skips PRAGMA journal_mode=wal when the header
-// already says WAL, but a hot rollback journal can take the header back to
-// rollback mode when the first read rolls it back: the driver then sets
-// WAL mode as before. The crash image here is a rollback-mode file caught
-// mid-transaction (its journal hot) whose header bytes were then set to
-// say WAL.
-func TestWALHeaderRolledBackByAHotJournal(t *testing.T) {
-	for name, opts := range map[string][]Option{
-		"wal":           {WithJournalMode(JournalWAL)},
-		"wal-exclusive": exclusiveOpts(),
-	} {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			src := filepath.Join(dir, "src.db")
-			raw, err := sqlite3.Open("file:" + src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer raw.Close()
-			if err := raw.Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL; CREATE TABLE t(x); INSERT INTO t VALUES ('before')"); err != nil {
-				t.Fatal(err)
-			}
-			// A transaction that changes page 1 and spills pages to the
-			// file, so its journal is synced and hot, left open.
-			if err := raw.Exec("PRAGMA cache_size=5; BEGIN; PRAGMA user_version=7; INSERT INTO t SELECT randomblob(2000) FROM generate_series(1, 200)"); err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(dir, "crash.db")
-			for _, suffix := range []string{"", "-journal"} {
-				b, err := os.ReadFile(src + suffix)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if suffix == "" {
-					b[offWriteVersion], b[offReadVersion] = journalModeWAL, journalModeWAL
-				}
-				if err := os.WriteFile(path+suffix, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c := openTest(t, path, true, opts...)
-			if got := queryRows(t, c, "PRAGMA journal_mode"); got[0][0] != "wal" {
-				t.Fatalf("journal_mode %v after the hot journal rolled back, want wal", got[0][0])
-			}
-			if got := queryRows(t, c, "SELECT (SELECT count(*) FROM t), (SELECT user_version FROM pragma_user_version)"); got[0][0] != int64(1) {
-				t.Fatalf("after the rollback: %v, want the one row from before", got[0])
-			}
-			mustExec(t, c, "INSERT INTO t VALUES ('after')")
-			if cs, err := c.TakeCommits(t.Context()); err != nil || len(cs) != 1 {
-				t.Fatalf("capture after the rollback: %d commits, %v", len(cs), err)
-			}
-		})
 	}
 }
