@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cellb/cellb/core/driver"
 )
@@ -29,10 +30,13 @@ func TestExclusiveRefusesASecondConnection(t *testing.T) {
 	a := openTest(t, path, true, exclusiveOpts()...)
 	mustExec(t, a, "CREATE TABLE t(x); INSERT INTO t VALUES (1)")
 	for name, opts := range map[string][]Option{
-		"exclusive":     exclusiveOpts(WithPragmas("busy_timeout=0")),
-		"not exclusive": {WithJournalMode(JournalWAL), WithPragmas("busy_timeout=0")},
+		"exclusive":     exclusiveOpts(),
+		"not exclusive": {WithJournalMode(JournalWAL)},
 	} {
-		b, err := New(opts...).Open(t.Context(), driver.Config{Path: path})
+		// The open's ctx ends the wait for the lock (5 s otherwise).
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		b, err := New(opts...).Open(ctx, driver.Config{Path: path})
+		cancel()
 		if err == nil {
 			b.Close()
 			t.Fatalf("%s: a second connection opened a file held exclusively", name)
@@ -52,7 +56,7 @@ func TestExclusiveRefusesASecondConnection(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c := openTest(t, path, false, exclusiveOpts(WithPragmas("busy_timeout=0"))...)
+	c := openTest(t, path, false, exclusiveOpts()...)
 	if got := queryRows(t, c, "SELECT count(*) FROM t"); got[0][0] != int64(2) {
 		t.Fatalf("after the holder closed, %v rows, want 2", got[0][0])
 	}
