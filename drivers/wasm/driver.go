@@ -84,10 +84,12 @@ func WithPragmas(pragmas ...string) Option {
 // connection then takes its file lock at the first read and holds it until
 // it closes, and SQLite keeps the log's index in the connection's own
 // memory: no -shm file is created, mapped or locked, and no transaction
-// takes or drops a lock. That makes opening an existing database and each
-// turn cheaper, at a price: while the connection is open no other
-// connection, in this process or another, can read or write the file (it
-// gets SQLITE_BUSY once the busy timeout has passed, matching ErrInUse).
+// takes or drops a lock. The log file is kept when the connection closes,
+// emptied, so opening an existing database creates no file (about a third
+// of the CPU of an open without the option, docs/benchmarks.md). The
+// price: while the connection is open no other connection, in this process
+// or another, can read or write the file (its open fails with ErrInUse,
+// wrapping SQLITE_BUSY, once the busy timeout has passed or its ctx ended).
 // Use it when nothing but the connection touches the file while it is open
 // (a cell's database under the cell runtime). A crash leaves the log behind
 // as usual, and the next open replays it. It requires
