@@ -27,6 +27,7 @@ import (
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/drivers/wasm"
 )
 
 type lazyObj struct{ st *cell.State }
@@ -373,19 +374,36 @@ func TestReopenOfAStoredCellWritesNothing(t *testing.T) {
 // BenchmarkActivationsByKind: activations per second of existing cells (written
 // before the timer, each activated once, by a read) and of new cells (a
 // read of a never-written name), with 1 and 8 callers, on the embedded
-// default. Run with a fixed count, e.g. -benchtime 2000x.
+// default. Baseline in the same run (driver): the embedded default's
+// driver alone opening as many existing files and reading a row from each,
+// the connections kept open like the cells. Run with a fixed count, e.g.
+// -benchtime 3000x.
 func BenchmarkActivationsByKind(b *testing.B) {
-	for _, kind := range []string{"existing", "new"} {
+	for _, callers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("driver/callers=%d", callers), func(b *testing.B) {
+			benchDriverOpens(b, callers)
+		})
+	}
+	for _, kind := range []string{"existing", "existing-exclusive", "new"} {
 		for _, callers := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/callers=%d", kind, callers), func(b *testing.B) {
 				dir := b.TempDir()
-				e := openLazy(b, dir)
-				if kind == "existing" {
+				open := openLazy
+				if kind == "existing-exclusive" {
+					// The default's driver with exclusive locking
+					// (wasm.WithExclusiveLocking), not the default: see
+					// docs/drivers-wasm.md.
+					open = func(t testing.TB, dir string) *lazyNode {
+						return openLazyWith(t, dir, wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithExclusiveLocking(), wasm.WithPragmas("synchronous=NORMAL")))
+					}
+				}
+				e := open(b, dir)
+				if kind != "new" {
 					for i := 0; i < b.N; i++ {
 						e.call(b, "c"+strconv.Itoa(i), writeCell)
 					}
 					e.close(b)
-					e = openLazy(b, dir)
+					e = open(b, dir)
 				}
 				defer e.close(b)
 				var next atomic.Int64
@@ -523,4 +541,46 @@ func TestReadThenWriteThenRestoreInEveryMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// benchDriverOpens opens b.N existing database files with the embedded
+// default's driver from callers goroutines and reads a row from each,
+// keeping every connection open until the timer stops.
+func benchDriverOpens(b *testing.B, callers int) {
+	ctx := context.Background()
+	drv, _ := pickDriver("wasm", syncPerGroup)
+	dir := b.TempDir()
+	path := func(i int) string { return filepath.Join(dir, "c"+strconv.Itoa(i)+".db") }
+	for i := 0; i < b.N; i++ {
+		c, err := drv.Open(ctx, driver.Config{Path: path(i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "CREATE TABLE n(id INTEGER PRIMARY KEY, v INTEGER NOT NULL); INSERT INTO n VALUES (1, 0)"); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+	conns := make([]driver.Conn, b.N)
+	b.ResetTimer()
+	start := time.Now()
+	err := spread(b.N, callers, func(i int) error {
+		c, err := drv.Open(ctx, driver.Config{Path: path(i)})
+		if err != nil {
+			return err
+		}
+		conns[i] = c
+		return directRead(ctx, c)
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "activations/s")
 }

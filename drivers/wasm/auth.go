@@ -29,10 +29,12 @@ const (
 // the user's function. It is installed once per SQLite connection and
 // survives SetAuthorizer calls and reopens.
 type authState struct {
-	mode    authMode
-	wal     bool // the database runs in WAL mode
-	user    driver.Authorizer
-	refused string // the setting the guard last refused
+	mode authMode
+	wal  bool // the database runs in WAL mode
+	// exclusive: the database holds its lock (WithExclusiveLocking).
+	exclusive bool
+	user      driver.Authorizer
+	refused   string // the setting the guard last refused
 }
 
 // SetAuthorizer installs fn for statements prepared from now on; nil
@@ -52,7 +54,7 @@ func (a *authState) authorize(action sqlite3.AuthorizerActionCode, arg1, arg2, d
 		return sqlite3.AUTH_OK
 	}
 	if action == sqlite3.AUTH_PRAGMA {
-		if why := guardPragma(a.wal, arg1, arg2); why != "" {
+		if why := guardPragma(a.wal, a.exclusive, arg1, arg2); why != "" {
 			a.refused = why
 			return sqlite3.AUTH_DENY
 		}
@@ -68,10 +70,12 @@ func (a *authState) authorize(action sqlite3.AuthorizerActionCode, arg1, arg2, d
 // commits would bypass the main file that capture and Serialize read) nor
 // to exclusive locking (which keeps SQLite from releasing its lock at the
 // end of each transaction, when a commit is captured). A WAL database must
-// stay in WAL mode, where capture watches the log. No database may turn its
+// stay in WAL mode, where capture watches the log. A database opened with
+// WithExclusiveLocking must keep its lock: another connection could then
+// write commits this one never sees. No database may turn its
 // journal off: ROLLBACK would then leave half-done changes behind, and the
 // cell runtime rolls back every failed turn.
-func guardPragma(wal bool, name, value string) string {
+func guardPragma(wal, exclusive bool, name, value string) string {
 	v := strings.ToLower(strings.Trim(strings.TrimSpace(value), `'"`))
 	switch strings.ToLower(name) {
 	case "journal_mode":
@@ -88,6 +92,12 @@ func guardPragma(wal bool, name, value string) string {
 			return "journal_mode=WAL (this connection runs in rollback-journal mode)"
 		}
 	case "locking_mode":
+		if exclusive {
+			if v != "" && v != "exclusive" {
+				return "locking_mode=" + v + " (this connection holds its file exclusively)"
+			}
+			return ""
+		}
 		if v == "exclusive" {
 			return "locking_mode=EXCLUSIVE (commits are captured when SQLite releases its lock)"
 		}

@@ -419,3 +419,101 @@ func driverSmall(b *testing.B, mode JournalMode, capture bool) *txnRunner {
 		close: func() { c.Close() },
 	}
 }
+
+// BenchmarkOpenExisting: opening an existing WAL-mode file with page
+// capture and reading a row, the connection kept open like an active
+// cell's until the timer stops (what activating an existing cell costs the
+// driver). Baseline in the same run (raw): the library opening the same
+// kind of file and reading the row, no CellB code.
+func BenchmarkOpenExisting(b *testing.B) {
+	ctx := context.Background()
+	prep := func(b *testing.B, d *Driver) []string {
+		dir := b.TempDir()
+		paths := make([]string, b.N)
+		for i := range paths {
+			paths[i] = filepath.Join(dir, fmt.Sprintf("c%d.db", i))
+			c, err := d.Open(ctx, driver.Config{Path: paths[i], PageCapture: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Exec(ctx, "CREATE TABLE n(id INTEGER PRIMARY KEY, v INTEGER NOT NULL); INSERT INTO n VALUES (1, 0)"); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return paths
+	}
+	b.Run("raw", func(b *testing.B) {
+		paths := prep(b, New(WithJournalMode(JournalWAL), WithPragmas(benchSync)))
+		conns := make([]*sqlite3.Conn, 0, b.N)
+		b.ResetTimer()
+		cpu := processCPU()
+		for _, p := range paths {
+			db, err := sqlite3.Open("file:" + p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, db)
+			if err := db.Exec("PRAGMA " + benchSync); err != nil {
+				b.Fatal(err)
+			}
+			s, _, err := db.Prepare("SELECT v FROM n WHERE id = 1")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for s.Step() {
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		for _, db := range conns {
+			db.Close()
+		}
+	})
+	for _, excl := range []bool{false, true} {
+		name := "driver"
+		opts := []Option{WithJournalMode(JournalWAL), WithPragmas(benchSync)}
+		if excl {
+			name, opts = "driver-exclusive", append(opts, WithExclusiveLocking())
+		}
+		b.Run(name, func(b *testing.B) {
+			benchOpenExisting(b, New(opts...), prep)
+		})
+	}
+}
+
+func benchOpenExisting(b *testing.B, d *Driver, prep func(*testing.B, *Driver) []string) {
+	ctx := context.Background()
+	{
+		paths := prep(b, d)
+		conns := make([]driver.Conn, 0, b.N)
+		b.ResetTimer()
+		cpu := processCPU()
+		for _, p := range paths {
+			c, err := d.Open(ctx, driver.Config{Path: p, PageCapture: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, c)
+			rows, err := c.Query(ctx, "SELECT v FROM n WHERE id = 1")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for rows.Next() {
+			}
+			if err := rows.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}

@@ -12,6 +12,12 @@ func TestCellSemantics(t *testing.T) {
 	celltest.Run(t, celltest.Harness{Driver: wasm.New()})
 }
 
+// TestCellSemanticsWALExclusive runs the suite on WAL mode with exclusive
+// locking, as the embedded default opens cells.
+func TestCellSemanticsWALExclusive(t *testing.T) {
+	celltest.Run(t, celltest.Harness{Driver: wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithExclusiveLocking())})
+}
+
 // TestCellSemanticsWithoutPageCapture runs the suite once more with page
 // capture hidden, so the runtime's other path — a commit-time image of the
 // whole database handed to the log, which diffs it — runs in every test run.

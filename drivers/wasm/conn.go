@@ -127,13 +127,32 @@ func (c *Conn) setup(ctx context.Context, db *sqlite3.Conn) (*captureFile, error
 	defer func() { c.auth.mode = authUser }()
 
 	c.auth.mode = authInternal
+	f, err := mainFile(db)
+	if err != nil {
+		return nil, err
+	}
+	if c.exclusive() {
+		// Keep the log file when the connection closes (emptied, see
+		// closeDB): creating it again at every open costs more than the
+		// rest of the open.
+		f.SetPersistWAL(true)
+		// Before anything reads the file: the mode in force when SQLite
+		// first opens the log decides where the log's index lives.
+		mode, err := queryText(ctx, db, "PRAGMA locking_mode=EXCLUSIVE")
+		if err != nil {
+			return nil, err
+		}
+		if !strings.EqualFold(mode, "exclusive") {
+			return nil, fmt.Errorf("locking_mode is %q after asking for exclusive", mode)
+		}
+	}
 	// memdb keeps its journal in memory (it has no journal files), so only
 	// a file gets the configured mode. Setting it also converts a WAL-mode
 	// file, checkpointing its log first.
 	if !c.mem {
 		mode, err := queryText(ctx, db, "PRAGMA journal_mode="+string(c.drv.journal))
 		if err != nil {
-			return nil, err
+			return nil, inUse(c, err)
 		}
 		if !strings.EqualFold(mode, string(c.drv.journal)) {
 			return nil, fmt.Errorf("journal_mode is %q after asking for %q", mode, c.drv.journal)
@@ -150,10 +169,14 @@ func (c *Conn) setup(ctx context.Context, db *sqlite3.Conn) (*captureFile, error
 	// Reading the schema checks that the file is a database (and rolls
 	// back a hot journal left by a crash, before capture starts).
 	if _, err := queryText(ctx, db, "SELECT count(*) FROM sqlite_schema"); err != nil {
-		return nil, err
+		return nil, inUse(c, err)
 	}
-	return mainFile(db)
+	return f, nil
 }
+
+// exclusive reports whether the database holds its file lock while open
+// (WithExclusiveLocking; memdb has no file).
+func (c *Conn) exclusive() bool { return !c.mem && c.drv.exclusive }
 
 // install makes db (set up by openDB) the connection's database and
 // starts capture afresh on it.
@@ -523,7 +546,7 @@ func (c *Conn) Close() error {
 	if c.db == nil {
 		return nil
 	}
-	err := c.closeDB()
+	err := c.closeDB(c.exclusive())
 	if c.rec != nil {
 		c.rec.reset()
 	}
@@ -531,7 +554,11 @@ func (c *Conn) Close() error {
 }
 
 // closeDB finalizes every statement and closes the SQLite connection.
-func (c *Conn) closeDB() error {
+// With emptyLog (WithExclusiveLocking, whose log file stays between
+// opens) it first checkpoints and truncates the log, so the next open
+// finds an empty one; if that cannot complete, the log is left for the
+// next open to replay, as after a crash.
+func (c *Conn) closeDB(emptyLog bool) error {
 	for r := range c.rows {
 		r.Close()
 	}
@@ -544,6 +571,9 @@ func (c *Conn) closeDB() error {
 	}
 	c.cache = stmtCache{}
 	c.ctl = nil
+	if emptyLog && c.db.GetAutocommit() {
+		_ = c.checkpoint(context.Background(), "TRUNCATE")
+	}
 	err := c.db.Close()
 	c.db = nil
 	c.file = nil

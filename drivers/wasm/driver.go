@@ -55,8 +55,9 @@ const DefaultJournalMode = JournalPersist
 // Driver opens SQLite databases with github.com/ncruces/go-sqlite3. It
 // holds only its options; it is safe for concurrent use.
 type Driver struct {
-	journal JournalMode
-	pragmas []string
+	journal   JournalMode
+	pragmas   []string
+	exclusive bool
 	// verifyWAL (tests only) makes WAL capture check each commit's frames
 	// against the log file.
 	verifyWAL bool
@@ -77,6 +78,23 @@ func WithJournalMode(m JournalMode) Option { return func(d *Driver) { d.journal 
 func WithPragmas(pragmas ...string) Option {
 	return func(d *Driver) { d.pragmas = append(d.pragmas, pragmas...) }
 }
+
+// WithExclusiveLocking makes a WAL-mode driver open every file database
+// with locking_mode=EXCLUSIVE, set before SQLite first reads the file. The
+// connection then takes its file lock at the first read and holds it until
+// it closes, and SQLite keeps the log's index in the connection's own
+// memory: no -shm file is created, mapped or locked, and no transaction
+// takes or drops a lock. The log file is kept when the connection closes,
+// emptied, so opening an existing database creates no file (about a third
+// of the CPU of an open without the option, docs/benchmarks.md). The
+// price: while the connection is open no other connection, in this process
+// or another, can read or write the file (its open fails with ErrInUse,
+// wrapping SQLITE_BUSY, once the busy timeout has passed or its ctx ended).
+// Use it when nothing but the connection touches the file while it is open
+// (a cell's database under the cell runtime). A crash leaves the log behind
+// as usual, and the next open replays it. It requires
+// WithJournalMode(JournalWAL); in-memory databases are unaffected.
+func WithExclusiveLocking() Option { return func(d *Driver) { d.exclusive = true } }
 
 // New returns a driver with the given options.
 func New(opts ...Option) *Driver {
@@ -117,6 +135,7 @@ func (d *Driver) Open(ctx context.Context, cfg driver.Config) (driver.Conn, erro
 		c.path = p
 	}
 	c.auth.wal = c.walMode()
+	c.auth.exclusive = c.exclusive()
 	if c.capture {
 		c.rec = &recorder{wal: c.walMode()}
 		c.rec.log.verify = d.verifyWAL
@@ -132,6 +151,11 @@ func (d *Driver) validate() error {
 	case JournalDelete, JournalTruncate, JournalPersist, JournalWAL:
 	default:
 		return fmt.Errorf("drivers/wasm: journal mode %q is not supported (want delete, truncate, persist or wal)", d.journal)
+	}
+	if d.exclusive && d.journal != JournalWAL {
+		// A rollback-journal commit is captured when SQLite releases its
+		// lock at the end of the transaction, which it never does here.
+		return fmt.Errorf("drivers/wasm: WithExclusiveLocking needs WithJournalMode(JournalWAL), not %q", d.journal)
 	}
 	for _, p := range d.pragmas {
 		if strings.ContainsAny(p, ";") || strings.TrimSpace(p) == "" {

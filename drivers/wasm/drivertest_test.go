@@ -6,11 +6,13 @@ import (
 	"github.com/cellb/cellb/conformance/drivertest"
 )
 
-// The public driver suite runs on both journal modes the driver offers.
+// The public driver suite runs on both journal modes the driver offers,
+// and on WAL mode with exclusive locking (the embedded default's).
 func conformanceDrivers() map[string]*Driver {
 	return map[string]*Driver{
-		"rollback": New(),
-		"wal":      New(WithJournalMode(JournalWAL), withWALVerify()),
+		"rollback":      New(),
+		"wal":           New(WithJournalMode(JournalWAL), withWALVerify()),
+		"wal-exclusive": New(WithJournalMode(JournalWAL), WithExclusiveLocking(), withWALVerify()),
 	}
 }
 

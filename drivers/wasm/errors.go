@@ -27,7 +27,22 @@ var (
 	// matches driver.ErrNotAuthorized, since the refusal comes through
 	// SQLite's authorizer.
 	ErrManagedPragma = errors.New("drivers/wasm: setting is managed by the driver")
+	// ErrInUse: opening a database file failed because another
+	// connection holds its lock past the busy timeout: one opened with
+	// WithExclusiveLocking holds it until it closes, and a connection
+	// with that option needs the file to itself. It wraps SQLite's
+	// *driver.SQLiteError (SQLITE_BUSY).
+	ErrInUse = errors.New("drivers/wasm: the database is held by another connection")
 )
+
+// inUse marks a busy error while opening a file as ErrInUse.
+func inUse(c *Conn, err error) error {
+	var se *driver.SQLiteError
+	if !c.mem && errors.As(err, &se) && se.Code == driver.CodeBusy {
+		return fmt.Errorf("%w: %w", ErrInUse, err)
+	}
+	return err
+}
 
 var errNoMainFile = errors.New("drivers/wasm: the main database is not open through the driver's VFS")
 

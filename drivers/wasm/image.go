@@ -281,7 +281,7 @@ func (c *Conn) restoreMemory(ctx context.Context, img []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadImage, err)
 	}
-	if err := c.closeDB(); err != nil {
+	if err := c.closeDB(false); err != nil {
 		db.Close()
 		return err
 	}
@@ -310,7 +310,7 @@ func (c *Conn) installFile(ctx context.Context, tmp string, nonEmpty bool) error
 
 	// From here on the old database is gone; a failure leaves the
 	// connection broken rather than half-restored.
-	if err := c.closeDB(); err != nil {
+	if err := c.closeDB(false); err != nil {
 		return err
 	}
 	err := replaceFile(tmp, c.path)
