@@ -35,8 +35,7 @@ trap 'kill $sampler 2>/dev/null || true' EXIT
 	go test -run '^$' -bench 'AckedWrites/(raw-sqlite-full|local-primary|fleet)/callers=(1|64)$|AckFloor' \
 		-benchtime 2s -count "$count" ./cmd/cellb
 	echo "# activations" >&2
-	go test -run '^$' -bench '^BenchmarkActivationsByKind$' -benchtime 2000x -count "$count" ./cmd/cellb
-	go test -run '^$' -bench '^BenchmarkActivations$/raw-open' -benchtime 1x -count "$count" ./cmd/cellb
+	go test -run '^$' -bench '^BenchmarkActivationsByKind$' -benchtime 2000x -count "${ACT_COUNT:-2}" ./cmd/cellb
 	echo "# idle cells" >&2
 	CELLB_IDLE_CELLS=1000 go test -run '^$' -bench '^BenchmarkIdleCellsByKind$' -benchtime 1x ./cmd/cellb
 	echo "# memory and restore" >&2
