@@ -74,8 +74,13 @@ func (c *conn) Restore(ctx context.Context, image []byte) error {
 	}
 	defer os.Remove(tmp) // a no-op once renamed
 
-	// Closing the last connection checkpoints and removes the WAL; the
-	// database file is replaced next anyway.
+	return c.replaceWith(tmp)
+}
+
+// replaceWith closes the connection, puts the synced file tmp in place of
+// the database and reopens. Closing the last connection checkpoints and
+// removes the WAL; the database file is replaced next anyway.
+func (c *conn) replaceWith(tmp string) error {
 	c.closeSQLite()
 	replaceErr := replaceDatabase(c.s.path, tmp)
 	if err := c.open(); err != nil {

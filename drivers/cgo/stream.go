@@ -150,13 +150,5 @@ func (c *conn) RestoreWith(ctx context.Context, fill func(w driver.ImageFile) er
 		}
 		return c.Restore(ctx, img)
 	}
-	c.closeSQLite()
-	replaceErr := replaceDatabase(c.s.path, tmp)
-	if err := c.open(); err != nil {
-		return errors.Join(replaceErr, fmt.Errorf("cgo: restore: reopen: %w", err))
-	}
-	if replaceErr != nil {
-		return fmt.Errorf("cgo: restore: %w", replaceErr)
-	}
-	return nil
+	return c.replaceWith(tmp)
 }
