@@ -31,7 +31,7 @@ func testGetData(t tb, e *env) {
 			t.Errorf("%s: GetData of %q returned an object named %q", what, k, o.Key)
 		}
 	}
-	for i, rel := range []string{"data", "data/Class:0123abcd/own.json", "data with space"} {
+	for i, rel := range []string{"data", "data/Class:0123abcd/record.json", "data with space"} {
 		k := e.key(rel)
 		writer, reader := e.s, e.s2
 		if i%2 == 1 {

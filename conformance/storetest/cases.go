@@ -7,7 +7,7 @@ var allCases = []testCase{
 	{name: "create-only", summary: "a create-only write applies once and is then rejected, from either client, whatever the body", run: testCreateOnly},
 	{name: "compare-and-swap", summary: "a write conditioned on the current version applies; on a stale, missing or foreign version it is rejected", run: testCompareAndSwap},
 	{name: "version-changes", summary: "every write of a different body gets a new version, and listings report the version Get does", run: testVersionChanges},
-	{name: "get-data", summary: "a body-and-version read (store.GetData, as the fleet reads own.json) gives what the latest write left, from either client; a missing key is ErrNotFound", run: testGetData},
+	{name: "get-data", summary: "a body-and-version read (store.GetData, as the fleet reads its ownership records) gives what the latest write left, from either client; a missing key is ErrNotFound", run: testGetData},
 	{name: "read-after-write", summary: "a write is visible at once to both clients, byte for byte, for keys with unusual characters", run: testReadAfterWrite},
 	{name: "list-after-write", summary: "creates, replacements and deletes are visible at once in listings from both clients", run: testListAfterWrite},
 	{name: "delete", summary: "deleting a missing key succeeds; a deleted key is gone from Get and List and its neighbours stay", run: testDelete},
