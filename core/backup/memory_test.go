@@ -14,6 +14,7 @@ import (
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/heaptest"
 	"github.com/cellb/cellb/core/internal/synthdb"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -34,7 +35,7 @@ func memoryRun(t *testing.T, mib int, capture, streamed bool) (write, restore ui
 	if !streamed {
 		conn = synthdb.Whole{Conn: d}
 	}
-	s := synthdb.StreamOnly{Store: memstore.New(), Peak: peak, MaxPut: 1 << 20}
+	s := heaptest.Bucket{Store: memstore.New(), Peak: peak, MaxWhole: 1 << 20}
 	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), store: s, ticks: make(chan error, 16)}
 	lg, err := New(Options{Store: s, Logger: quiet, Clock: r.clk, Interval: time.Minute})
 	if err != nil {

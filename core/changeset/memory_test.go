@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/heaptest"
 	"github.com/cellb/cellb/core/internal/synthdb"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -41,7 +42,7 @@ func memoryRun(t *testing.T, mib int, streamed bool) (write, restore uint64) {
 	if !streamed {
 		conn = synthdb.Whole{Conn: d}
 	}
-	s := synthdb.StreamOnly{Store: memstore.New(), Peak: peak, MaxPut: 1 << 20}
+	s := heaptest.Bucket{Store: memstore.New(), Peak: peak, MaxWhole: 1 << 20}
 	lg, err := New(Options{Store: s, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -1,21 +1,18 @@
 package modernc
 
 import (
-	"bytes"
-	"compress/flate"
 	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"sync/atomic"
 	"testing"
 
 	"github.com/cellb/cellb/core/backup"
 	"github.com/cellb/cellb/core/changeset"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/heaptest"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -80,13 +77,13 @@ func largeCellPeak(t *testing.T, mib int, open func(store.Store) (durability.Log
 		c.Release()
 	}
 	runtime.GC() // the captured pages' pool empties in two collections
-	peak := &heapPeak{}
-	s := deflatedStore{memstore.New(), peak}
+	peak := &heaptest.HeapPeak{}
+	s := heaptest.Bucket{Store: memstore.New(), Peak: peak, MaxWhole: -1}
 	lg, err := open(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := peak.reset()
+	base := peak.Reset()
 	var conn driver.Conn = sampledConn{dc.(*CapturingConn), peak}
 	if whole {
 		conn = wholeImages{sampledConn{dc.(*CapturingConn), peak}}
@@ -105,12 +102,12 @@ func largeCellPeak(t *testing.T, mib int, open func(store.Store) (durability.Log
 		if err := d.Err(); err != nil {
 			t.Fatal(err)
 		}
-		peak.sample()
+		peak.Sample()
 	}
 	if err := cl.Close(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	write = peak.max.Load() - base
+	write = peak.Max() - base
 	if whole {
 		return write, 0
 	}
@@ -120,13 +117,13 @@ func largeCellPeak(t *testing.T, mib int, open func(store.Store) (durability.Log
 		t.Fatal(err)
 	}
 	defer other.Close()
-	base = peak.reset()
+	base = peak.Reset()
 	cl, err = lg.Open(ctx, durability.OpenRequest{Cell: "Big:1", Epoch: 2, Conn: other, Restore: true, PagesCaptured: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	peak.sample()
-	restore = peak.max.Load() - base
+	peak.Sample()
+	restore = peak.Max() - base
 	cl.Close(ctx, false)
 	rows, err := other.Query(ctx, "SELECT count(*) FROM t")
 	if err != nil {
@@ -156,7 +153,7 @@ func TestLargeCellMemoryTestSeesAWholeImage(t *testing.T) {
 // MiB WriteImage writes, and when Serialize returns (its image alive).
 type sampledConn struct {
 	*CapturingConn
-	peak *heapPeak
+	peak *heaptest.HeapPeak
 }
 
 func (c sampledConn) WriteImage(ctx context.Context, w io.Writer) (int64, error) {
@@ -165,19 +162,19 @@ func (c sampledConn) WriteImage(ctx context.Context, w io.Writer) (int64, error)
 
 func (c sampledConn) Serialize(ctx context.Context) ([]byte, error) {
 	img, err := c.CapturingConn.Serialize(ctx)
-	c.peak.sample()
+	c.peak.Sample()
 	return img, err
 }
 
 type sampledWriter struct {
 	w    io.Writer
-	peak *heapPeak
+	peak *heaptest.HeapPeak
 	n    int
 }
 
 func (w *sampledWriter) Write(p []byte) (int, error) {
 	if w.n += len(p); w.n >= 1<<20 {
-		w.peak.sample()
+		w.peak.Sample()
 		w.n = 0
 	}
 	return w.w.Write(p)
@@ -188,110 +185,3 @@ type wholeImages struct{ sampledConn }
 
 func (wholeImages) WriteImage()  {}
 func (wholeImages) RestoreWith() {}
-
-type heapPeak struct{ max atomic.Uint64 }
-
-func (h *heapPeak) sample() {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	for {
-		old := h.max.Load()
-		if ms.HeapAlloc <= old || h.max.CompareAndSwap(old, ms.HeapAlloc) {
-			return
-		}
-	}
-}
-
-func (h *heapPeak) reset() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	h.max.Store(ms.HeapAlloc)
-	return ms.HeapAlloc
-}
-
-// deflatedStore keeps bodies deflated and samples the heap every MiB of a
-// streamed body, both ways. Its whole-object Put goes through the same
-// path; whole-object reads are not used by the logs here.
-type deflatedStore struct {
-	*memstore.Store
-	peak *heapPeak
-}
-
-const metaInflated = "test-inflated-size"
-
-func (s deflatedStore) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	return s.PutFrom(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
-}
-
-func (s deflatedStore) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
-	var z bytes.Buffer
-	zw, _ := flate.NewWriter(&z, flate.BestSpeed)
-	n, err := io.Copy(zw, &sampledReader{r: r, peak: s.peak})
-	if err != nil {
-		return "", err
-	}
-	if size >= 0 && n != size {
-		return "", store.ErrBodySize
-	}
-	zw.Close()
-	md := map[string]string{metaInflated: strconv.FormatInt(n, 10)}
-	for k, v := range opts.Metadata {
-		md[k] = v
-	}
-	opts.Metadata = md
-	return s.Store.Put(ctx, key, z.Bytes(), opts)
-}
-
-func (s deflatedStore) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
-	o, err := s.Store.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	size, _ := strconv.ParseInt(o.Metadata[metaInflated], 10, 64)
-	n, err := store.CheckRange("get", key, offset, length, size)
-	if err != nil {
-		return nil, err
-	}
-	zr := flate.NewReader(bytes.NewReader(o.Data))
-	if _, err := io.CopyN(io.Discard, zr, offset); err != nil {
-		return nil, err
-	}
-	md := map[string]string{}
-	for k, v := range o.Metadata {
-		if k != metaInflated {
-			md[k] = v
-		}
-	}
-	return &store.Reader{Key: key, Version: o.Version, Size: size, Metadata: md, Offset: offset, Length: n,
-		Body: io.NopCloser(&sampledReader{r: io.LimitReader(zr, n), peak: s.peak})}, nil
-}
-
-func (s deflatedStore) Get(ctx context.Context, key string) (*store.Object, error) {
-	r, err := s.NewRangeReader(ctx, key, 0, -1)
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	return &store.Object{Key: key, Data: data, Version: r.Version, Metadata: r.Metadata}, nil
-}
-
-type sampledReader struct {
-	r    io.Reader
-	peak *heapPeak
-	n    int
-}
-
-func (r *sampledReader) Read(p []byte) (int, error) {
-	if r.n >= 1<<20 {
-		r.peak.sample()
-		r.n = 0
-	}
-	n, err := r.r.Read(p)
-	r.n += n
-	return n, err
-}

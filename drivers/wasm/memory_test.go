@@ -5,12 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"runtime"
-	"sync/atomic"
 	"testing"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/heaptest"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -59,22 +58,18 @@ func ltxLogPeak(t *testing.T, mib int) (write, restore uint64) {
 	for _, c := range mustTake(t, pc) {
 		c.Release()
 	}
-	peak := &peakHeap{}
+	peak := &heaptest.HeapPeak{}
 	s := sampledStore{memstore.New(), peak}
 	lg, err := ltxlog.New(ltxlog.Options{Store: s, SpoolDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	peak.max.Store(base)
+	base := peak.Reset()
 	cl, err := lg.Open(ctx, durability.OpenRequest{Cell: "Big:1", Epoch: 1, Conn: conn, PagesCaptured: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	peak.sample()
+	peak.Sample()
 	if _, err := conn.Exec(ctx, "INSERT INTO t VALUES (x'01')"); err != nil {
 		t.Fatal(err)
 	}
@@ -84,27 +79,24 @@ func ltxLogPeak(t *testing.T, mib int) (write, restore uint64) {
 	if err := d.Err(); err != nil {
 		t.Fatal(err)
 	}
-	peak.sample()
+	peak.Sample()
 	if err := cl.Close(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	write = peak.max.Load() - base
+	write = peak.Max() - base
 
 	other, err := drv.Open(ctx, driver.Config{Path: filepath.Join(t.TempDir(), "restored.db"), PageCapture: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	base = ms.HeapAlloc
-	peak.max.Store(base)
+	base = peak.Reset()
 	cl, err = lg.Open(ctx, durability.OpenRequest{Cell: "Big:1", Epoch: 2, Conn: other, Restore: true, PagesCaptured: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	peak.sample()
-	restore = peak.max.Load() - base
+	peak.Sample()
+	restore = peak.Max() - base
 	cl.Close(ctx, false)
 	rows, err := other.Query(ctx, "SELECT count(*) FROM t")
 	if err != nil {
@@ -126,24 +118,10 @@ func mustTake(t *testing.T, pc driver.PageCapturer) []driver.CapturedCommit {
 	return cs
 }
 
-type peakHeap struct{ max atomic.Uint64 }
-
-func (h *peakHeap) sample() {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	for {
-		old := h.max.Load()
-		if ms.HeapAlloc <= old || h.max.CompareAndSwap(old, ms.HeapAlloc) {
-			return
-		}
-	}
-}
-
 // sampledStore samples the heap every 64 KiB of a streamed put's body.
 type sampledStore struct {
 	*memstore.Store
-	peak *peakHeap
+	peak *heaptest.HeapPeak
 }
 
 func (s sampledStore) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
@@ -166,13 +144,13 @@ func (s sampledStore) PutFrom(ctx context.Context, key string, r io.Reader, size
 
 type sampledBody struct {
 	r    io.Reader
-	peak *peakHeap
+	peak *heaptest.HeapPeak
 	n    int
 }
 
 func (b *sampledBody) Read(p []byte) (int, error) {
 	if b.n >= 64<<10 {
-		b.peak.sample()
+		b.peak.Sample()
 		b.n = 0
 	}
 	n, err := b.r.Read(p)

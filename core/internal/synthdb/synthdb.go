@@ -12,53 +12,21 @@ package synthdb
 
 import (
 	"bytes"
-	"compress/flate"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"strconv"
-	"sync/atomic"
 
 	"github.com/cellb/cellb/core/driver"
-	"github.com/cellb/cellb/core/store"
-	"github.com/cellb/cellb/core/store/memstore"
+	"github.com/cellb/cellb/core/heaptest"
 )
 
 // PageSize is every synthetic database's page size.
 const PageSize = 4096
 
-// HeapPeak keeps the largest live heap seen at the moments sampled, inside
-// the work, where an image-sized buffer would be alive. Each sample
-// collects garbage first.
-type HeapPeak struct{ max atomic.Uint64 }
-
-// Sample records the live heap now.
-func (h *HeapPeak) Sample() {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	for {
-		old := h.max.Load()
-		if ms.HeapAlloc <= old || h.max.CompareAndSwap(old, ms.HeapAlloc) {
-			return
-		}
-	}
-}
-
-// Reset starts a measurement and returns its baseline.
-func (h *HeapPeak) Reset() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	h.max.Store(ms.HeapAlloc)
-	return ms.HeapAlloc
-}
-
-// Max is the largest heap sampled since Reset.
-func (h *HeapPeak) Max() uint64 { return h.max.Load() }
+// HeapPeak samples the live heap's peak (heaptest.HeapPeak).
+type HeapPeak = heaptest.HeapPeak
 
 // Conn is one synthetic database.
 type Conn struct {
@@ -320,93 +288,3 @@ var (
 	_ driver.ImageWriter   = (*Conn)(nil)
 	_ driver.ImageRestorer = (*Conn)(nil)
 )
-
-// StreamOnly is a bucket whose whole-object reads fail, and whose
-// whole-object writes fail past MaxPut bytes: a log must stream every
-// large object. Streamed writes sample the heap as they are read. It keeps
-// bodies deflated (a synthetic image is mostly zeros), so the bucket
-// itself holds little of the heap; sizes in listings are the deflated
-// ones.
-type StreamOnly struct {
-	*memstore.Store
-	Peak   *HeapPeak
-	MaxPut int
-}
-
-const metaSize = "synthdb-size"
-
-// ErrWholeObject is what StreamOnly answers a whole-object Get or a large
-// Put.
-var ErrWholeObject = errors.New("synthdb: a whole-object Get, or Put of a large object, was used")
-
-func (s StreamOnly) Get(ctx context.Context, key string) (*store.Object, error) {
-	return nil, ErrWholeObject
-}
-
-func (s StreamOnly) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	if len(data) > s.MaxPut {
-		return "", ErrWholeObject
-	}
-	return s.PutFrom(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
-}
-
-func (s StreamOnly) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
-	var z bytes.Buffer
-	zw, _ := flate.NewWriter(&z, flate.BestSpeed)
-	n, err := io.Copy(zw, &sampled{r: r, peak: s.Peak})
-	if err != nil {
-		return "", err
-	}
-	if size >= 0 && n != size {
-		return "", store.ErrBodySize
-	}
-	if err := zw.Close(); err != nil {
-		return "", err
-	}
-	md := map[string]string{metaSize: strconv.FormatInt(n, 10)}
-	for k, v := range opts.Metadata {
-		md[k] = v
-	}
-	opts.Metadata = md
-	return s.Store.Put(ctx, key, z.Bytes(), opts)
-}
-
-func (s StreamOnly) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
-	o, err := s.Store.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	size, _ := strconv.ParseInt(o.Metadata[metaSize], 10, 64)
-	n, err := store.CheckRange("get", key, offset, length, size)
-	if err != nil {
-		return nil, err
-	}
-	zr := flate.NewReader(bytes.NewReader(o.Data))
-	if _, err := io.CopyN(io.Discard, zr, offset); err != nil {
-		return nil, err
-	}
-	md := map[string]string{}
-	for k, v := range o.Metadata {
-		if k != metaSize {
-			md[k] = v
-		}
-	}
-	return &store.Reader{Key: key, Version: o.Version, Size: size, Metadata: md, Modified: o.Modified,
-		Offset: offset, Length: n, Body: io.NopCloser(io.LimitReader(zr, n))}, nil
-}
-
-type sampled struct {
-	r    io.Reader
-	peak *HeapPeak
-	n    int
-}
-
-func (r *sampled) Read(p []byte) (int, error) {
-	if r.n >= 1<<20 {
-		r.peak.Sample()
-		r.n = 0
-	}
-	n, err := r.r.Read(p)
-	r.n += n
-	return n, err
-}
