@@ -68,13 +68,9 @@ func (inst *instance) holdsState(ctx context.Context) (bool, error) {
 // openEmpty opens a cell that holds nothing on an empty in-memory
 // database.
 func (inst *instance) openEmpty(ctx context.Context) error {
-	conn, err := inst.rt.opts.Driver.Open(ctx, driver.Config{})
+	conn, err := inst.openMemory(ctx)
 	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	if err := conn.SetAuthorizer(inst.authorize); err != nil {
-		conn.Close()
-		return fmt.Errorf("install authorizer: %w", err)
+		return err
 	}
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
@@ -86,6 +82,21 @@ func (inst *instance) openEmpty(ctx context.Context) error {
 	inst.alarmSet = true
 	go inst.watchLease()
 	return nil
+}
+
+// openMemory opens a private, empty in-memory database with the cell's
+// authorizer: where a never-written cell runs, at activation and again
+// after its idle connection was released.
+func (inst *instance) openMemory(ctx context.Context) (driver.Conn, error) {
+	conn, err := inst.rt.opts.Driver.Open(ctx, driver.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := conn.SetAuthorizer(inst.authorize); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("install authorizer: %w", err)
+	}
+	return conn, nil
 }
 
 // materializeLocked creates the file of a cell opened on the in-memory

@@ -92,13 +92,9 @@ func (inst *instance) reopenLocked(ctx context.Context) error {
 		return err
 	}
 	if inst.lazy.virgin {
-		conn, err := inst.rt.opts.Driver.Open(ctx, driver.Config{})
+		conn, err := inst.openMemory(ctx)
 		if err != nil {
-			return fmt.Errorf("open database: %w", err)
-		}
-		if err := conn.SetAuthorizer(inst.authorize); err != nil {
-			conn.Close()
-			return fmt.Errorf("install authorizer: %w", err)
+			return err
 		}
 		inst.conn = conn
 		return nil
