@@ -10,12 +10,12 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"weak"
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/heaptest"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -30,7 +30,7 @@ type synthDB struct {
 	count    uint32
 	version  map[uint32]uint32
 	streamed bool // implements driver.ImageWriter (else only Serialize)
-	peak     *heapPeak
+	peak     *heaptest.HeapPeak
 }
 
 func (d *synthDB) page(pgno uint32, buf []byte) {
@@ -44,7 +44,7 @@ func (d *synthDB) Serialize(ctx context.Context) ([]byte, error) {
 	for pgno := uint32(1); pgno <= d.count; pgno++ {
 		d.page(pgno, img[int(pgno-1)*d.pageSize:int(pgno)*d.pageSize])
 	}
-	d.peak.sample()
+	d.peak.Sample()
 	return img, nil
 }
 
@@ -76,7 +76,7 @@ func (d streamedDB) WriteImage(ctx context.Context, w io.Writer) (int64, error) 
 			return n, err
 		}
 		if pgno%4096 == 0 {
-			d.peak.sample()
+			d.peak.Sample()
 		}
 	}
 	return n, nil
@@ -86,7 +86,7 @@ func (d streamedDB) WriteImage(ctx context.Context, w io.Writer) (int64, error) 
 // they arrive and keeps nothing.
 type checkSink struct {
 	d     *synthDB
-	peak  *heapPeak
+	peak  *heaptest.HeapPeak
 	size  int64
 	bad   error
 	want  []byte
@@ -122,7 +122,7 @@ func (s *checkSink) WriteAt(p []byte, off int64) (int, error) {
 		}
 	}
 	s.calls++
-	s.peak.sample() // the restore coalesces pages into 4 MiB writes: few calls
+	s.peak.Sample() // the restore coalesces pages into 4 MiB writes: few calls
 	s.size = max(s.size, off+int64(len(p)))
 	return len(p), nil
 }
@@ -134,7 +134,7 @@ func (s *checkSink) Truncate(size int64) error { s.size = size; return nil }
 // restore), through the store's Streamer half.
 type streamOnly struct {
 	*memstore.Store
-	peak *heapPeak
+	peak *heaptest.HeapPeak
 }
 
 var errWholeObject = errors.New("a whole-object Get or Put was used")
@@ -151,36 +151,18 @@ func (s streamOnly) PutFrom(ctx context.Context, key string, r io.Reader, size i
 
 type sampledReader struct {
 	r    io.Reader
-	peak *heapPeak
+	peak *heaptest.HeapPeak
 	n    int // bytes since the last sample
 }
 
 func (r *sampledReader) Read(p []byte) (int, error) {
 	if r.n >= 64<<10 {
-		r.peak.sample()
+		r.peak.Sample()
 		r.n = 0
 	}
 	n, err := r.r.Read(p)
 	r.n += n
 	return n, err
-}
-
-// heapPeak keeps the largest live heap seen at the moments sampled, inside
-// the log's work, where any image-sized buffer would be alive. Each sample
-// collects garbage first: the live heap is what the log holds; garbage is
-// bounded by the collector's pacing (GOGC) in proportion to it.
-type heapPeak struct{ max atomic.Uint64 }
-
-func (h *heapPeak) sample() {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	for {
-		old := h.max.Load()
-		if ms.HeapAlloc <= old || h.max.CompareAndSwap(old, ms.HeapAlloc) {
-			return
-		}
-	}
 }
 
 // memoryRun opens a cell of mib MiB, writes to it (the snapshot and later
@@ -190,7 +172,7 @@ func memoryRun(t *testing.T, mib int, streamed bool) (write, restore uint64) {
 	t.Helper()
 	ctx := context.Background()
 	const ps = 4096
-	d := &synthDB{pageDB: pageDB{pageSize: ps, capture: true}, count: uint32(mib << 20 / ps), version: map[uint32]uint32{}, peak: &heapPeak{}}
+	d := &synthDB{pageDB: pageDB{pageSize: ps, capture: true}, count: uint32(mib << 20 / ps), version: map[uint32]uint32{}, peak: &heaptest.HeapPeak{}}
 	var conn driver.Conn = d
 	if streamed {
 		conn = streamedDB{d}
@@ -198,10 +180,7 @@ func memoryRun(t *testing.T, mib int, streamed bool) (write, restore uint64) {
 	s := streamOnly{memstore.New(), d.peak}
 	lg, _ := New(Options{Logger: quiet, Store: s, SpoolDir: t.TempDir(), CompactAfter: 4})
 
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	d.peak.max.Store(base.HeapAlloc)
+	base := d.peak.Reset()
 
 	cl, err := lg.Open(ctx, durability.OpenRequest{Cell: cell, Epoch: 1, Conn: conn, PagesCaptured: true})
 	if err != nil {
@@ -214,13 +193,13 @@ func memoryRun(t *testing.T, mib int, streamed bool) (write, restore uint64) {
 		if err := wait(t, cl.Append(durability.Commit{Seq: uint64(v), Pages: &cc})); err != nil {
 			t.Fatal(err)
 		}
-		d.peak.sample()
+		d.peak.Sample()
 	}
-	d.peak.sample()
+	d.peak.Sample()
 	if err := cl.Close(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	write = d.peak.max.Load() - base.HeapAlloc
+	write = d.peak.Max() - base
 	var held int64
 	compacted := false
 	for _, k := range listKeys(t, s, "") {
@@ -236,14 +215,12 @@ func memoryRun(t *testing.T, mib int, streamed bool) (write, restore uint64) {
 	}
 
 	sink := &checkSink{d: d, peak: d.peak, want: make([]byte, ps), seen: make([]uint32, d.count)}
-	runtime.GC()
-	runtime.ReadMemStats(&base)
-	d.peak.max.Store(base.HeapAlloc)
+	base = d.peak.Reset()
 	res, err := RestoreTo(ctx, s, cell, RestoreOptions{}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore = d.peak.max.Load() - base.HeapAlloc
+	restore = d.peak.Max() - base
 	if err := sink.check(); err != nil || sink.size != int64(d.count)*ps || res.TXID != 10 {
 		t.Fatalf("restore: %v, %d bytes, TXID %d", err, sink.size, res.TXID)
 	}
