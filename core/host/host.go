@@ -399,6 +399,10 @@ func (h *Host) close(ctx context.Context) error {
 	if h.public != nil {
 		// The public port first: no new calls; those in flight finish.
 		errs = append(errs, h.public.Shutdown(ctx))
+		// Shutdown closes only the listeners Serve has begun on: one whose
+		// goroutine has not reached Serve yet would be closed later, after
+		// Close returned. Closing it here makes "closed" mean closed.
+		h.cfg.Listener.Close()
 	}
 	errs = append(errs, h.rt.Close(ctx))
 	if h.wake != nil {
@@ -433,6 +437,7 @@ func (h *Host) shutdownPorts(ctx context.Context) error {
 		// After the release: see awaitPeerQuiet.
 		h.awaitPeerQuiet(ctx)
 		errs = append(errs, h.peer.Shutdown(ctx))
+		h.cfg.Fleet.PeerListener.Close() // as the public listener's
 	} else if h.cfg.Fleet.PeerListener != nil {
 		h.cfg.Fleet.PeerListener.Close()
 	}
