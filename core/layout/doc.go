@@ -17,6 +17,9 @@
 //	fleet/peer-auth.json                           PeerAuthKey
 //	probe/cas-<ns>-<tag>-<random:016x>             ProbeKey
 //	r2/<bucket>/<key>                              R2Key
+//	log/<node>/<generation>/bundle/e<logepoch>-<seq:08>.ltxb
+//	                                               BundleKey, ParseBundleKey
+//	log/<node>/<generation>.e<logepoch>.loss.json  LossKey
 //
 // The package imports no other CellB package: the formats (core/ltx), the
 // ports and the fleet all depend on it, never the other way round.

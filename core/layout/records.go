@@ -79,8 +79,11 @@ type NodeLease struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// NodeLog is celld's node-log state inside a lease (CellB never writes one;
-// it reads it to know whether a dead node's cells need recovery first).
+// NodeLog is the node-log state inside a lease (celld-node-log.md §3): a
+// node running a node log publishes it open; a recoverer fences it
+// (recovering) and seals it once every bundle row is in the per-cell
+// prefixes. Claimant and ClaimedMs are written as null when unset, as
+// celld 0.6 writes them.
 type NodeLog struct {
 	State     string   `json:"state"`
 	Epoch     uint64   `json:"epoch"`
@@ -91,10 +94,26 @@ type NodeLog struct {
 	ClaimedMs *uint64  `json:"claimed_ms"`
 }
 
-// NeedsRecovery reports whether a dead node's log must be recovered by a
-// celld node before its cells can be taken over.
+// NeedsRecovery reports whether a dead node's log must be recovered
+// before its cells can be taken over: it is open or being recovered.
 func (l *NodeLog) NeedsRecovery() bool {
-	return l != nil && (l.State == "open" || l.State == "recovering")
+	return l != nil && (l.State == NodeLogOpen || l.State == NodeLogRecovering)
+}
+
+// BucketRecoverable reports whether the log can be recovered from the
+// bucket alone (celld-node-log.md §9): no acknowledgement of its epoch rode
+// on followers (active is false), so its bundles and the per-cell prefixes
+// hold every acknowledged row. A log with active set needs celld's
+// follower seal and tail, which only a celld node performs.
+func (l *NodeLog) BucketRecoverable() bool {
+	return l != nil && !l.Active
+}
+
+// OpenNodeLog is the log member a session publishes when it opens its
+// node log at epoch: open, no followers (CellB recruits none), nothing
+// tiered, never active.
+func OpenNodeLog(epoch uint64) *NodeLog {
+	return &NodeLog{State: NodeLogOpen, Epoch: epoch, Ensemble: []string{}}
 }
 
 // NodeLoad is the advisory load sample. CellB reports itself as a node
@@ -184,6 +203,12 @@ func DecodeNodeLease(key string, data []byte) (NodeLease, error) {
 // Encode writes the lease compactly with every known field (option fields
 // as null, as celld writes them) plus any unknown fields read earlier.
 func (l NodeLease) Encode() []byte {
+	if l.Log != nil && l.Log.Ensemble == nil {
+		// celld requires the member: an empty ensemble is [], not null.
+		lg := *l.Log
+		lg.Ensemble = []string{}
+		l.Log = &lg
+	}
 	type plain NodeLease
 	b, _ := json.Marshal(plain(l))
 	if len(l.Extra) == 0 {

@@ -25,6 +25,7 @@ var keySpellings = []string{
 	"peer-auth.json",
 	"probe/",
 	"r2/",
+	"/bundle/", ".ltxb", ".loss.json",
 }
 
 // layoutDir is the one directory allowed to spell keys.
