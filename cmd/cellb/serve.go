@@ -67,6 +67,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode` (changeset needs --driver modernc), what the bucket keeps: "+modeChoices(modes))
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
+	fs.BoolVar(&c.NodeLog, "node-log", true, "fleet, ltx mode: write every cell's commits through one node log (a bundle per flush; docs/durability.md); false: per-cell uploads")
 	fs.StringVar(&c.ScriptName, "script-name", defaultScriptName, "deployment `name` that keys counter ids (celld's script_name)")
 	cl.Alias("script", "script-name")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of the admin endpoints: /metrics (Prometheus text), /healthz, /readyz (default: none; docs/metrics.md)")
@@ -90,6 +91,7 @@ type serveConfig struct {
 	WakeTick   time.Duration
 	WakePoll   time.Duration
 	MaxCells   int
+	NodeLog    bool
 	// AdminListen is the address of the admin endpoints (/metrics,
 	// /healthz, /readyz); empty serves none and records no metrics.
 	AdminListen string
@@ -180,7 +182,7 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	} else {
 		hc.Ownership = host.Fleet
 		hc.Fleet = host.FleetConfig{Node: cfg.Node, TTL: cfg.TTL, PeerListener: peerLn, Advertise: cfg.Advertise,
-			WakeTick: cfg.WakeTick, WakePoll: cfg.WakePoll}
+			WakeTick: cfg.WakeTick, WakePoll: cfg.WakePoll, PerCellLog: !cfg.NodeLog}
 	}
 	if s.bucket, err = openBucket(ctx, bucketMux(), bucketURL); err != nil {
 		return nil, err

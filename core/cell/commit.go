@@ -335,7 +335,7 @@ func (inst *instance) runAckChecks(ctx context.Context, c *ackCheck) {
 // returns the check queued behind it (now in flight), if any, for the
 // caller to run.
 func (inst *instance) runAckCheck(ctx context.Context, c *ackCheck) *ackCheck {
-	err := lease.CheckAck(ctx, inst.grant)
+	err := inst.ackCheck(ctx)
 	inst.pmu.Lock()
 	defer inst.pmu.Unlock()
 	c.err = err
@@ -350,6 +350,17 @@ func (inst *instance) runAckCheck(ctx context.Context, c *ackCheck) *ackCheck {
 	}
 	inst.ackRun = next
 	return next
+}
+
+// ackCheck is the grant's check before a reply leaves: its
+// acknowledgement check (lease.CheckAck: for a fleet grant, a re-read of
+// own.json), or only CheckWrite when the log's durability already proves
+// ownership (durability.ProvesOwnership: the node log).
+func (inst *instance) ackCheck(ctx context.Context) error {
+	if durability.ProvesOwnership(inst.log) {
+		return inst.grant.CheckWrite()
+	}
+	return lease.CheckAck(ctx, inst.grant)
 }
 
 // awaitDurable is the output gate: it returns once every commit in snap is

@@ -145,6 +145,26 @@ type Rebinder interface {
 	Rebind(ctx context.Context, conn driver.Conn) error
 }
 
+// OwnershipProver is implemented by a CellLog whose Durable already proves
+// that the cell's writer still owned it after the commit was stored: the
+// node log (core/nodelog) resolves a commit only after a read of the
+// node's record, made after the bundle was stored, showed the node's log
+// still open, and no node takes a cell of a node whose log is open without
+// first fencing that record and folding the log's bundles. The runtime
+// then checks the grant (CheckWrite, no bucket read) before a reply,
+// instead of the grant's acknowledgement check (lease.CheckAck: for a
+// fleet grant, a re-read of the cell's ownership record).
+type OwnershipProver interface {
+	ProvesOwnership() bool
+}
+
+// ProvesOwnership reports whether l's durability proves ownership
+// (OwnershipProver).
+func ProvesOwnership(l CellLog) bool {
+	p, ok := l.(OwnershipProver)
+	return ok && p.ProvesOwnership()
+}
+
 // OwnImageReader is implemented by a CellLog that wants each commit's
 // image (NeedsImage) but reads it itself, page by page, from
 // OpenRequest.Conn at Append (driver.ImageWriter), so an image is never

@@ -12,14 +12,24 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// OwnerNeedsRecoveryError: the cell's owner is dead, but its celld node log
-// is still open; a celld node must recover it before anyone takes the cell.
+// OwnerNeedsRecoveryError: the cell's owner is dead, but its node log is
+// still open and this node cannot recover it: it has no LogFolder, or the
+// log is active (acknowledgements rode on celld followers), which only a
+// celld node recovers. Nobody takes the cell until the log is sealed.
 type OwnerNeedsRecoveryError struct {
 	Cell, Owner string
+	Active      bool
 }
 
 func (e *OwnerNeedsRecoveryError) Error() string {
-	return fmt.Sprintf("cell %s: its dead owner %s has a node log that celld must recover first", e.Cell, e.Owner)
+	what := "node " + e.Owner
+	if e.Cell != "" {
+		what = "cell " + e.Cell + ": its dead owner " + e.Owner
+	}
+	if e.Active {
+		return fmt.Sprintf("%s has a node log with follower acknowledgements (active) that a celld node must recover first", what)
+	}
+	return fmt.Sprintf("%s has a node log that must be recovered first", what)
 }
 
 // maxSteps bounds one TryAcquire: reads, races lost and ambiguous writes
@@ -94,7 +104,19 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			}
 			return nil, oe
 		case OwnerNeedsRecovery:
-			return nil, &OwnerNeedsRecoveryError{Cell: cell, Owner: act.Owner}
+			// celld's takeover interlock: the dead owner's log is folded
+			// into the cells' prefixes and sealed before any of its cells
+			// is taken; then the take starts over from a fresh read.
+			if err := n.recoverWaiting(ctx, act.Owner, "", 2*n.opts.TTL); err != nil {
+				var oe *OwnerNeedsRecoveryError
+				if errors.As(err, &oe) {
+					oe.Cell = cell
+				}
+				return nil, fmt.Errorf("take %s: %w", cell, err)
+			}
+			if err := reread(); err != nil {
+				return nil, err
+			}
 		case RecordLost:
 			err := &lease.RecordLostError{Scope: cell, Log: found.What, Newest: st.NewestLTXKey, Epoch: act.LostEpoch, RetryAfter: n.opts.LostRecordRefusal.Milliseconds()}
 			n.mu.Lock()

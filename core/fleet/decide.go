@@ -152,3 +152,105 @@ func WithinDeadline(now, deadline time.Time) bool {
 func RenewInterval(ttl time.Duration) time.Duration {
 	return max(ttl/3, time.Millisecond)
 }
+
+// Recovery of a dead session's node log (celld-node-log.md §7.2, §9).
+const (
+	// RecoveryHeartbeat is how often a recoverer renews its claim on a
+	// record it is recovering (celld's RECOVERY_HEARTBEAT).
+	RecoveryHeartbeat = 5 * time.Second
+	// RecoveryClaimTTL is how long a claim lasts without a heartbeat
+	// before another recoverer may take it over (RECOVERY_CLAIM_TTL).
+	RecoveryClaimTTL = 30 * time.Second
+)
+
+// RecoverKind is a recoverer's next step.
+type RecoverKind int
+
+const (
+	// RecoverDone: nothing to recover (no record, another session's
+	// record, no log, a sealed log).
+	RecoverDone RecoverKind = iota + 1
+	// RecoverLive: the session's lease is live; it is not dead.
+	RecoverLive
+	// RecoverNeedsCelld: the log may have acknowledgements that rode on
+	// followers (active): only a celld node can recover it.
+	RecoverNeedsCelld
+	// RecoverFence: compare-and-swap the open record to recovering,
+	// claimed by this node.
+	RecoverFence
+	// RecoverTakeOver: the claim went stale; claim it for this node.
+	RecoverTakeOver
+	// RecoverWait: another node holds a fresh claim.
+	RecoverWait
+	// RecoverFold: this node holds the claim: fold, then seal.
+	RecoverFold
+)
+
+func (k RecoverKind) String() string {
+	return [...]string{"?", "done", "live", "needs-celld", "fence", "take-over", "wait", "fold"}[k]
+}
+
+// RecoverState is what a recoverer has read of a session's record.
+type RecoverState struct {
+	Self string
+	// NowMs is the recoverer's wall clock read before the record was.
+	NowMs uint64
+	// Lease is the node's record (nil: absent).
+	Lease *layout.NodeLease
+	// Generation pins the session being recovered; "" takes the record's.
+	Generation string
+}
+
+// DecideRecover is the pure core of recovering a dead session's node log:
+// absence, another generation, no log or a sealed one means done; a live
+// lease is refused; a log with fleet acknowledgements needs celld; an open
+// log is fenced by this node's claim; a recovering one is folded if the
+// claim is this node's, taken over if the claim is older than
+// RecoveryClaimTTL (or has no claim fields, an older celld), and waited
+// for otherwise.
+func DecideRecover(s RecoverState) RecoverKind {
+	l := s.Lease
+	if l == nil || (s.Generation != "" && l.OwnershipIndexGeneration != s.Generation) || !l.Log.NeedsRecovery() {
+		return RecoverDone
+	}
+	if l.Live(s.NowMs) {
+		return RecoverLive
+	}
+	if !l.Log.BucketRecoverable() {
+		return RecoverNeedsCelld
+	}
+	if l.Log.State == layout.NodeLogOpen {
+		return RecoverFence
+	}
+	c := l.Log
+	switch {
+	case c.Claimant != nil && *c.Claimant == s.Self:
+		return RecoverFold
+	case c.Claimant == nil || c.ClaimedMs == nil:
+		return RecoverTakeOver
+	case s.NowMs >= *c.ClaimedMs && s.NowMs-*c.ClaimedMs >= uint64(RecoveryClaimTTL.Milliseconds()):
+		return RecoverTakeOver
+	}
+	return RecoverWait
+}
+
+// Claimed is l with the log recovering under self's claim at nowMs; every
+// other field is kept, expires_ms included (a recoverer never extends a
+// dead lease).
+func Claimed(l layout.NodeLease, self string, nowMs uint64) layout.NodeLease {
+	lg := *l.Log
+	lg.State = layout.NodeLogRecovering
+	lg.Claimant, lg.ClaimedMs = &self, &nowMs
+	l.Log = &lg
+	return l
+}
+
+// Sealed is l with its log sealed and the claim fields cleared; tiered and
+// active are kept.
+func Sealed(l layout.NodeLease) layout.NodeLease {
+	lg := *l.Log
+	lg.State = layout.NodeLogSealed
+	lg.Claimant, lg.ClaimedMs = nil, nil
+	l.Log = &lg
+	return l
+}

@@ -15,8 +15,10 @@ func fenceCode(reason string) string {
 		return "renewed_late"
 	case FenceReplaced:
 		return "replaced"
+	case FenceLogClosed:
+		return "log_closed"
 	}
-	return "other"
+	return "node_log"
 }
 
 // renewalOutcome names the result of one write of the node lease.

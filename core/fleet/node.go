@@ -54,6 +54,23 @@ type Options struct {
 	// MeterProvider receives the node's metrics (lease renewals,
 	// self-fences; see core/metrics). Nil records nothing.
 	MeterProvider metric.MeterProvider
+	// NodeLog makes the node publish an open node log in its lease (log
+	// epoch 1, no followers, never active) for its session's bundles
+	// (core/nodelog), prove it current with ConfirmLog, and seal it when
+	// it closes.
+	NodeLog bool
+	// Folder recovers dead sessions' node logs: with it, taking a cell
+	// whose dead owner's log is open (and bucket-recoverable) recovers
+	// that log first instead of refusing, the same node id restarting
+	// recovers its previous session's log before it installs its lease,
+	// and, with NodeLog, the node sweeps the bucket for dead sessions
+	// every SweepInterval. Without it such cells are refused
+	// (*OwnerNeedsRecoveryError).
+	Folder LogFolder
+	// SweepInterval is how often a node with NodeLog and Folder recovers
+	// the open logs of dead nodes and deletes recovered sessions' bundles
+	// (default 30 s, as celld; negative: never).
+	SweepInterval time.Duration
 }
 
 // Node is one CellB node's membership of a fleet: its node lease, kept
@@ -91,6 +108,15 @@ type Node struct {
 	shell *shell
 	// metrics counts renewals and self-fences (nil: none).
 	metrics *metrics.Fleet
+	// nodeLog is the log member the lease carries (nil without
+	// Options.NodeLog), under mu.
+	nodeLog *layout.NodeLog
+	// recovering holds one lock per node whose log this node recovers
+	// (recover.go).
+	recovering map[string]*sync.Mutex
+	// sweeper is the goroutine that sweeps the bucket for dead
+	// sessions' logs (nil unless NodeLog and Folder).
+	sweeper *shell
 }
 
 // rules are the pure decisions of the protocol a node acts on. Every node
@@ -137,6 +163,9 @@ const (
 	FenceRenewedLate = "a renewal of the node lease completed only after the fence deadline, so the lease may have lapsed in between"
 	// FenceReplaced: the node lease was replaced by another writer.
 	FenceReplaced = "the node lease was replaced by another writer"
+	// FenceLogClosed: the node's log is no longer open in its record (a
+	// recoverer fenced or sealed it, or another session replaced it).
+	FenceLogClosed = "the node's log is no longer open in its record: another node is recovering or has recovered it"
 )
 
 // FencedError says why a node self-fenced. The fence is latched: a fenced
@@ -153,15 +182,24 @@ func (e *FencedError) Error() string {
 	return fmt.Sprintf("node %s self-fenced: %s; it takes no cell and acknowledges no write again", e.Node, e.Reason)
 }
 
-// NodeRecordError: the node lease under our id belongs to a celld node
-// whose log must be recovered first; this id cannot be installed.
+// NodeRecordError: the node lease under our id carries a node log that
+// must be recovered first, and this node cannot (no Folder, or a log only
+// celld recovers, or its session is still live); this id cannot be
+// installed.
 type NodeRecordError struct {
 	Node, State string
+	Err         error // why it was not recovered, if recovery was tried
 }
 
 func (e *NodeRecordError) Error() string {
-	return fmt.Sprintf("node lease %s carries a node log in state %q: a celld node must recover it before this id can be used", layout.NodeKey(e.Node), e.State)
+	msg := fmt.Sprintf("node lease %s carries a node log in state %q that must be recovered before this id can be used", layout.NodeKey(e.Node), e.State)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
 }
+
+func (e *NodeRecordError) Unwrap() error { return e.Err }
 
 // Join runs celld's start-up probe on the bucket, then installs the node
 // lease and starts renewing it. A bucket that fails the probe is refused
@@ -228,6 +266,12 @@ func newNode(ctx context.Context, opts Options, r rules) (*Node, error) {
 	if n.metrics, err = metrics.NewFleet(opts.MeterProvider); err != nil {
 		return nil, fmt.Errorf("fleet: metrics: %w", err)
 	}
+	if opts.NodeLog {
+		n.nodeLog = layout.OpenNodeLog(1)
+	}
+	if opts.SweepInterval == 0 {
+		n.opts.SweepInterval = 30 * time.Second
+	}
 	if err := n.install(ctx); err != nil {
 		return nil, err
 	}
@@ -241,14 +285,21 @@ func (n *Node) start() {
 	sh := &shell{stop: make(chan struct{}), done: make(chan struct{})}
 	n.shell = sh
 	go sh.run(n, n.clock.NewTimer(RenewInterval(n.opts.TTL)))
+	if n.opts.NodeLog && n.opts.Folder != nil && n.opts.SweepInterval > 0 {
+		sw := &shell{stop: make(chan struct{}), done: make(chan struct{})}
+		n.sweeper = sw
+		go n.sweepLoop(sw)
+	}
 }
 
 // stopShell stops the shell, if the node has one, and waits for it: no
 // renewal is under way when it returns.
 func (n *Node) stopShell() {
-	if n.shell != nil {
-		close(n.shell.stop)
-		<-n.shell.done
+	for _, sh := range []*shell{n.shell, n.sweeper} {
+		if sh != nil {
+			close(sh.stop)
+			<-sh.done
+		}
 	}
 }
 
@@ -283,7 +334,15 @@ func (n *Node) record(expiresMs uint64) layout.NodeLease {
 	owned := uint64(len(n.grants))
 	n.mu.Unlock()
 	now := uint64(n.clock.Now().UnixMilli())
+	n.mu.Lock()
+	var lg *layout.NodeLog
+	if n.nodeLog != nil {
+		c := *n.nodeLog
+		lg = &c
+	}
+	n.mu.Unlock()
 	return layout.NodeLease{
+		Log:  lg,
 		Node: n.opts.Node, ExpiresMs: expiresMs, Addr: n.opts.Addr,
 		ProbePublicKey: n.pubkey, PeerProtocol: 0, PacedHandoff: true,
 		OwnershipIndexGeneration: n.pubkey,
@@ -308,7 +367,10 @@ func (n *Node) install(ctx context.Context) error {
 		default:
 			old, derr := layout.DecodeNodeLease(key, obj.Data)
 			if derr == nil && old.Log.NeedsRecovery() {
-				return &NodeRecordError{Node: n.opts.Node, State: old.Log.State}
+				if err := n.recoverPrevious(ctx, old); err != nil {
+					return &NodeRecordError{Node: n.opts.Node, State: old.Log.State, Err: err}
+				}
+				continue // read the sealed record again
 			}
 			cond = store.IfVersion(obj.Version)
 		}
@@ -577,6 +639,20 @@ func (n *Node) Close(ctx context.Context) error {
 	n.mu.Unlock()
 	key := layout.NodeKey(n.opts.Node)
 	if !fenced {
+		if n.opts.NodeLog {
+			// Every cell was released after its rows were tiered, and the
+			// node log deleted its bundles: seal the log before the lease
+			// goes, so a record left behind (a failed delete) says the
+			// bucket is complete.
+			n.mu.Lock()
+			n.nodeLog.State = layout.NodeLogSealed
+			n.mu.Unlock()
+			body := n.record(uint64(n.clock.Now().Add(n.opts.TTL).UnixMilli())).Encode()
+			if _, err := n.opts.Store.Put(ctx, key, body, store.PutOptions{Condition: store.IfVersion(v)}); err != nil {
+				errs = append(errs, fmt.Errorf("seal the node log: %w", err))
+				return errors.Join(errs...)
+			}
+		}
 		if err := n.opts.Store.Delete(ctx, key); err != nil {
 			errs = append(errs, fmt.Errorf("delete node lease: %w", err))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -122,6 +123,22 @@ type FleetConfig struct {
 	// WakeTick and WakePoll are the wake service's Tick and PollInterval
 	// (defaults wake.DefaultTick, wake.DefaultPollInterval).
 	WakeTick, WakePoll time.Duration
+	// PerCellLog turns the node log off: with the LTX mode, every cell
+	// then uploads its own level-0 files and re-reads its ownership record
+	// before each reply, as before the node log (docs/durability.md). By
+	// default a fleet node on the LTX mode writes every cell's commits
+	// through one node log (core/nodelog): one bundle PUT and one read of
+	// the node record per flush, for all its cells. Other modes always
+	// write per cell.
+	PerCellLog bool
+	// NodeLog tunes the node log (zero fields: its defaults); Store,
+	// Node, Generation, Confirmer, Clock, Logger and MeterProvider are
+	// the host's.
+	NodeLog nodelog.Options
+	// SweepInterval is fleet.Options.SweepInterval: how often the node
+	// recovers dead nodes' open logs and deletes recovered sessions'
+	// bundles (default 30 s).
+	SweepInterval time.Duration
 }
 
 // Setup is what Config.Classes gets: the runtime to register classes on

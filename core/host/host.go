@@ -38,7 +38,9 @@ import (
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/metrics"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/peer"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/wake"
@@ -63,6 +65,7 @@ type Host struct {
 	handler, internal http.Handler
 	limits            Limits
 	node              *fleet.Node   // nil unless Fleet
+	nodeLog           *nodelog.Log  // nil unless Fleet on the LTX mode without PerCellLog
 	wake              *wake.Service // nil unless Fleet
 	shards            *shard.Lease  // nil unless SingleHost
 	// stopServing ends the shard watch and the wake polling: the first
@@ -185,7 +188,11 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 		}
 	}
 	if cfg.Mode.Open != nil {
-		if opts.Log, err = cfg.Mode.Open(durability.OpenOptions{Store: cfg.Bucket, Clock: cfg.Clock, Logger: h.log}); err != nil {
+		mode := cfg.Mode
+		if h.nodeLog != nil {
+			mode = ltxlog.NodeLogMode(h.nodeLog)
+		}
+		if opts.Log, err = mode.Open(durability.OpenOptions{Store: cfg.Bucket, Clock: cfg.Clock, Logger: h.log}); err != nil {
 			return nil, err
 		}
 	}
@@ -225,8 +232,21 @@ func (h *Host) joinFleet(ctx context.Context, opts *cell.Options) (err error) {
 	if err := wake.Prepare(ctx, h.cfg.Bucket, h.cfg.Clock); err != nil {
 		return err
 	}
-	if h.node, err = fleet.Join(ctx, fleet.Options{Store: h.cfg.Bucket, Node: fc.Node, Addr: addr, TTL: fc.TTL, Clock: h.cfg.Clock, Logger: h.log, MeterProvider: h.cfg.MeterProvider}); err != nil {
+	useNodeLog := !fc.PerCellLog && ltxlog.IsMode(h.cfg.Mode)
+	folder := logFolder{nodelog.StoreFolder{Store: h.cfg.Bucket, Opts: nodelog.FoldOptions{Clock: h.cfg.Clock, Logger: h.log}}}
+	if h.node, err = fleet.Join(ctx, fleet.Options{
+		Store: h.cfg.Bucket, Node: fc.Node, Addr: addr, TTL: fc.TTL, Clock: h.cfg.Clock, Logger: h.log, MeterProvider: h.cfg.MeterProvider,
+		NodeLog: useNodeLog, Folder: folder, SweepInterval: fc.SweepInterval,
+	}); err != nil {
 		return err
+	}
+	if useNodeLog {
+		no := fc.NodeLog
+		no.Store, no.Node, no.Generation, no.Confirmer = h.cfg.Bucket, h.node.ID(), h.node.Generation(), h.node
+		no.Clock, no.Logger, no.MeterProvider = h.cfg.Clock, h.log, h.cfg.MeterProvider
+		if h.nodeLog, err = nodelog.New(no); err != nil {
+			return err
+		}
 	}
 	h.name, h.peerAddr = h.node.ID(), addr
 	opts.Lease = h.node
@@ -250,6 +270,18 @@ func (h *Host) joinFleet(ctx context.Context, opts *cell.Options) (err error) {
 	}
 	return nil
 }
+
+// logFolder is the fleet's LogFolder: core/nodelog's Fold on the bucket.
+type logFolder struct{ f nodelog.StoreFolder }
+
+func (l logFolder) FoldLog(ctx context.Context, node, generation string) error {
+	_, err := l.f.Fold(ctx, node, generation)
+	return err
+}
+
+// NodeLog is the fleet node's node log, or nil when it has none
+// (FleetConfig.PerCellLog, another mode, or no fleet).
+func (h *Host) NodeLog() *nodelog.Log { return h.nodeLog }
 
 func (h *Host) openShards(opts *cell.Options) (err error) {
 	// Processes sharing DataDir take cells by shard locks, so two of them
@@ -404,10 +436,18 @@ func (h *Host) close(ctx context.Context) error {
 		// Close returned. Closing it here makes "closed" mean closed.
 		h.cfg.Listener.Close()
 	}
-	errs = append(errs, h.rt.Close(ctx))
+	rtErr := h.rt.Close(ctx)
+	errs = append(errs, rtErr)
 	if h.wake != nil {
 		// After the runtime: its last commits' publications finish first.
 		errs = append(errs, h.wake.Close(ctx))
+	}
+	if h.nodeLog != nil && rtErr != nil {
+		// A cell that did not close may hold acknowledged rows its prefix
+		// lacks: releasing its record now would lose them. Fenced, the
+		// node releases nothing and its log is recovered by the next node
+		// to take one of its cells.
+		h.node.Fence(fmt.Sprintf("the runtime did not close every cell (%v)", rtErr))
 	}
 	errs = append(errs, h.shutdownPorts(ctx))
 	return errors.Join(errs...)
@@ -429,6 +469,11 @@ func (h *Host) shutdownPorts(ctx context.Context) error {
 	if h.localLn != nil {
 		h.localLn.Close()
 		os.Remove(h.localPath)
+	}
+	if h.nodeLog != nil {
+		// After the runtime: every cell tiered its rows before its
+		// release. Before the node: its lease is sealed and deleted last.
+		errs = append(errs, h.nodeLog.Close(ctx, true))
 	}
 	if h.node != nil {
 		errs = append(errs, h.node.Close(ctx))

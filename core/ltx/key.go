@@ -47,6 +47,10 @@ type FileInfo struct {
 	MaxTXID  TXID
 	Size     int64
 	Modified time.Time
+	// InBundle: the file is a row of a node-log bundle (core/nodelog):
+	// Key is the bundle's key and the file is its Size bytes at Offset.
+	InBundle bool
+	Offset   int64
 }
 
 // ParseKey parses "cells/<cell>/ltx/e<epoch>/<level>/<min>-<max>.ltx". ok is

@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 
+	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -86,11 +89,25 @@ type cellLog struct {
 	stopped     bool
 	compactCtx  context.Context
 	stopCompact context.CancelFunc
+
+	// With a node log (nodelog.go): the rows credited and not yet tiered
+	// into the cell's prefix, in TXID order, under mu.
+	nl       *nodelog.Log
+	untiered []nodelog.Row
+	untBytes int
+	// tierTimer tiers the oldest untiered row within the node log's
+	// TierAge; tiering, serialized by tierMu, runs beside the uploads.
+	tierTimer clock.Timer
+	tierMu    sync.Mutex
+	// submitMu is held across a submission and the credit's bookkeeping,
+	// so Close waits for the one in flight; nlClosed refuses later ones.
+	submitMu sync.Mutex
+	nlClosed atomic.Bool
 }
 
 func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize int, capture bool, syncLocal func() error) *cellLog {
 	c := &cellLog{
-		opts: opts, cell: cell, epoch: epoch, capture: capture,
+		opts: opts, cell: cell, epoch: epoch, capture: capture, nl: opts.NodeLog,
 		log:      opts.Logger.With("cell", cell, "epoch", epoch),
 		nextTXID: 1,
 		base:     base, pageSize: pageSize,
@@ -199,6 +216,9 @@ func diffInto(out map[uint32][]byte, prev []pageSum, next []byte, pageSize int, 
 // before the level-1 file that covers it is stored.
 func (c *cellLog) Close(ctx context.Context, final bool) error {
 	err := c.pipe.Close(ctx, final)
+	if c.nl != nil {
+		c.closeNodeLog(ctx)
+	}
 	c.mu.Lock()
 	c.stopped = true
 	done := c.compactDone
@@ -232,6 +252,12 @@ func (c *cellLog) Close(ctx context.Context, final bool) error {
 // started this epoch, the write fails instead of replacing that writer's
 // snapshot. Epoch 0 (no ownership, lease.None) has no generations and is
 // written plainly.
+//
+// With a node log the snapshot still goes to the cell's prefix (it may be
+// the whole database, and its create-only write is what makes the epoch
+// this writer's), and the later commits go to the node log (submit); a
+// snapshot alone is then confirmed as a bundle is: by a read of the node
+// record that started after it was stored.
 func (c *cellLog) uploadBatch(batch []*pending) error {
 	if batch[0].txid == 1 {
 		err := c.uploadSnapshot(batch[0], c.epoch > 0)
@@ -240,8 +266,14 @@ func (c *cellLog) uploadBatch(batch []*pending) error {
 			return err
 		}
 		if batch = batch[1:]; len(batch) == 0 {
+			if c.nl != nil {
+				return c.nl.Confirm(context.Background())
+			}
 			return nil
 		}
+	}
+	if c.nl != nil {
+		return c.submit(batch)
 	}
 	return c.upload(batch)
 }
@@ -292,9 +324,11 @@ func (c *cellLog) compactor(done chan struct{}) {
 	}
 }
 
-// upload merges a batch of later commits (newest page wins) into one
-// level-0 file and puts it.
-func (c *cellLog) upload(batch []*pending) error {
+// encodeBatch merges a batch of commits (newest page wins) into one
+// level-0 file spanning their TXIDs and releases their captured pages: the
+// file holds its own copy of every page, so the driver's buffers are not
+// read again, whatever happens to the file.
+func (c *cellLog) encodeBatch(batch []*pending) ([]byte, ltx.Header, error) {
 	first, last := batch[0], batch[len(batch)-1]
 	pageSize := last.pageSize
 	merged := map[uint32][]byte{}
@@ -319,14 +353,11 @@ func (c *cellLog) upload(batch []*pending) error {
 		pages = append(pages, driver.Page{Pgno: pgno, Data: data})
 	}
 	sort.Slice(pages, func(i, j int) bool { return pages[i].Pgno < pages[j].Pgno })
-	now := c.opts.Clock.Now().UnixMilli()
 	h := ltx.Header{
 		PageSize: uint32(pageSize), Commit: last.count,
-		MinTXID: first.txid, MaxTXID: last.txid, Timestamp: now,
+		MinTXID: first.txid, MaxTXID: last.txid, Timestamp: c.opts.Clock.Now().UnixMilli(),
 	}
 	data, err := ltx.Encode(h, pages)
-	// The file holds its own copy of every page: the captured buffers are
-	// not read again, whatever the upload's outcome.
 	clear(pages)
 	clear(merged)
 	for _, p := range batch {
@@ -337,18 +368,33 @@ func (c *cellLog) upload(batch []*pending) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("encode TXIDs %d-%d: %w", first.txid, last.txid, err)
+		return nil, h, fmt.Errorf("encode TXIDs %d-%d: %w", first.txid, last.txid, err)
 	}
-	key := ltx.Key(c.cell, c.epoch, 0, first.txid, last.txid)
-	md := map[string]string{ltx.MetadataTimestamp: ltx.FormatTimestamp(now)}
-	popts := store.PutOptions{Metadata: md}
-	err = store.PutRetrying(c.opts.Store, key, data, popts, c.retry())
+	return data, h, nil
+}
+
+// upload merges a batch of later commits (newest page wins) into one
+// level-0 file and puts it.
+func (c *cellLog) upload(batch []*pending) error {
+	data, h, err := c.encodeBatch(batch)
 	if err != nil {
+		return err
+	}
+	return c.putLevel0(data, h)
+}
+
+// putLevel0 stores one level-0 file of the epoch in the cell's prefix and
+// adds it to the chain.
+func (c *cellLog) putLevel0(data []byte, h ltx.Header) error {
+	key := ltx.Key(c.cell, c.epoch, 0, h.MinTXID, h.MaxTXID)
+	md := map[string]string{ltx.MetadataTimestamp: ltx.FormatTimestamp(h.Timestamp)}
+	popts := store.PutOptions{Metadata: md}
+	if err := store.PutRetrying(c.opts.Store, key, data, popts, c.retry()); err != nil {
 		return &UploadError{Key: key, Err: err}
 	}
 	c.mu.Lock()
-	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: first.txid, MaxTXID: last.txid, Size: int64(len(data))})
-	c.uploaded = last.txid
+	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: h.MinTXID, MaxTXID: h.MaxTXID, Size: int64(len(data))})
+	c.uploaded = h.MaxTXID
 	c.mu.Unlock()
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -70,6 +71,20 @@ type Options struct {
 	// bucket that stops answering fails the commit — and resets the cell —
 	// instead of holding its replies forever.
 	UploadTimeout time.Duration
+	// NodeLog, when set, carries the epoch's commits after its snapshot:
+	// each commit becomes one level-0 file of its own TXID, handed to the
+	// node log, and is durable once the node log credits the bundle that
+	// holds it (core/nodelog). The log then tiers them into the cell's
+	// own prefix, merged, in the background and before it closes (see
+	// nodelog.go). Without it every upload is a level-0 file in the
+	// cell's prefix.
+	NodeLog *nodelog.Log
+	// TierAfterRows and TierAfterBytes: with a node log, credited rows
+	// are tiered into the cell's prefix once this many wait (defaults 64
+	// rows, 1 MiB), and in any case within the node log's TierAge of the
+	// oldest.
+	TierAfterRows  int
+	TierAfterBytes int
 	// SpoolDir is where, with page capture, the database as opened waits
 	// for the epoch's snapshot, in an unlinked temporary file (default: the
 	// system's temporary directory). The snapshot is that image with the
@@ -108,6 +123,12 @@ func New(opts Options) (*Log, error) {
 	}
 	if opts.UploadTimeout == 0 {
 		opts.UploadTimeout = 60 * time.Second
+	}
+	if opts.TierAfterRows == 0 {
+		opts.TierAfterRows = 64
+	}
+	if opts.TierAfterBytes == 0 {
+		opts.TierAfterBytes = 1 << 20
 	}
 	return &Log{opts: opts}, nil
 }

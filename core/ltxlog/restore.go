@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -30,6 +31,20 @@ type RestoreOptions struct {
 	// Progress, if set, is called after each file is read with the bytes
 	// read so far and the bytes the plan holds.
 	Progress func(done, total int64)
+	// Overlay, if set, lists files to lay over the cell's prefix, read
+	// afresh for every attempt: the rows of the cell's owner's node log
+	// not yet tiered (nodelog.Overlay; RestoreTo and the mode's restore
+	// use it by default, see WithOverlay).
+	Overlay func(ctx context.Context) ([]ltx.FileInfo, error)
+}
+
+// WithOverlay returns opts reading the cell owner's node log too
+// (nodelog.Overlay), unless opts already has an Overlay.
+func WithOverlay(s store.Store, cell string, opts RestoreOptions) RestoreOptions {
+	if opts.Overlay == nil {
+		opts.Overlay = func(ctx context.Context) ([]ltx.FileInfo, error) { return nodelog.Overlay(ctx, s, cell) }
+	}
+	return opts
 }
 
 // Result is a restored image and where it came from.
@@ -95,7 +110,14 @@ func restoreForTo(ctx context.Context, s store.Store, cell string, writer uint64
 }
 
 func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOptions, sink ltx.Sink, writer uint64) (*Result, error) {
-	chain, err := findChain(ctx, s, cell, writer)
+	var overlay []ltx.FileInfo
+	if opts.Overlay != nil {
+		var err error
+		if overlay, err = opts.Overlay(ctx); err != nil {
+			return nil, fmt.Errorf("read the node log of %s's owner: %w", cell, err)
+		}
+	}
+	chain, err := findChain(ctx, s, cell, writer, overlay)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +177,15 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 // the file is newer than it), then its pages one by one, so no file-sized
 // buffer is held. n is the file's size.
 func applyStreamed(ctx context.Context, s store.Store, im *ltx.Image, f ltx.FileInfo, limit time.Time, cell string, read func(n int64)) (stop bool, n int64, err error) {
-	sr, err := store.NewReader(ctx, s, f.Key)
+	var sr *store.Reader
+	if f.InBundle {
+		sr, err = store.NewRangeReader(ctx, s, f.Key, f.Offset, f.Size)
+		if errors.Is(err, store.ErrInvalidRange) {
+			err = fmt.Errorf("%w: the bundle changed since it was listed", store.ErrNotFound)
+		}
+	} else {
+		sr, err = store.NewReader(ctx, s, f.Key)
+	}
 	if err != nil {
 		return false, 0, fmt.Errorf("read %s: %w", f.Key, err)
 	}
@@ -216,7 +246,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // as they hold a chain that starts at TXID 1, so an old cell with many
 // epochs costs one listing per epoch it actually needs. With a writer
 // epoch, a newest epoch at or above it is refused (*durability.EpochInUseError).
-func findChain(ctx context.Context, s store.Store, cell string, writer uint64) ([]ltx.FileInfo, error) {
+//
+// overlay files (bundle rows) join their epoch's listing.
+func findChain(ctx context.Context, s store.Store, cell string, writer uint64, overlay []ltx.FileInfo) ([]ltx.FileInfo, error) {
 	epochs, err := listEpochs(ctx, s, cell)
 	if err != nil {
 		return nil, err
@@ -243,6 +275,11 @@ func findChain(ctx context.Context, s store.Store, cell string, writer uint64) (
 			return nil, err
 		}
 		files = append(files, fs...)
+		for _, f := range overlay {
+			if f.Epoch == e {
+				files = append(files, f)
+			}
+		}
 		chain, err := ltx.PlanEpochs(files)
 		if err == nil {
 			return chain, nil

@@ -1,0 +1,189 @@
+package ltxlog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/nodelog"
+)
+
+// With Options.NodeLog the log acknowledges a commit once the node log has
+// credited the bundle holding it, and its own prefix catches up by tiering:
+//
+//   - submit turns each commit of a batch into a level-0 file of its own
+//     TXID (the rows celld's bundles carry) and hands them to the node log
+//     in one Submit; the batch is durable when Submit returns;
+//   - credited rows wait in memory (their encoded files: a few hundred
+//     bytes for a small commit) until tier merges them, oldest first, into
+//     one level-0 file <first>-<last> in the cell's prefix, then tells the
+//     node log they are covered (it deletes a bundle once every row in it
+//     is). tier runs once TierAfterRows rows or TierAfterBytes bytes wait,
+//     or the node log's TierAge after the oldest was credited;
+//   - Close waits for a submission in flight, then tiers every row
+//     credited: the cell's record is released only after Close returns,
+//     and a node that takes a released cell reads only the cell's prefix.
+//     If that last tiering fails, the node fences itself: its record then
+//     expires with its log open, and the node that takes the cell first
+//     folds the log's bundles into the prefix (core/nodelog's Fold).
+//
+// The runtime skips its own re-read of the cell's ownership record before
+// a reply (durability.ProvesOwnership): the node log's credit already read
+// the node record after the bundle was stored.
+
+// ProvesOwnership implements durability.OwnershipProver: with a node log,
+// a commit is durable only once a read of the node's record, made after
+// the bundle holding it was stored, showed the node's log still open.
+func (c *cellLog) ProvesOwnership() bool { return c.nl != nil }
+
+var _ durability.OwnershipProver = (*cellLog)(nil)
+
+// submit hands a batch of commits to the node log and records the rows it
+// credited for tiering.
+func (c *cellLog) submit(batch []*pending) error {
+	rows := make([]nodelog.Row, 0, len(batch))
+	for _, p := range batch {
+		data, h, err := c.encodeBatch([]*pending{p})
+		if err != nil {
+			return err
+		}
+		rows = append(rows, nodelog.Row{Cell: c.cell, CellEpoch: c.epoch, TXID: h.MaxTXID, Data: data})
+	}
+	c.submitMu.Lock()
+	defer c.submitMu.Unlock()
+	if c.nlClosed.Load() {
+		return ErrClosed
+	}
+	if err := c.nl.Submit(context.Background(), rows); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	wasEmpty := len(c.untiered) == 0
+	c.untiered = append(c.untiered, rows...)
+	for _, r := range rows {
+		c.untBytes += len(r.Data)
+	}
+	full := len(c.untiered) >= c.opts.TierAfterRows || c.untBytes >= c.opts.TierAfterBytes
+	if wasEmpty && !full {
+		c.armTierLocked()
+	}
+	c.mu.Unlock()
+	if full {
+		go c.tierLogged()
+	}
+	return nil
+}
+
+// armTierLocked starts the timer that tiers the rows waiting within the
+// node log's TierAge. Caller holds c.mu.
+func (c *cellLog) armTierLocked() {
+	if c.tierTimer != nil || c.nlClosed.Load() {
+		return
+	}
+	c.tierTimer = c.opts.Clock.AfterFunc(c.nl.Options().TierAge, func() {
+		c.mu.Lock()
+		c.tierTimer = nil
+		c.mu.Unlock()
+		c.tierLogged()
+	})
+}
+
+// tierLogged tiers in the background, logging a failure: the rows stay
+// in their bundles and the next tiering (or Close) tries again.
+func (c *cellLog) tierLogged() {
+	if err := c.tier(context.Background()); err != nil {
+		c.log.Warn("tiering bundled rows into the cell's prefix failed; will retry", "err", err)
+		c.mu.Lock()
+		if len(c.untiered) > 0 {
+			c.armTierLocked()
+		}
+		c.mu.Unlock()
+	}
+}
+
+// tier writes every credited row waiting into the cell's prefix as one
+// level-0 file (a row alone as it is, several merged), then tells the
+// node log they are covered. Nothing is written once the node fenced: the
+// node that recovers its log folds the rows instead.
+func (c *cellLog) tier(ctx context.Context) error {
+	c.tierMu.Lock()
+	defer c.tierMu.Unlock()
+	c.mu.Lock()
+	rows := c.untiered
+	c.mu.Unlock()
+	if len(rows) == 0 {
+		return nil
+	}
+	select {
+	case <-c.nl.Fenced():
+		return nodelog.ErrFenced
+	default:
+	}
+	data, h, err := mergeRows(rows)
+	if err == nil {
+		err = c.putLevel0(data, h)
+	}
+	c.nl.Metrics().Tier(len(rows), err)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.untiered = c.untiered[len(rows):]
+	c.untBytes = 0
+	for _, r := range c.untiered {
+		c.untBytes += len(r.Data)
+	}
+	if len(c.untiered) > 0 {
+		c.armTierLocked()
+	}
+	c.mu.Unlock()
+	c.nl.Covered(c.cell, c.epoch, h.MaxTXID)
+	c.maybeCompact()
+	return nil
+}
+
+// mergeRows is the level-0 file holding rows, consecutive TXIDs.
+func mergeRows(rows []nodelog.Row) ([]byte, ltx.Header, error) {
+	if len(rows) == 1 {
+		h, err := ltx.DecodeHeader(rows[0].Data)
+		return rows[0].Data, h, err
+	}
+	files := make([][]byte, len(rows))
+	for i, r := range rows {
+		files[i] = r.Data
+	}
+	return ltx.MergeFiles(files)
+}
+
+// closeNodeLog ends the cell's use of the node log (see Close): no more
+// submissions, every credited row tiered. A tiering that fails fences the
+// node, so the cell's record is not released over a prefix that lacks
+// acknowledged rows.
+func (c *cellLog) closeNodeLog(ctx context.Context) {
+	c.submitMu.Lock()
+	c.nlClosed.Store(true)
+	c.submitMu.Unlock()
+	c.mu.Lock()
+	if c.tierTimer != nil {
+		c.tierTimer.Stop()
+		c.tierTimer = nil
+	}
+	c.mu.Unlock()
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = c.tier(context.WithoutCancel(ctx)); err == nil {
+			break
+		}
+	}
+	select {
+	case <-c.nl.Fenced():
+		return
+	default:
+	}
+	if err != nil {
+		c.nl.Fence(fmt.Sprintf("the acknowledged commits of %s (epoch %d) could not be written to its own prefix before its release: %v", c.cell, c.epoch, err))
+		return
+	}
+	c.nl.Done(c.cell, c.epoch)
+}
