@@ -578,3 +578,40 @@ func TestApplyReadsBackAnAmbiguousWrite(t *testing.T) {
 		}
 	}
 }
+
+// A node's node log shows in the report: its state and the session's
+// bundles still in the bucket, with the oldest's time.
+func TestInspectShowsNodeLogs(t *testing.T) {
+	s := memstore.New()
+	lg := layout.OpenNodeLog(1)
+	key := layout.NodeKey("node_l")
+	l := layout.NodeLease{Node: "node_l", ExpiresMs: uint64(now.Add(time.Minute).UnixMilli()), OwnershipIndexGeneration: "gen1", Log: lg}
+	put(t, s, key, l.Encode())
+	put(t, s, layout.BundleKey("node_l", "gen1", 1, 0), []byte("0123456789"))
+	put(t, s, layout.BundleKey("node_l", "gen1", 1, 1), []byte("01234"))
+	put(t, s, layout.BundleKey("node_l", "gen0", 1, 7), []byte("stale session"))
+	putNode(t, s, "node_p", now.Add(time.Minute), nil)
+	r, err := Inspect(context.Background(), s, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *NodeLog
+	for _, n := range r.Nodes {
+		switch n.ID {
+		case "node_l":
+			got = n.Log
+		case "node_p":
+			if n.Log != nil {
+				t.Errorf("a lease without a log shows %+v", n.Log)
+			}
+		}
+	}
+	if got == nil || got.State != "open" || got.Epoch != 1 || got.Generation != "gen1" || got.Bundles != 2 || got.BundleBytes != 15 || got.OldestBundleMs == nil {
+		t.Fatalf("node log %+v", got)
+	}
+	var out strings.Builder
+	WriteReport(&out, r)
+	if !strings.Contains(out.String(), "open, epoch 1") || !strings.Contains(out.String(), "2 bundles") {
+		t.Fatalf("text report lacks the node log:\n%s", out.String())
+	}
+}

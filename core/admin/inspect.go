@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
 )
@@ -53,9 +54,33 @@ type Node struct {
 	Live      bool   `json:"live"`
 	Addr      string `json:"addr"`
 	ExpiresMs uint64 `json:"expires_ms"`
+	// Log is the node log the lease carries (null when none: a node
+	// writing per cell, or celld without one).
+	Log *NodeLog `json:"log"`
 	// Error is Err's message: the lease did not decode or could not be read.
 	Error string `json:"error,omitempty"`
 	Err   error  `json:"-"`
+}
+
+// NodeLog is a node's node log: its state in the lease and the bundles of
+// its session still in the bucket (not yet tiered into every cell's
+// prefix).
+type NodeLog struct {
+	// State is open, recovering or sealed; Epoch the log epoch; Active
+	// whether acknowledgements rode on celld followers; Claimant the node
+	// recovering it ("" when none).
+	State    string `json:"state"`
+	Epoch    uint64 `json:"epoch"`
+	Active   bool   `json:"active"`
+	Claimant string `json:"claimant"`
+	// Generation is the session's (the lease's ownership_index_generation).
+	Generation string `json:"generation"`
+	// Bundles and BundleBytes are the session's bundles in the bucket;
+	// OldestBundleMs when the oldest was written (null when none): its
+	// rows are the oldest not yet in their cells' prefixes.
+	Bundles        int    `json:"bundles"`
+	BundleBytes    int64  `json:"bundle_bytes"`
+	OldestBundleMs *int64 `json:"oldest_bundle_ms"`
 }
 
 // The states of a cell's ownership record (Cell.Record).
@@ -259,8 +284,10 @@ func readNodes(ctx context.Context, s store.Store, opts Options, now int64) ([]N
 		obj, err := s.Get(ctx, key)
 		if err == nil {
 			var l layout.NodeLease
-			l, err = layout.DecodeNodeLease(key, obj.Data)
-			n.Live, n.Addr, n.ExpiresMs = l.Live(uint64(now)), l.Addr, l.ExpiresMs
+			if l, err = layout.DecodeNodeLease(key, obj.Data); err == nil {
+				n.Live, n.Addr, n.ExpiresMs = l.Live(uint64(now)), l.Addr, l.ExpiresMs
+				n.Log, err = readNodeLog(ctx, s, l)
+			}
 		}
 		if err != nil && !store.IsNotFound(err) { // deleted since the listing: expired
 			n.Err, n.Error = err, err.Error()
@@ -268,6 +295,27 @@ func readNodes(ctx context.Context, s store.Store, opts Options, now int64) ([]N
 		nodes[i] = n
 	})
 	return nodes, err
+}
+
+// readNodeLog is the node log a lease carries, with its session's bundles
+// listed (one listing).
+func readNodeLog(ctx context.Context, s store.Store, l layout.NodeLease) (*NodeLog, error) {
+	if l.Log == nil {
+		return nil, nil
+	}
+	nl := &NodeLog{State: l.Log.State, Epoch: l.Log.Epoch, Active: l.Log.Active, Generation: l.OwnershipIndexGeneration}
+	if l.Log.Claimant != nil {
+		nl.Claimant = *l.Log.Claimant
+	}
+	bundles, err := nodelog.ListBundles(ctx, s, l.Node, l.OwnershipIndexGeneration)
+	for _, b := range bundles {
+		nl.Bundles++
+		nl.BundleBytes += b.Info.Size
+		if ms := b.Info.Modified.UnixMilli(); !b.Info.Modified.IsZero() && (nl.OldestBundleMs == nil || ms < *nl.OldestBundleMs) {
+			nl.OldestBundleMs = &ms
+		}
+	}
+	return nl, err
 }
 
 // leaseCache reads each owner's lease once per Inspect.

@@ -121,8 +121,12 @@ func Diagnose(ctx context.Context, s store.Store, cell string, opts Options) (*P
 		return p, &HeldError{Cell: cell, Node: c.Owner, ExpiresMs: c.ownerLease.ExpiresMs}
 	}
 	if repair && c.ownerLease != nil && c.ownerLease.Log.NeedsRecovery() {
+		how := "any CellB or celld node recovers it when it takes one of its cells (a call for this one, or an alarm's wake): the repair is then not needed"
+		if !c.ownerLease.Log.BucketRecoverable() {
+			how = "it is active (acknowledgements rode on celld followers), so only a celld node can recover it: start one on the bucket"
+		}
 		f := Finding{Kind: FindOwnerLog, Message: fmt.Sprintf(
-			"the owner %s is a celld node whose node log is %s: start a celld node on the bucket to recover it first", c.Owner, c.ownerLease.Log.State)}
+			"the owner %s died with its node log %s, whose bundles may hold acknowledged commits this cell's prefix lacks; %s", c.Owner, c.ownerLease.Log.State, how)}
 		c.Findings = append(c.Findings, f)
 		return p, &UnrepairableError{Cell: cell, Findings: append(unrepairable, f)}
 	}

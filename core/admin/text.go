@@ -89,7 +89,7 @@ func show(ctx context.Context, s store.Store, cell string, asJSON bool, opts Opt
 func WriteReport(w io.Writer, r *Report) {
 	now := time.UnixMilli(r.NowMs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "NODE\tSTATE\tADDR\tEXPIRES\n")
+	fmt.Fprintf(tw, "NODE\tSTATE\tADDR\tEXPIRES\tNODE LOG\tUNTIERED\tOLDEST UNTIERED\n")
 	for _, n := range r.Nodes {
 		state := "expired"
 		switch {
@@ -98,7 +98,21 @@ func WriteReport(w io.Writer, r *Report) {
 		case n.Live:
 			state = "live"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.ID, state, dash(n.Addr), when(int64(n.ExpiresMs), now))
+		logState, untiered, oldest := "-", "-", "-"
+		if l := n.Log; l != nil {
+			logState = fmt.Sprintf("%s, epoch %d", l.State, l.Epoch)
+			if l.Active {
+				logState += ", active"
+			}
+			if l.Claimant != "" {
+				logState += ", claimed by " + l.Claimant
+			}
+			untiered = fmt.Sprintf("%d bundles, %s", l.Bundles, progress.Size(l.BundleBytes))
+			if l.OldestBundleMs != nil {
+				oldest = when(*l.OldestBundleMs, now)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, state, dash(n.Addr), when(int64(n.ExpiresMs), now), logState, untiered, oldest)
 	}
 	fmt.Fprintf(tw, "\nCELL\tRECORD\tOWNER\tEPOCH\tLOG EPOCH\tTXID\tLOG\tMODES\tALARM\tFINDINGS\n")
 	for _, c := range r.Cells {

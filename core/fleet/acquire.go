@@ -107,7 +107,7 @@ func (n *Node) TryAcquire(ctx context.Context, cell string) (lease.Grant, error)
 			// celld's takeover interlock: the dead owner's log is folded
 			// into the cells' prefixes and sealed before any of its cells
 			// is taken; then the take starts over from a fresh read.
-			if err := n.recoverWaiting(ctx, act.Owner, "", 2*n.opts.TTL); err != nil {
+			if err := n.recoverWaiting(ctx, act.Owner, "", n.opts.RecoveryWait); err != nil {
 				var oe *OwnerNeedsRecoveryError
 				if errors.As(err, &oe) {
 					oe.Cell = cell

@@ -67,6 +67,12 @@ type Options struct {
 	// every SweepInterval. Without it such cells are refused
 	// (*OwnerNeedsRecoveryError).
 	Folder LogFolder
+	// RecoveryWait is how long taking a cell waits while another node
+	// recovers its dead owner's log, and how long installing the lease
+	// waits for this id's previous session's lease to expire before
+	// recovering its log (default twice the TTL; negative: no wait, the
+	// take or the install fails at once and is retried by its caller).
+	RecoveryWait time.Duration
 	// SweepInterval is how often a node with NodeLog and Folder recovers
 	// the open logs of dead nodes and deletes recovered sessions' bundles
 	// (default 30 s, as celld; negative: never).
@@ -271,6 +277,9 @@ func newNode(ctx context.Context, opts Options, r rules) (*Node, error) {
 	}
 	if opts.SweepInterval == 0 {
 		n.opts.SweepInterval = 30 * time.Second
+	}
+	if opts.RecoveryWait == 0 {
+		n.opts.RecoveryWait = 2 * n.opts.TTL
 	}
 	if err := n.install(ctx); err != nil {
 		return nil, err

@@ -12,14 +12,15 @@ import (
 
 // recoverPrevious recovers the node log of the previous session of this
 // node id before a new session installs its lease over it (celld's
-// recovery-before-install): it waits, at most twice the TTL, for that
+// recovery-before-install): it waits, at most RecoveryWait, for that
 // session's lease to expire (its process may still be running), then
-// recovers its log.
+// recovers its log (waiting for another node's recovery of it at most
+// RecoveryWait plus RecoveryClaimTTL).
 func (n *Node) recoverPrevious(ctx context.Context, old layout.NodeLease) error {
 	if n.opts.Folder == nil {
 		return errors.New("this node recovers no node log (no LogFolder)")
 	}
-	deadline := n.clock.Now().Add(2 * n.opts.TTL)
+	deadline := n.clock.Now().Add(max(n.opts.RecoveryWait, 0))
 	for {
 		nowMs := uint64(n.clock.Now().UnixMilli())
 		if !old.Live(nowMs) {
@@ -46,13 +47,16 @@ func (n *Node) recoverPrevious(ctx context.Context, old layout.NodeLease) error 
 		old = *cur
 	}
 	n.log.Warn("recovering this node id's previous session's log before installing the lease", "generation", old.OwnershipIndexGeneration)
-	return n.recoverWaiting(ctx, n.opts.Node, old.OwnershipIndexGeneration, RecoveryClaimTTL+2*n.opts.TTL)
+	return n.recoverWaiting(ctx, n.opts.Node, old.OwnershipIndexGeneration, n.opts.RecoveryWait+RecoveryClaimTTL)
 }
 
 // recoverWaiting is recoverLog that, while another node holds a fresh
 // claim on the log, waits for it to finish (looking again every TTL/3, at
 // most patience in all), as celld's takers retry a recovering owner.
 func (n *Node) recoverWaiting(ctx context.Context, node, gen string, patience time.Duration) error {
+	if n.opts.RecoveryWait < 0 {
+		patience = 0
+	}
 	deadline := n.clock.Now().Add(patience)
 	for {
 		err := n.recoverLog(ctx, node, gen)
