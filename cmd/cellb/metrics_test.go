@@ -23,6 +23,7 @@ import (
 	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/metrics"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
@@ -476,5 +477,68 @@ func TestTurnsOwnedElsewhere(t *testing.T) {
 	}
 	if got := e.series(t, "cellb_cell_activation_duration_seconds", elsewhere).GetHistogram().GetSampleCount(); got != calls {
 		t.Errorf("activations owned elsewhere = %d, want %d", got, calls)
+	}
+}
+
+// TestNodeLogMetrics: a fleet node on the LTX mode writes through its node
+// log: 24 concurrent increments of 24 counters are stored in bundles that
+// carry several rows each, every flush is credited, and the bundle
+// instruments show it; none is a per-cell level-0 upload of a commit.
+func TestNodeLogMetrics(t *testing.T) {
+	pm, err := newPrometheusMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pm.provider.Shutdown(context.Background()) })
+	drv, err := pickDriver("wasm", syncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var app *counter.App
+	h, err := host.New(context.Background(), host.Config{
+		Driver: drv, DataDir: t.TempDir(), Bucket: memstore.New(), Mode: ltxlog.Mode(), Ownership: host.Fleet,
+		Fleet: host.FleetConfig{Node: "node_m"}, Logger: quietLogger(), MeterProvider: pm.provider,
+		Classes: func(su *host.Setup) (err error) {
+			app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node})
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	if h.NodeLog() == nil {
+		t.Fatal("a fleet node on the LTX mode has no node log")
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := 0; i < 24; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stub := app.NS.Get(app.NS.IDFromName(fmt.Sprintf("c%d", i)))
+			for j := 0; j < 5; j++ {
+				if _, err := cell.Call(ctx, stub, func(ctx context.Context, c *counter.Counter) (int64, error) { return c.Add(ctx, 1) }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	e := scrapeHandler(t, pm.handler)
+	rows := e.series(t, "cellb_nodelog_bundle_rows", nil).GetHistogram()
+	flushes := e.series(t, "cellb_nodelog_flush_duration_seconds", map[string]string{"outcome": "ok"}).GetHistogram()
+	if rows.GetSampleCount() == 0 || rows.GetSampleSum() < 24*4 {
+		t.Fatalf("bundles %d with %v rows, want the 24×4 commits after each cell's snapshot", rows.GetSampleCount(), rows.GetSampleSum())
+	}
+	if rows.GetSampleSum()/float64(rows.GetSampleCount()) < 2 {
+		t.Errorf("%v rows per bundle: the flushes do not group", rows.GetSampleSum()/float64(rows.GetSampleCount()))
+	}
+	if flushes.GetSampleCount() != rows.GetSampleCount() {
+		t.Errorf("%d flushes timed for %d bundles", flushes.GetSampleCount(), rows.GetSampleCount())
+	}
+	if _, ok := e["cellb_nodelog_untiered_age_seconds"]; !ok {
+		t.Error("no tiering lag gauge")
 	}
 }

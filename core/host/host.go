@@ -233,7 +233,11 @@ func (h *Host) joinFleet(ctx context.Context, opts *cell.Options) (err error) {
 		return err
 	}
 	useNodeLog := !fc.PerCellLog && ltxlog.IsMode(h.cfg.Mode)
-	folder := logFolder{nodelog.StoreFolder{Store: h.cfg.Bucket, Opts: nodelog.FoldOptions{Clock: h.cfg.Clock, Logger: h.log}}}
+	foldMetrics, err := metrics.NewNodeLog(h.cfg.MeterProvider, nil)
+	if err != nil {
+		return fmt.Errorf("host: metrics: %w", err)
+	}
+	folder := logFolder{nodelog.StoreFolder{Store: h.cfg.Bucket, Opts: nodelog.FoldOptions{Clock: h.cfg.Clock, Logger: h.log, Metrics: foldMetrics}}}
 	if h.node, err = fleet.Join(ctx, fleet.Options{
 		Store: h.cfg.Bucket, Node: fc.Node, Addr: addr, TTL: fc.TTL, Clock: h.cfg.Clock, Logger: h.log, MeterProvider: h.cfg.MeterProvider,
 		NodeLog: useNodeLog, Folder: folder, SweepInterval: fc.SweepInterval,
