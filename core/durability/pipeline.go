@@ -168,6 +168,12 @@ func (p *Pipeline[T]) Close(ctx context.Context, final bool) error {
 	return nil
 }
 
+// NextGroup is the group-commit rule of the pipeline, shared with the node
+// log's flushes (core/nodelog); see nextGroup.
+func NextGroup(queued, prevGroup int, idle, lastUpload time.Duration) (start bool, wait time.Duration) {
+	return nextGroup(queued, prevGroup, idle, lastUpload)
+}
+
 // nextGroup is the group-commit rule: whether the uploader, free since
 // idle ago with queued commits waiting, starts the next upload now, and if
 // not, how much longer it waits at most. It starts once as many commits

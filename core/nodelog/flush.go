@@ -2,6 +2,10 @@ package nodelog
 
 import (
 	"context"
+	"time"
+
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/durability"
 
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
@@ -17,14 +21,26 @@ type flush struct {
 }
 
 // mayStartLocked is the flush rule: rows are queued and either no PUT is
-// in flight (the previous one returned: a lone commit goes at once), or
-// more than a bundle's worth is queued and fewer than MaxFlushes PUTs are
-// in flight. Caller holds l.mu.
-func (l *Log) mayStartLocked() bool {
+// in flight (the previous one returned) and the group-commit rule lets
+// the next bundle go (durability.NextGroup: as many cells are queued as
+// the previous bundle carried, or half the previous PUT's duration has
+// passed since it returned; a lone commit goes at once), or more than a
+// bundle's worth is queued and fewer than MaxFlushes PUTs are in flight.
+// Without the rule, the cells one credit releases find the next bundle
+// already gone with the few rows that were ready, and wait a whole PUT
+// more. wait is how long until the rule lets a bundle go. Caller holds
+// l.mu.
+func (l *Log) mayStartLocked() (start bool, wait time.Duration) {
 	if len(l.queue) == 0 {
-		return false
+		return false, 0
 	}
-	return l.flushing == 0 || (l.queued >= l.opts.MaxBundleBytes && l.flushing < l.opts.MaxFlushes)
+	if l.flushing > 0 {
+		return l.queued >= l.opts.MaxBundleBytes && l.flushing < l.opts.MaxFlushes, 0
+	}
+	if l.closed {
+		return true, 0
+	}
+	return durability.NextGroup(len(l.queue), l.prevGroup, l.clk.Now().Sub(l.free), l.lastPut)
 }
 
 // flusher starts flushes by the rule above until the log closes and its
@@ -33,8 +49,21 @@ func (l *Log) flusher() {
 	defer close(l.done)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var timer clock.Timer
 	for {
-		for !l.mayStartLocked() && !(l.closed && len(l.queue) == 0) {
+		for {
+			start, wait := l.mayStartLocked()
+			if start || (l.closed && len(l.queue) == 0) {
+				break
+			}
+			if wait > 0 && timer == nil {
+				timer = l.clk.AfterFunc(wait, func() {
+					l.mu.Lock()
+					timer = nil
+					l.cond.Broadcast()
+					l.mu.Unlock()
+				})
+			}
 			l.cond.Wait()
 		}
 		if len(l.queue) == 0 {
@@ -46,6 +75,7 @@ func (l *Log) flusher() {
 		}
 		f := l.takeLocked()
 		l.flushing++
+		l.prevGroup = len(f.subs)
 		go l.run(f)
 	}
 }
@@ -79,6 +109,8 @@ func (l *Log) run(f *flush) {
 	err := l.put(f)
 	l.mu.Lock()
 	l.flushing--
+	l.free = l.clk.Now()
+	l.lastPut = l.free.Sub(began)
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	if err == nil {

@@ -113,7 +113,12 @@ type Log struct {
 	flushing int // bundle PUTs in flight
 	seq      uint64
 	closed   bool
-	done     chan struct{} // closed when the flusher exits
+	// The group-commit rule's memory (flush.go): cells in the previous
+	// bundle, its PUT's duration, when it returned.
+	prevGroup int
+	lastPut   time.Duration
+	free      time.Time
+	done      chan struct{} // closed when the flusher exits
 
 	gc *coverage // credited bundles not yet deleted (gc.go)
 }
