@@ -69,7 +69,10 @@ func lost(g lease.Grant) bool {
 	}
 }
 
-var allCases = []testCase{
+// allCases are the lease cases, then the node log's (nodelog.go).
+var allCases = append(leaseCases, nodeLogCases...)
+
+var leaseCases = []testCase{
 	{"AcquireGrants", func(t tb, ctx context.Context, h Harness) {
 		n := newNode(t, ctx, h)
 		defer n.Close(ctx)

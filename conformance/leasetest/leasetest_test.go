@@ -15,6 +15,7 @@ import (
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -35,11 +36,17 @@ func newFleetHarness() *fleetHarness {
 func (h *fleetHarness) NewNode(ctx context.Context) (Node, error) {
 	name := fmt.Sprintf("node_t%d", h.seq.Add(1))
 	clk := &pauseClock{}
-	n, err := fleet.Join(ctx, fleet.Options{Store: h.fs, Node: name, TTL: h.ttl, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Each node reaches the bucket through a view of its own, so that
+	// Isolate cuts off this node alone (the others still write its lease:
+	// a recoverer fences it).
+	view := faultstore.New(h.fs, faultstore.Config{})
+	folder := logFolder{nodelog.StoreFolder{Store: view, Opts: nodelog.FoldOptions{Logger: quiet}}}
+	n, err := fleet.Join(ctx, fleet.Options{Store: view, Node: name, TTL: h.ttl, Clock: clk, Logger: quiet, NodeLog: true, Folder: folder})
 	if err != nil {
 		return nil, err
 	}
-	return &fleetNode{Node: n, h: h, clk: clk}, nil
+	return &fleetNode{Node: n, h: h, clk: clk, view: view}, nil
 }
 
 // WriteLogEpoch leaves the TXID-1 file of epoch in the cell's LTX log.
@@ -48,14 +55,37 @@ func (h *fleetHarness) WriteLogEpoch(ctx context.Context, cell string, epoch uin
 	return err
 }
 
+// Bucket and Session are the NodeLogs capability: the node log of a fleet
+// node is proven current by the node (fleet.Node implements
+// nodelog.Confirmer), which publishes it open in its lease and recovers
+// dead nodes' logs before taking their cells.
+func (h *fleetHarness) Bucket() store.Store { return h.fs }
+
+func (h *fleetHarness) Session(n Node) (string, string, nodelog.Confirmer, error) {
+	fn, ok := n.(*fleetNode)
+	if !ok {
+		return "", "", nil, ErrUnsupported
+	}
+	return fn.ID(), fn.Generation(), fn.Node, nil
+}
+
 func (h *fleetHarness) Advance(d time.Duration) { time.Sleep(d) }
 func (h *fleetHarness) TTL() time.Duration      { return h.ttl }
 func (h *fleetHarness) Close() error            { return nil }
 
+// logFolder is the fleet's LogFolder, as core/host wires it.
+type logFolder struct{ f nodelog.StoreFolder }
+
+func (l logFolder) FoldLog(ctx context.Context, node, gen string) error {
+	_, err := l.f.Fold(ctx, node, gen)
+	return err
+}
+
 type fleetNode struct {
 	*fleet.Node
-	h   *fleetHarness
-	clk *pauseClock
+	h    *fleetHarness
+	clk  *pauseClock
+	view *faultstore.Store
 }
 
 // Pause freezes the node's clock and holds back its timers; resuming
@@ -163,9 +193,9 @@ func (n *fleetNode) Crash() { n.Kill() }
 
 func (n *fleetNode) Isolate(cut bool) error {
 	if cut {
-		n.h.fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: layout.NodeKey(n.ID()), Fault: faultstore.Fail, Times: -1})
+		n.view.Script(faultstore.Rule{Op: faultstore.OpPut, Key: layout.NodeKey(n.ID()), Fault: faultstore.Fail, Times: -1})
 	} else {
-		n.h.fs.ClearScript()
+		n.view.ClearScript()
 	}
 	return nil
 }
@@ -192,6 +222,8 @@ var fleetTwins = []leaseTwin{
 	{"refusing grants", RefusingGrants, []string{"AcquireGrants"}},
 	{"log-blind epochs", LogBlindEpochs, []string{"EpochsPassTheLog"}},
 	{"revives after a pause", RevivesAfterPause, []string{"PausedPastTTLStaysFenced"}},
+	{"loses bundles", LosesBundles, []string{"NodeLogSurvivesACrash"}},
+	{"skips the credit read", SkipsCreditRead, []string{"NodeLogSealRacesAFlush"}},
 }
 
 // TestEveryCaseHasATwin: every case fails on at least one twin of the

@@ -3,10 +3,14 @@ package leasetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
+	"github.com/cellb/cellb/core/nodelog"
+	"github.com/cellb/cellb/core/store"
 )
 
 // The twins below wrap a working Harness and break one promise each. The
@@ -47,6 +51,14 @@ func LogBlindEpochs(h Harness) Harness {
 	return &twin{Harness: h, kind: twinLogBlind, blind: map[string]uint64{}}
 }
 
+// LosesBundles keeps a node log on a bucket that answers every bundle PUT
+// with success and stores nothing: a log that loses its bundles.
+func LosesBundles(h Harness) Harness { return &twin{Harness: h, kind: twinLosesBundles} }
+
+// SkipsCreditRead credits every bundle without reading the node's record
+// after its PUT: a node log blind to a seal that raced its flush.
+func SkipsCreditRead(h Harness) Harness { return &twin{Harness: h, kind: twinSkipsCreditRead} }
+
 type twinKind int
 
 const (
@@ -58,6 +70,8 @@ const (
 	twinRefusing
 	twinLogBlind
 	twinRevives
+	twinLosesBundles
+	twinSkipsCreditRead
 )
 
 type twin struct {
@@ -77,6 +91,51 @@ func (t *twin) WriteLogEpoch(ctx context.Context, cell string, epoch uint64) err
 	}
 	return ErrUnsupported
 }
+
+// Bucket passes the NodeLogs capability through; LosesBundles' bucket
+// drops every bundle.
+func (t *twin) Bucket() store.Store {
+	nl, ok := t.Harness.(NodeLogs)
+	if !ok {
+		return nil
+	}
+	if t.kind == twinLosesBundles {
+		return lossyBundles{nl.Bucket()}
+	}
+	return nl.Bucket()
+}
+
+// Session passes the NodeLogs capability through for the node the twin
+// wraps; SkipsCreditRead's log credits without reading.
+func (t *twin) Session(n Node) (string, string, nodelog.Confirmer, error) {
+	nl, ok := t.Harness.(NodeLogs)
+	if !ok {
+		return "", "", nil, ErrUnsupported
+	}
+	if tn, ok := n.(*twinNode); ok {
+		n = tn.Node
+	}
+	node, gen, c, err := nl.Session(n)
+	if err == nil && t.kind == twinSkipsCreditRead {
+		c = blindConfirmer{c}
+	}
+	return node, gen, c, err
+}
+
+// lossyBundles answers a bundle PUT with success and stores nothing.
+type lossyBundles struct{ store.Store }
+
+func (s lossyBundles) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	if strings.HasPrefix(key, layout.NodeLogPrefix) {
+		return "lost", nil
+	}
+	return s.Store.Put(ctx, key, data, opts)
+}
+
+// blindConfirmer proves every flush current without a read.
+type blindConfirmer struct{ nodelog.Confirmer }
+
+func (blindConfirmer) ConfirmLog(context.Context) error { return nil }
 
 func (t *twin) NewNode(ctx context.Context) (Node, error) {
 	n, err := t.Harness.NewNode(ctx)
