@@ -21,6 +21,7 @@ import (
 
 	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -375,8 +376,8 @@ func litestreamReplica(t testing.TB, bucketDir, cellKey, dir string) string {
 		t.Fatal(err)
 	}
 	defer store.Close(s)
-	prefix := "cells/" + cellKey + "/ltx/"
-	var token string
+	prefix := ltx.CellPrefix(cellKey)
+	var token, epochDir string
 	n := 0
 	for {
 		page, err := s.List(ctx, store.ListOptions{Prefix: prefix, Token: token})
@@ -386,8 +387,15 @@ func litestreamReplica(t testing.TB, bucketDir, cellKey, dir string) string {
 		for _, obj := range page.Objects {
 			// e<epoch>/<level:04x>/<min>-<max>.ltx
 			parts := strings.Split(strings.TrimPrefix(obj.Key, prefix), "/")
-			if len(parts) != 3 || parts[0] != "e0" {
+			if len(parts) != 3 {
 				t.Fatalf("unexpected key %s", obj.Key)
+			}
+			// One epoch's chain (e0 without ownership): a replica holds
+			// one generation.
+			if epochDir == "" {
+				epochDir = parts[0]
+			} else if parts[0] != epochDir {
+				t.Fatalf("%s: a second epoch beside %s", obj.Key, epochDir)
 			}
 			level, err := strconv.ParseUint(parts[1], 16, 8)
 			if err != nil {
