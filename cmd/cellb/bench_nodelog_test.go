@@ -188,6 +188,8 @@ type loadResult struct {
 	elapsed   time.Duration
 	puts      float64
 	gets      float64
+	lists     float64
+	deletes   float64
 }
 
 func (r loadResult) rate() float64 { return float64(r.acked) / r.elapsed.Seconds() }
@@ -240,6 +242,7 @@ func load(b *testing.B, n *benchNode, clients, cells int, d time.Duration) loadR
 	res.elapsed = time.Since(start)
 	after := n.bucketRequests(b)
 	res.puts, res.gets = after["put"]-before["put"], after["get"]-before["get"]
+	res.lists, res.deletes = after["list"]-before["list"], after["delete"]-before["delete"]
 	return res
 }
 
@@ -463,4 +466,44 @@ func value(b *testing.B, url, counter string) int64 {
 		return -1
 	}
 	return out.Value
+}
+
+// BenchmarkNodeLogCost: the bucket requests per acknowledged write that
+// docs/cost.md prices, per mode, with 1, 100 and 10,000 cells written by
+// 48 clients for CELLB_COST_DURATION (60 s: longer than the node log's
+// TierAge, so tiering and bundle deletion are counted), after a warm-up
+// that activates every cell. CELLB_COST_CELLS narrows the cell counts
+// (e.g. "100").
+func BenchmarkNodeLogCost(b *testing.B) {
+	benchS3(b)
+	d := time.Minute
+	if v, err := time.ParseDuration(os.Getenv("CELLB_COST_DURATION")); err == nil && v > 0 {
+		d = v
+	}
+	counts := []int{1, 100, 10000}
+	if v := os.Getenv("CELLB_COST_CELLS"); v != "" {
+		counts = nil
+		for _, f := range strings.Split(v, ",") {
+			var n int
+			fmt.Sscan(f, &n)
+			counts = append(counts, n)
+		}
+	}
+	for _, cells := range counts {
+		for _, mode := range []string{"per-cell", "node-log"} {
+			b.Run(fmt.Sprintf("cells=%d/%s", cells, mode), func(b *testing.B) {
+				n := startBenchNode(b, mode, "--bucket", s3BenchBucket(fmt.Sprintf("cost-%d-%s", cells, mode)), "--node-log="+fmt.Sprint(mode == "node-log"), "--idle", "10m")
+				warm(b, n, cells)
+				r := load(b, n, 48, cells, d)
+				n.kill()
+				w := float64(r.acked)
+				b.ReportMetric(r.rate(), "writes/s")
+				b.ReportMetric(r.puts/w, "puts/write")
+				b.ReportMetric(r.gets/w, "gets/write")
+				b.ReportMetric(r.lists/w, "lists/write")
+				b.ReportMetric(r.deletes/w, "deletes/write")
+				b.ReportMetric(float64(r.failed), "failed")
+			})
+		}
+	}
 }
