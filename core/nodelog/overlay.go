@@ -3,6 +3,7 @@ package nodelog
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
@@ -53,6 +54,10 @@ func Overlay(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo, e
 	return sessionRows(ctx, s, rec.Node, lease.OwnershipIndexGeneration, cell, rec.Epoch)
 }
 
+// footerConcurrency bounds the bundle footers an overlay reads at once: a
+// busy node keeps up to about TierAge of flushes in the bucket.
+const footerConcurrency = 16
+
 // sessionRows lists a session's rows of one cell epoch, the first copy of
 // each TXID, as bundle-resident level-0 files.
 func sessionRows(ctx context.Context, s store.Store, node, generation, cell string, epoch uint64) ([]ltx.FileInfo, error) {
@@ -60,17 +65,30 @@ func sessionRows(ctx context.Context, s store.Store, node, generation, cell stri
 	if err != nil {
 		return nil, err
 	}
+	footers := make([][]ltx.BundleRow, len(bundles))
+	errs := make([]error, len(bundles))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, footerConcurrency)
+	for i, b := range bundles {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			rows, err := readFooter(ctx, s, b.Key, b.Info.Size)
+			if store.IsNotFound(err) || errors.Is(err, store.ErrInvalidRange) {
+				err = nil // deleted since listed: its rows are covered
+			}
+			footers[i], errs[i] = rows, err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	seen := map[ltx.TXID]bool{}
 	var out []ltx.FileInfo
-	for _, b := range bundles {
-		rows, err := readFooter(ctx, s, b.Key, b.Info.Size)
-		if store.IsNotFound(err) || errors.Is(err, store.ErrInvalidRange) {
-			continue // deleted since listed: its rows are covered
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
+	for i, b := range bundles {
+		for _, r := range footers[i] {
 			if r.Cell != cell || r.CellEpoch != epoch || seen[r.TXID] || r.Len == 0 {
 				continue
 			}
