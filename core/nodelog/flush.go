@@ -6,7 +6,6 @@ import (
 
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/durability"
-
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
@@ -49,22 +48,31 @@ func (l *Log) flusher() {
 	defer close(l.done)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var timer clock.Timer
+	var (
+		timer   clock.Timer // wakes the loop when the rule's wait ends
+		timerAt time.Time
+	)
 	for {
 		for {
 			start, wait := l.mayStartLocked()
 			if start || (l.closed && len(l.queue) == 0) {
 				break
 			}
-			if wait > 0 && timer == nil {
-				timer = l.clk.AfterFunc(wait, func() {
+			if at := l.clk.Now().Add(wait); wait > 0 && (timer == nil || at.Before(timerAt)) {
+				if timer != nil {
+					timer.Stop()
+				}
+				timer, timerAt = l.clk.AfterFunc(wait, func() {
 					l.mu.Lock()
-					timer = nil
 					l.cond.Broadcast()
 					l.mu.Unlock()
-				})
+				}), at
 			}
 			l.cond.Wait()
+		}
+		if timer != nil {
+			timer.Stop()
+			timer = nil
 		}
 		if len(l.queue) == 0 {
 			// Closed: wait for the flushes in flight, then stop.
