@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
@@ -314,6 +315,65 @@ func TestCloseDeletesTheSessionUnlessFenced(t *testing.T) {
 		}
 		if err := l.Submit(context.Background(), []Row{row("C:a", 1, 3)}); err == nil {
 			t.Fatal("Submit after Close succeeded")
+		}
+	}
+}
+
+// The group-commit rule: after a bundle of 10 cells, 3 cells queued wait
+// (at most half the last PUT's duration) for the others to come back; a
+// lone commit after a lone bundle never waits.
+func TestFlushWaitsForTheLastGroupToComeBack(t *testing.T) {
+	s := memstore.New()
+	ss := newSession(s, "node_a")
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
+	gate := &heldPuts{Store: s, release: make(chan struct{}), held: make(chan string, 8)}
+	l := newLog(t, gate, ss, Options{Clock: clk})
+	ctx := context.Background()
+	submit := func(name string) chan error {
+		done := make(chan error, 1)
+		go func() { done <- l.Submit(ctx, []Row{row(name, 1, 2)}) }()
+		return done
+	}
+	first := submit("C:lone")
+	<-gate.held
+	var ten []chan error
+	for i := 0; i < 10; i++ {
+		ten = append(ten, submit(fmt.Sprintf("C:%d", i)))
+	}
+	waitQueued(t, l, 10)
+	clk.Advance(100 * time.Millisecond) // the PUT takes 100 ms
+	gate.release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	<-gate.held // the 10 go at once: more than the lone group before them
+	clk.Advance(100 * time.Millisecond)
+	gate.release <- struct{}{}
+	for _, c := range ten {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var three []chan error
+	for i := 0; i < 3; i++ {
+		three = append(three, submit(fmt.Sprintf("C:back%d", i)))
+	}
+	waitQueued(t, l, 3)
+	select {
+	case key := <-gate.held:
+		t.Fatalf("%s went with 3 cells right after a bundle of 10: the rule did not wait", key)
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.Advance(50 * time.Millisecond) // half the last PUT
+	select {
+	case <-gate.held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wait never ended")
+	}
+	close(gate.release)
+	for _, c := range three {
+		if err := <-c; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
