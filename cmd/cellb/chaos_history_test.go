@@ -346,7 +346,7 @@ func (hc *historyChaos) run(t *testing.T) chaosResult {
 		p.kill()
 	}
 	res.check = checkCounterHistory(t, calls, time.Minute, hc.dir)
-	if !res.check.ok() && res.check.Visualization != "" {
+	if !res.check.ok() {
 		var b strings.Builder
 		for _, e := range events {
 			fmt.Fprintf(&b, "%8.3fs %s\n", e.at.Seconds(), e.what)
@@ -530,7 +530,7 @@ func (hc *historyChaos) checkLinearizable(t *testing.T, res chaosResult) {
 	t.Log(hc.summary(res))
 	if !res.check.ok() {
 		t.Fatalf("the fleet's history is not linearizable: %v\nvisualization: %s\nnodes' logs, history.json and chaos.txt: %s\nREPORT THIS (seed %d): every violation becomes a named regression test",
-			res.check, res.check.Visualization, hc.dir, hc.seed)
+			res.check, strings.Join(res.check.Visualizations, " "), hc.dir, hc.seed)
 	}
 }
 
@@ -578,7 +578,7 @@ func (hc *historyChaos) expectCaught(t *testing.T, res chaosResult) {
 	if len(res.check.Illegal) == 0 {
 		t.Fatalf("the checker did not catch a broken fleet: %v", res.check)
 	}
-	if !fileHas(t, res.check.Visualization, "<html") {
-		t.Fatalf("no visualization at %q", res.check.Visualization)
+	if len(res.check.Visualizations) == 0 || !fileHas(t, res.check.Visualizations[0], "<html") {
+		t.Fatalf("no visualization: %q", res.check.Visualizations)
 	}
 }
