@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -322,18 +323,16 @@ func (hc *historyChaos) run(t *testing.T) chaosResult {
 	// last word on what the fleet kept.
 	time.Sleep(hc.ttl)
 	restartExited()
-	cells := make([]string, 0, len(used))
-	for c := range used {
-		cells = append(cells, c)
-	}
-	sort.Strings(cells)
-	for _, cell := range cells {
+	for _, cell := range slices.Sorted(maps.Keys(used)) {
 		deadline := time.Now().Add(30 * time.Second)
 		for n := 0; ; n++ {
-			c, outcome := callCounter(client, view[n%len(view)], 1000, cell, false, since)
-			if outcome == "ok" {
-				calls = append(calls, c)
-				break
+			outcome := "no node is up"
+			if url := view[n%len(view)]; url != "" {
+				var c counterCall
+				if c, outcome = callCounter(client, url, 1000, cell, false, since); outcome == "ok" {
+					calls = append(calls, c)
+					break
+				}
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("counter %s cannot be read 30 s after the chaos (last answer: %s)", cell, outcome)
@@ -345,7 +344,7 @@ func (hc *historyChaos) run(t *testing.T) chaosResult {
 	for _, p := range procs {
 		p.kill()
 	}
-	res.check = checkCounterHistory(t, calls, time.Minute, hc.dir)
+	res.check = checkCounterHistory(t, calls, 30*time.Second, hc.dir)
 	if !res.check.ok() {
 		var b strings.Builder
 		for _, e := range events {
