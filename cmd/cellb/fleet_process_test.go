@@ -94,38 +94,62 @@ type proc struct {
 
 func (p *proc) start(t *testing.T, bin string) {
 	t.Helper()
+	if err := p.tryStart(bin); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryStart starts the process and waits until it says where it listens.
+// A process that exits first, or is silent for 30 s, is an error (and is
+// reaped, or killed); a supervisor would start it again.
+func (p *proc) tryStart(bin string) error {
 	p.cmd = exec.Command(bin, p.args...)
 	p.cmd.Stderr = p.logf
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
+	// eof: stdout ended (the process exited). exited: a watched process
+	// was reaped, exitErr set; an unwatched one is left to its test's Wait.
+	eof, exited, cmd := make(chan struct{}), make(chan struct{}), p.cmd
+	p.exited = nil
 	if p.watched {
-		exited, cmd := make(chan struct{}), p.cmd
 		p.exited = exited
-		go func() {
-			p.exitErr = cmd.Wait()
-			close(exited)
-		}()
 	}
-	lines := bufio.NewScanner(out)
 	got := make(chan string, 1)
 	go func() {
+		lines := bufio.NewScanner(out)
 		for lines.Scan() {
 			if u, ok := strings.CutPrefix(lines.Text(), "listening on "); ok {
 				got <- u
 			}
 		}
+		close(eof)
+		if p.watched {
+			// Wait only once stdout is read to its end (os/exec's rule).
+			p.exitErr = cmd.Wait()
+			close(exited)
+		}
 	}()
 	select {
 	case p.url = <-got:
+	case <-eof:
+		if p.watched {
+			<-exited
+		} else {
+			p.exitErr = cmd.Wait()
+		}
+		p.dead = true
+		return fmt.Errorf("%s exited before it listened (%v; see %s)", p.name, p.exitErr, p.logf.Name())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not start (see %s)", p.name, p.logf.Name())
+		p.kill()
+		return fmt.Errorf("%s did not start (see %s)", p.name, p.logf.Name())
 	}
 	p.dead, p.stopped = false, false
+	return nil
 }
 
 // startNode starts `cellb serve` as fleet node name on bucket (a URL), with

@@ -6,7 +6,7 @@
 // history checker of cmd/cellb runs it under chaos; benchmarks run it with
 // latency alone, as a real S3 round trip would add:
 //
-//	GOWORK=off go run ./scripts/faultproxy -target http://127.0.0.1:17070 -latency 10ms
+//	GOWORK=off go run ./scripts/faultproxy/main.go -target http://127.0.0.1:17070 -latency 10ms
 //
 // It prints "listening on http://127.0.0.1:PORT" on stdout once it serves;
 // point the nodes at that address (s3://bucket/prefix?endpoint=...). The
