@@ -280,7 +280,9 @@ func s3BenchBucket(what string) string {
 
 // BenchmarkNodeLogBusyCells: one fleet node, 500 counter cells written by
 // 48 clients for CELLB_BENCH_DURATION, per-cell mode and node log
-// alternated in the same run (after a warm-up that activates every cell):
+// alternated in the same run (after a warm-up that activates every cell;
+// with CELLB_BENCH_COLD set, none: the window then also holds the 500
+// activations, as the first measurement did):
 // acknowledged writes/s, p50 and p99, and bucket PUTs and GETs per
 // acknowledged write (medians over the rounds), and the node log's rate as
 // a multiple of the per-cell mode's.
@@ -292,8 +294,23 @@ func BenchmarkNodeLogBusyCells(b *testing.B) {
 	for round := 0; round < benchRounds(); round++ {
 		for _, mode := range []string{"per-cell", "node-log"} {
 			n := startBenchNode(b, mode, "--bucket", s3BenchBucket(mode), "--node-log="+fmt.Sprint(mode == "node-log"), "--idle", "10m")
-			warm(b, n, cells)
+			if os.Getenv("CELLB_BENCH_COLD") == "" {
+				warm(b, n, cells)
+			}
 			r := load(b, n, clients, cells, d)
+			if os.Getenv("CELLB_BENCH_DETAIL") != "" {
+				e := scrapeURLTB(b, n.admin+"/metrics")
+				for _, name := range []string{"cellb_nodelog_flush_duration_seconds", "cellb_bucket_request_duration_seconds", "cellb_cell_durable_wait_duration_seconds"} {
+					if f, ok := e[name]; ok {
+						for _, m := range f.GetMetric() {
+							h := m.GetHistogram()
+							if h.GetSampleCount() > 0 {
+								b.Logf("%s %v: mean %.1f ms over %d", name, m.GetLabel(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()), h.GetSampleCount())
+							}
+						}
+					}
+				}
+			}
 			n.kill()
 			if r.acked == 0 || r.failed > r.acked/100 {
 				b.Fatalf("%s: %d acknowledged, %d failed (see %s)", mode, r.acked, r.failed, n.log)
