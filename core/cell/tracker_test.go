@@ -456,7 +456,8 @@ func TestTrackerRefusedCheckResets(t *testing.T) {
 }
 
 // A reply that stops waiting (its context ends) gets the context's error
-// and resets nothing: the commit may still become durable.
+// and resets nothing, whether it waited for a commit (which may still
+// become durable) or for the grant check after it.
 func TestTrackerAwaitCancelled(t *testing.T) {
 	r := newResets()
 	done := make(chan struct{})
@@ -472,6 +473,42 @@ func TestTrackerAwaitCancelled(t *testing.T) {
 	if err := tr.await(context.Background(), tr.snapshot()); err != nil {
 		t.Fatal(err)
 	}
+
+	// Its commits are durable and it waits for a grant check another
+	// reply runs: it still just stops waiting.
+	g := &ackGrant{entered: make(chan struct{}), hold: make(chan struct{})}
+	tr = &tracker{grant: g, done: done, fail: r.fail}
+	f1, ps1 := commitAndSnapshot(tr)
+	f1.Resolve(nil)
+	first := make(chan error, 1)
+	go func() { first <- tr.await(context.Background(), ps1) }()
+	<-g.entered // the check is in flight, held
+	f2, ps2 := commitAndSnapshot(tr)
+	f2.Resolve(nil)
+	ctx, cancel = context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() { second <- tr.await(ctx, ps2) }()
+	for deadline := time.Now().Add(10 * time.Second); ; { // until it waits for the next check
+		tr.mu.Lock()
+		queued := tr.ackNext != nil
+		tr.mu.Unlock()
+		if queued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second reply never queued for a check")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Fatalf("reply waiting for a check: %v, want context.Canceled", err)
+	}
+	g.hold <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.reasons) != 0 {
