@@ -11,6 +11,11 @@
 # that exercise the file, including suites in other modules: core/cell is
 # tested by its own tests and by celltest run from drivers/wasm.
 # Equivalent mutants are listed in scripts/mutation/equivalent.txt.
+#
+# Each test command has a time limit above what the unmutated tests take,
+# so a hang kills a mutant but a slow pass does not. celltest's cases take
+# a few seconds and get 90 s; its twins take about two minutes (each twin
+# waits out a timer of 10 to 40 s) and run last, with 300 s.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=${1:-all}
@@ -34,17 +39,18 @@ cover() {
 }
 
 run_cell() {
-	echo "== core/cell: gate.go commit.go alarm.go"
+	echo "== core/cell: gate.go commit.go tracker.go alarm.go alarmstate.go"
 	mutants "$root/core" ./cell "$work/cell.json"
 	cover "$work/c1.out" "$root/core" github.com/cellb/cellb/core/cell ./cell
 	cover "$work/c2.out" "$root/drivers/wasm" github.com/cellb/cellb/core/cell \
 		-run 'TestCellSemantics|TestCellSuiteRejectsTwins' .
 	cat "$work/c1.out" "$work/c2.out" >"$work/cell.cover"
-	"$tool" -mutants "$work/cell.json" -pkg "$root/core/cell" -files gate.go,commit.go,alarm.go \
+	"$tool" -mutants "$work/cell.json" -pkg "$root/core/cell" -files gate.go,commit.go,tracker.go,alarm.go,alarmstate.go \
 		-cover "$work/cell.cover" -equivalent "$root/scripts/mutation/equivalent.txt" \
 		-test "$root/core|-count=1 -failfast -timeout 60s ./cell" \
-		-test "$root/drivers/wasm|-count=1 -failfast -timeout 60s -run TestCellSemantics|TestCellSuiteRejectsTwins ." \
-		"$@"
+		-test "$root/drivers/wasm|-count=1 -failfast -timeout 90s -run TestCellSemantics ." \
+		-test "$root/drivers/wasm|-count=1 -failfast -timeout 300s -run TestCellSuiteRejectsTwins ." \
+		-timeout 6m "$@"
 }
 
 run_fs() {

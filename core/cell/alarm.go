@@ -53,13 +53,13 @@ func (s *State) SetAlarm(ctx context.Context, at time.Time) error {
 		return &NoAlarmHandlerError{Class: inst.cls.name}
 	}
 	if inst.obj == nil {
-		inst.ctorSetAlarm = true // checked once the constructor returns the object
+		inst.alarm.setBeforeObject = true // checked once the constructor returns the object
 	}
 	gen := rand.Int64()
-	if _, err := inst.conn.Exec(ctx, sqlAlarmSet, inst.key, at.UnixMilli(), gen); err != nil {
+	if _, err := inst.db.conn.Exec(ctx, sqlAlarmSet, inst.key, at.UnixMilli(), gen); err != nil {
 		return fmt.Errorf("cell: set alarm: %w", err)
 	}
-	inst.alarmSet = true
+	inst.alarm.markChanged()
 	return nil
 }
 
@@ -94,7 +94,7 @@ func (s *State) GetAlarm(ctx context.Context) (time.Time, bool, error) {
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	if row == nil || sameAlarm(row, inst.firing) {
+	if row = inst.alarm.visible(row); row == nil {
 		return time.Time{}, false, nil
 	}
 	return time.UnixMilli(row.AtMs), true, nil
@@ -108,23 +108,23 @@ func (s *State) DeleteAlarm(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
-	if inst.lazy.virgin {
-		inst.alarmSet = true
+	if inst.db.virgin {
+		inst.alarm.markChanged()
 		return nil
 	}
-	if _, err := inst.conn.Exec(ctx, sqlAlarmDelete, inst.key); err != nil {
+	if _, err := inst.db.conn.Exec(ctx, sqlAlarmDelete, inst.key); err != nil {
 		return fmt.Errorf("cell: delete alarm: %w", err)
 	}
-	inst.alarmSet = true
+	inst.alarm.markChanged()
 	return nil
 }
 
 // readAlarmLocked reads the cell's _cf_ALARM row (nil if none).
 func (inst *instance) readAlarmLocked(ctx context.Context) (*alarmRow, error) {
-	if inst.lazy.virgin {
+	if inst.db.virgin {
 		return nil, nil // nothing stored yet
 	}
-	return queryAlarmRow(ctx, inst.conn, sqlAlarmGet, inst.key)
+	return queryAlarmRow(ctx, inst.db.conn, sqlAlarmGet, inst.key)
 }
 
 func queryAlarmRow(ctx context.Context, conn driver.Conn, q, key string) (*alarmRow, error) {
@@ -160,7 +160,7 @@ func (inst *instance) alarmTurn(ctx context.Context, ev *event, obj any) error {
 		return err
 	}
 	row, err := inst.readAlarmLocked(ctx)
-	inst.alarmSet = true // whatever happens, reschedule from the row
+	inst.alarm.markChanged() // whatever happens, reschedule from the row
 	unlock()
 	if err != nil {
 		return err
@@ -175,13 +175,13 @@ func (inst *instance) alarmTurn(ctx context.Context, ev *event, obj any) error {
 		return inst.settleAlarm(ctx, row, nil)
 	}
 	inst.mu.Lock()
-	inst.firing = row
+	inst.alarm.fire(row)
 	inst.mu.Unlock()
 	info := AlarmInfo{ScheduledTime: time.UnixMilli(row.AtMs), RetryCount: int(row.Retry), IsRetry: row.Retry > 0}
 	var herr error
 	p := protect(func() { herr = h.Alarm(ctx, info) })
 	inst.mu.Lock()
-	inst.firing = nil
+	inst.alarm.fired()
 	inst.mu.Unlock()
 	if !ev.isHolding() {
 		if err := inst.g.err(); err != nil {
@@ -208,14 +208,14 @@ func (inst *instance) settleAlarm(ctx context.Context, fired *alarmRow, herr err
 		return err
 	}
 	defer unlock()
-	inst.alarmSet = true
+	inst.alarm.markChanged()
 	cur, err := inst.readAlarmLocked(ctx)
-	if err != nil || inst.lazy.virgin {
+	if err != nil || inst.db.virgin {
 		return err
 	}
 	if herr == nil {
 		if alarmAfterSuccess(fired, cur) {
-			_, err = inst.conn.Exec(ctx, sqlAlarmDeleteFired, inst.key, fired.AtMs, fired.Generation)
+			_, err = inst.db.conn.Exec(ctx, sqlAlarmDeleteFired, inst.key, fired.AtMs, fired.Generation)
 		}
 		return err
 	}
@@ -223,9 +223,9 @@ func (inst *instance) settleAlarm(ctx context.Context, fired *alarmRow, herr err
 	switch {
 	case drop:
 		inst.rt.logger.Warn("cell alarm dropped after repeated failures", "cell", inst.key, "failures", alarmMaxCounted)
-		_, err = inst.conn.Exec(ctx, sqlAlarmDeleteFired, inst.key, fired.AtMs, fired.Generation)
+		_, err = inst.db.conn.Exec(ctx, sqlAlarmDeleteFired, inst.key, fired.AtMs, fired.Generation)
 	case update:
-		_, err = inst.conn.Exec(ctx, sqlAlarmRetry, next.AtMs, next.Retry, next.Counted, inst.key, fired.AtMs, fired.Generation)
+		_, err = inst.db.conn.Exec(ctx, sqlAlarmRetry, next.AtMs, next.Retry, next.Counted, inst.key, fired.AtMs, fired.Generation)
 	}
 	return err
 }

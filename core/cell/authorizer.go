@@ -3,14 +3,31 @@ package cell
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cellb/cellb/core/driver"
 )
 
+// stmtGuard is the authorizer's view of the statement running on the
+// cell's connection: whether user code runs it (the runtime's own
+// statements pass), the SQL text, what the runtime's rules refused, and,
+// on a cell's in-memory database, whether the statement would store
+// something. It exists so the driver's callback reads nothing else of the
+// instance. The instance's mu guards it: the driver calls authorize
+// inside a call made under it.
+type stmtGuard struct {
+	userCode atomic.Bool
+	query    string       // the user statement text the authorizer is asked about
+	denial   *DeniedError // the first refusal of the statement running
+	probing  bool         // user SQL on the in-memory database: refuse writes
+	probeHit bool         // ... and one was refused: create the file
+	denied   bool         // the runtime's rules refused the statement
+}
+
 // authorize is the cell connection's SQLite authorizer. The runtime's own
 // statements pass; user statements go through userPolicy.
-func (inst *instance) authorize(action driver.Action, arg1, arg2, database, trigger string) driver.AuthResult {
-	if !inst.userCode.Load() {
+func (g *stmtGuard) authorize(action driver.Action, arg1, arg2, database, trigger string) driver.AuthResult {
+	if !g.userCode.Load() {
 		return driver.AuthOK
 	}
 	d := userPolicy(action, arg1, arg2)
@@ -18,19 +35,19 @@ func (inst *instance) authorize(action driver.Action, arg1, arg2, database, trig
 		// SQLite does not tell the authorizer a table's new name (ALTER
 		// TABLE reports the database and the old name only), so the
 		// statement text decides.
-		d = renamePolicy(inst.userSQL)
+		d = renamePolicy(g.query)
 	}
 	if d != nil {
-		if inst.denial == nil {
-			inst.denial = d
+		if g.denial == nil {
+			g.denial = d
 		}
-		inst.lazy.denied = true
+		g.denied = true
 		return driver.AuthDeny
 	}
-	if inst.lazy.probing && writesState(action, arg1, arg2) {
+	if g.probing && writesState(action, arg1, arg2) {
 		// A cell on its in-memory database: the statement would store
-		// something, so it runs again on the file (see userWrite).
-		inst.lazy.probeHit = true
+		// something, so it runs again on the file (see probe).
+		g.probeHit = true
 		return driver.AuthDeny
 	}
 	return driver.AuthOK
@@ -38,23 +55,36 @@ func (inst *instance) authorize(action driver.Action, arg1, arg2, database, trig
 
 // asUser runs a driver call on behalf of user code, for the SQL text
 // query: the authorizer applies, and a refusal comes back as a
-// *DeniedError naming what was refused. The caller holds inst.mu.
-func (inst *instance) asUser(query string, fn func() error) error {
-	inst.denial = nil
-	inst.userSQL = query
-	inst.userCode.Store(true)
+// *DeniedError naming what was refused.
+func (g *stmtGuard) asUser(query string, fn func() error) error {
+	g.denial = nil
+	g.query = query
+	g.userCode.Store(true)
 	err := fn()
-	inst.userCode.Store(false)
-	inst.userSQL = ""
-	return inst.userError(err)
+	g.userCode.Store(false)
+	g.query = ""
+	return g.userError(err)
 }
 
-func (inst *instance) userError(err error) error {
+// probe runs fn as asUser does on a cell's in-memory database, which must
+// not take a write: a statement that would store something is refused,
+// and writes reports it so the caller can run it again on the file. A
+// statement the runtime's rules refused reports no write: it fails as it
+// is.
+func (g *stmtGuard) probe(query string, fn func() error) (writes bool, err error) {
+	g.probing, g.probeHit, g.denied = true, false, false
+	err = g.asUser(query, fn)
+	hit, denied := g.probeHit, g.denied
+	g.probing, g.probeHit, g.denied = false, false, false
+	return hit && !denied, err
+}
+
+func (g *stmtGuard) userError(err error) error {
 	if err == nil {
 		return nil
 	}
-	if d := inst.denial; d != nil {
-		inst.denial = nil
+	if d := g.denial; d != nil {
+		g.denial = nil
 		out := *d
 		out.Err = err
 		return &out

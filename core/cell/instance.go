@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 
-	"github.com/cellb/cellb/core/driver"
-	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/metrics"
 )
@@ -20,6 +16,14 @@ import (
 // instance is one live incarnation of a cell: its gate, its open database,
 // its log and its object. A broken or evicted instance is never reused;
 // the next call builds a fresh one from durable state.
+//
+// It is made of named parts, each a state machine of its own file: the
+// input gate (gate.go), the connection and its log (database.go), the
+// commits a reply waits for (tracker.go), the alarm's flags
+// (alarmstate.go), the wake publication state (wakestate.go) and the
+// authorizer's view of the running statement (authorizer.go). The
+// instance itself holds the lifecycle: activation, events and turns
+// (event.go), resets, eviction and shutdown.
 type instance struct {
 	rt   *Runtime
 	cls  *class
@@ -33,110 +37,51 @@ type instance struct {
 	st  *State
 	obj any
 
-	// mu guards the connection and the transaction state; it is held only
-	// for the duration of one driver call, never while user code runs.
-	mu       sync.Mutex
-	conn     driver.Conn
-	path     string // the database file
-	capturer driver.PageCapturer
-	log      durability.CellLog
-	localLog bool // the log is durability.Local: commits need no hand-over
-	grant    lease.Grant
-	closed   bool
-	seq      uint64
-	mark     changeMark
-	rows     map[*Rows]struct{}
-	alarmSet bool      // a turn wrote _cf_ALARM: reschedule after commit
-	firing   *alarmRow // the alarm whose handler is running
-	// ctorSetAlarm: the constructor called SetAlarm before the object
-	// existed (a class registered with an interface type).
-	ctorSetAlarm bool
-	userCode     atomic.Bool
-	denial       *DeniedError
-	userSQL      string // the user statement text the authorizer is asked about
-	spDepth      int
+	// mu guards closed and the parts below but commits (which has its own
+	// lock); it is held only for the duration of one driver call, never
+	// while user code runs.
+	mu     sync.Mutex
+	grant  lease.Grant // set at open, before any turn; never changes
+	closed bool        // shut down: the connection and the log are gone
+	db     database
+	guard  stmtGuard
+	lazy   lazyState
+	alarm  alarmState
+	wake   wakeState
+	// commits is what replies wait for: the output gate.
+	commits tracker
 
-	// wakeSeq is the _cf_WAKE sequence last seen (at open, or by the last
-	// publication): a commit that moved it changed the alarm.
-	wakeSeq uint64
-	// wakeAnnounce: the cell opened under a new epoch and has not yet
-	// published its installation under it. The first commit publishes it
-	// whether or not the alarm changed, so the wake index learns the new
-	// identity: older entries (a dead owner's, migration seeds) become
-	// obsolete, and an armed alarm gets an entry this owner retires.
-	wakeAnnounce bool
-	// lastCommit is the newest commit handed to the log (nil: none, or a
-	// local log), which a wake publication waits for.
-	lastCommit durability.Durable
-
-	lazy lazyState
-
-	pmu     sync.Mutex
-	pending []durability.Durable // commits and wake publications not yet known done, in order
-	// tracked counts what was ever added to pending; ackChecked is the
-	// count up to which the grant was checked after durability. A reply
-	// whose snapshot reaches past ackChecked checks the grant even when
-	// everything it waits for was already durable (and so left pending)
-	// by the time it looked.
-	tracked, ackChecked uint64
-	// ackRun is the grant check in flight (nil: none) and ackNext the one
-	// queued behind it, for replies whose commits became durable after
-	// ackRun started: at most one of each per instance (see ackCheck).
-	ackRun, ackNext *ackCheck
-}
-
-// event is one call into an object: a request, an RPC, an alarm, the
-// constructor. It travels in the handler's context, so goroutines the
-// handler starts with that context (a fan-out of stub calls) share it.
-type event struct {
-	inst   *instance
-	active atomic.Bool // holds the gate and is not yielded: storage allowed
-
-	// mu guards what the handler and goroutines yielding with its context
-	// share.
-	mu       sync.Mutex
-	holding  bool // holds the gate
-	yields   int  // yields in progress (concurrent stub calls share one)
-	finished bool // the handler returned: a late yield must not take the gate back
-	bcw      int  // BlockConcurrencyWhile depth: yields keep the gate
-	// breakAfter, if set, resets the object once the turn has committed
-	// (an alarm handler that panicked: its failure is recorded first).
-	breakAfter *BrokenObjectError
-}
-
-func (ev *event) isHolding() bool {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	return ev.holding
-}
-
-// finishing marks the handler as returned and reports whether it holds
-// the gate.
-func (ev *event) finishing() bool {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	ev.finished = true
-	return ev.holding
-}
-
-type eventKey struct{}
-
-func eventFrom(ctx context.Context) *event {
-	ev, _ := ctx.Value(eventKey{}).(*event)
-	return ev
+	// Sockets (the WebSockets the object accepted, issue 22) are the next
+	// part, with a lock of their own. They outlive the instance (an idle
+	// object is evicted while its sockets stay open), so the runtime keeps
+	// them per cell key and an instance only refers to them: a send waits
+	// for commits (commits.snapshot) as a reply does, and breakNow and
+	// shutdown close them (1011 on a failed commit, 1012 when the owner
+	// goes away).
 }
 
 func newInstance(rt *Runtime, cls *class, id ID, prev *instance) *instance {
+	key := CellKey(cls.name, id)
 	inst := &instance{
 		rt:   rt,
 		cls:  cls,
 		id:   id,
-		key:  CellKey(cls.name, id),
+		key:  key,
 		prev: prev,
 		done: make(chan struct{}),
-		rows: map[*Rows]struct{}{},
 	}
 	inst.st = &State{inst: inst}
+	inst.db = database{
+		drv:       rt.opts.Driver,
+		pages:     &rt.pages,
+		logs:      rt.log,
+		authorize: inst.guard.authorize,
+		logger:    rt.logger,
+		key:       key,
+		rows:      map[*Rows]struct{}{},
+	}
+	inst.commits.done = inst.done
+	inst.commits.fail = func(reason string, cause error) error { return inst.breakNow(reason, cause) }
 	inst.g.clk = rt.clk
 	inst.g.idleAfter = rt.idle
 	inst.g.onIdle = func() { go inst.evictIdle() }
@@ -183,7 +128,7 @@ func (inst *instance) activate() {
 		inst.releaseGate()
 		return
 	}
-	if _, ok := obj.(Alarmer); cerr == nil && inst.ctorSetAlarm && !ok {
+	if _, ok := obj.(Alarmer); cerr == nil && inst.alarm.setBeforeObject && !ok {
 		cerr = &NoAlarmHandlerError{Class: inst.cls.name}
 	}
 	if cerr != nil {
@@ -215,11 +160,13 @@ func (inst *instance) open(ctx context.Context) error {
 		return err
 	}
 	inst.grant = grant
+	inst.commits.grant = grant
+	inst.commits.provesOwnership = &inst.db.provesOwnership
 	path, err := DatabasePath(rt.opts.DataDir, inst.key)
 	if err != nil {
 		return err
 	}
-	inst.path = path
+	inst.db.path = path
 	if grant.BucketWins() {
 		// The bucket wins: whatever the local file holds (an earlier
 		// ownership's state, commits that never became durable) is never
@@ -233,8 +180,8 @@ func (inst *instance) open(ctx context.Context) error {
 	// Whether pages are captured is decided here, once: the driver must
 	// capture them and the log must want commits (Local does not). The
 	// log is told so in its OpenRequest.
-	inst.localLog = isLocalLog(rt.log)
-	stored, err := inst.holdsState(ctx)
+	inst.db.localLog = isLocalLog(rt.log)
+	stored, err := inst.db.holdsState(ctx)
 	if err != nil {
 		return err
 	}
@@ -244,15 +191,13 @@ func (inst *instance) open(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := inst.openFile(ctx, true); err != nil {
+	if err := inst.db.openFile(ctx, grant, true); err != nil {
 		return err
 	}
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	if inst.capturer == nil && !inst.localLog {
-		if inst.mark, err = inst.readMarkLocked(ctx); err != nil {
-			return err
-		}
+	if err := inst.db.readMark(ctx); err != nil {
+		return err
 	}
 	ready, err := inst.readyLocked(ctx)
 	if err != nil {
@@ -270,59 +215,15 @@ func (inst *instance) open(ctx context.Context) error {
 			return err
 		}
 	}
-	inst.alarmSet = true // schedule whatever alarm the database holds
+	inst.alarm.markChanged() // schedule whatever alarm the database holds
 	go inst.watchLease()
-	return nil
-}
-
-// openFile opens the cell's database file and its log. restore asks the
-// log to restore an empty database (see durability.OpenRequest.Restore).
-// The caller holds inst.mu, or the activation's gate before any turn.
-func (inst *instance) openFile(ctx context.Context, restore bool) error {
-	rt := inst.rt
-	conn, capturer, err := inst.openConn(ctx)
-	if err != nil {
-		return err
-	}
-	if restore {
-		empty, err := databaseIsEmpty(ctx, conn)
-		if err != nil {
-			conn.Close()
-			return fmt.Errorf("database size: %w", err)
-		}
-		restore = inst.grant.BucketWins() || empty
-	}
-	req := durability.OpenRequest{
-		Cell:          inst.key,
-		Epoch:         inst.grant.Epoch(),
-		Conn:          conn,
-		Restore:       restore,
-		PagesCaptured: capturer != nil,
-	}
-	if !inst.grant.BucketWins() && !inst.localLog {
-		// Local primary: the log syncs the local file once per group
-		// commit, beside the group's upload (docs/durability.md).
-		path := inst.path
-		req.SyncLocal = func() error { return durability.SyncDatabaseFiles(path) }
-	}
-	cl, err := rt.log.Open(ctx, req)
-	if err != nil {
-		conn.Close()
-		return fmt.Errorf("open log: %w", err)
-	}
-	if err := conn.SetAuthorizer(inst.authorize); err != nil {
-		cl.Close(ctx, false)
-		conn.Close()
-		return fmt.Errorf("install authorizer: %w", err)
-	}
-	inst.conn, inst.capturer, inst.log = conn, capturer, cl
 	return nil
 }
 
 // bookkeepLocked writes celld's tables, the actor's name and the wake
 // row's epoch into the open transaction (beginning one if none is open).
 func (inst *instance) bookkeepLocked(ctx context.Context) error {
-	conn := inst.conn
+	conn := inst.db.conn
 	if !conn.InTransaction() {
 		if err := conn.Begin(ctx); err != nil {
 			return err
@@ -344,25 +245,6 @@ func (inst *instance) bookkeepLocked(ctx context.Context) error {
 	}
 	inst.lazy.book = false
 	return nil
-}
-
-// discardDatabase removes a cell's database file and the journal files
-// SQLite keeps beside it, so the next open starts an empty database.
-func discardDatabase(path string) error {
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("discard the local database: %w", err)
-		}
-	}
-	return nil
-}
-
-func isLocalLog(l durability.Log) bool {
-	switch l.(type) {
-	case durability.Local, *durability.Local:
-		return true
-	}
-	return false
 }
 
 // failActivation fails every waiter with an ActivationError and releases
@@ -435,7 +317,7 @@ func (inst *instance) finish(ctx context.Context, ev *event, userErr error) erro
 			return err
 		}
 		// The reply still waits for what was committed before it.
-		if err := inst.awaitDurable(ctx, inst.pendingSnapshot()); err != nil {
+		if err := inst.awaitDurable(ctx, inst.commits.snapshot()); err != nil {
 			return err
 		}
 		if userErr != nil {
@@ -447,7 +329,7 @@ func (inst *instance) finish(ctx context.Context, ev *event, userErr error) erro
 	if err == nil && ev.breakAfter != nil {
 		err = inst.breakNow(ev.breakAfter.Reason, ev.breakAfter.Err)
 	}
-	snap := inst.pendingSnapshot()
+	snap := inst.commits.snapshot()
 	ev.active.Store(false)
 	ev.mu.Lock()
 	ev.holding = false
@@ -467,93 +349,6 @@ func (inst *instance) releaseGate() {
 	if inst.g.release() {
 		go inst.shutdown(inst.rt.bg, false)
 	}
-}
-
-// yield ends the turn of the handler ctx belongs to (committing its
-// transaction), runs fn without the gate, and queues the handler again at
-// the back of the gate. Outside a turn it just runs fn. Inside
-// BlockConcurrencyWhile the turn still commits but the gate is kept.
-//
-// Goroutines sharing the handler's context may yield at the same time (a
-// fan-out of stub calls): the first ends the turn, the last to come back
-// takes it again.
-func yield(ctx context.Context, fn func(ctx context.Context) error) error {
-	ev := eventFrom(ctx)
-	if ev == nil {
-		return fn(ctx)
-	}
-	ev.mu.Lock()
-	switch {
-	case ev.yields > 0 && !ev.finished:
-		ev.yields++ // the turn is already yielded by a sibling goroutine
-		ev.mu.Unlock()
-		return ev.resume(ctx, fn(ctx))
-	case ev.finished || !ev.active.Load():
-		// Not in a turn: the event ended, or ctx is used inside Await.
-		ev.mu.Unlock()
-		return fn(ctx)
-	}
-	inst := ev.inst
-	inst.mu.Lock()
-	inSavepoint := inst.spDepth > 0
-	inst.mu.Unlock()
-	if inSavepoint {
-		ev.mu.Unlock()
-		return ErrYieldInTransaction
-	}
-	if err := inst.endTurn(ctx, ev); err != nil {
-		ev.mu.Unlock()
-		return err
-	}
-	ev.active.Store(false)
-	ev.yields = 1
-	if ev.bcw == 0 {
-		ev.holding = false
-		inst.releaseGate()
-	}
-	ev.mu.Unlock()
-	return ev.resume(ctx, fn(ctx))
-}
-
-// resume ends one yield; the last one back takes the turn again (waiting
-// for the gate at the back of the queue, unless BlockConcurrencyWhile kept
-// it).
-func (ev *event) resume(ctx context.Context, ferr error) error {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	ev.yields--
-	if ev.yields > 0 || ev.finished {
-		return ferr
-	}
-	inst := ev.inst
-	if ev.bcw == 0 {
-		if err := inst.g.acquire(ctx); err != nil {
-			return err
-		}
-		ev.holding = true
-	} else if err := inst.g.err(); err != nil {
-		return err
-	}
-	ev.active.Store(true)
-	return ferr
-}
-
-// Await runs fn outside the object's gate: the calling handler's turn ends
-// (its transaction commits), other events may run while fn blocks, and the
-// handler continues in a new turn once fn returns and the gate comes round
-// again. Use it for any blocking I/O that is not a stub call (stub calls
-// yield by themselves). fn must not use the object's storage; called
-// outside a handler, Await just runs fn.
-//
-// Inside BlockConcurrencyWhile the gate is kept: no other event runs.
-func Await[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
-	var out T
-	err := yield(ctx, func(ctx context.Context) error {
-		var err error
-		out, err = fn(ctx)
-		return err
-	})
-	return out, err
 }
 
 // breakNow resets the object: queued and later callers of this instance
@@ -615,24 +410,7 @@ func (inst *instance) shutdown(ctx context.Context, final bool) error {
 		return nil
 	}
 	inst.closed = true
-	inst.closeRowsLocked()
-	inst.closeSpareLocked(ctx)
-	var errs []error
-	if inst.conn != nil && inst.conn.InTransaction() {
-		if err := inst.conn.Rollback(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if inst.log != nil {
-		if err := inst.log.Close(ctx, final); err != nil {
-			errs = append(errs, fmt.Errorf("close log: %w", err))
-		}
-	}
-	if inst.conn != nil {
-		if err := inst.conn.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close database: %w", err))
-		}
-	}
+	errs := inst.db.close(ctx, final)
 	if inst.grant != nil {
 		if err := inst.grant.Release(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("release lease: %w", err))
@@ -659,30 +437,4 @@ func protect(fn func()) (p *PanicError) {
 	}()
 	fn()
 	return nil
-}
-
-// databaseIsEmpty reports whether a database holds nothing yet: no pages, or
-// (a driver that set WAL mode on a new file has already written page 1) no
-// schema object at all. Only such a database is restored when the local file
-// is the primary copy.
-func databaseIsEmpty(ctx context.Context, conn driver.Conn) (bool, error) {
-	pages, err := conn.PageCount(ctx)
-	if err != nil || pages == 0 {
-		return pages == 0, err
-	}
-	rows, err := conn.Query(ctx, "SELECT count(*) FROM sqlite_schema")
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	var n int64 = -1
-	for rows.Next() {
-		if err := driver.ScanValues(rows.Values(), &n); err != nil {
-			return false, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return false, err
-	}
-	return n == 0, nil
 }

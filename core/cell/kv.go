@@ -55,10 +55,10 @@ func (kv *KV) Get(ctx context.Context, key string) (v kvvalue.Value, found bool,
 		return kvvalue.Value{}, false, err
 	}
 	defer unlock()
-	if inst.lazy.virgin {
+	if inst.db.virgin {
 		return kvvalue.Value{}, false, nil // nothing stored yet
 	}
-	rows, err := inst.conn.Query(ctx, sqlKVGet, inst.key, key)
+	rows, err := inst.db.conn.Query(ctx, sqlKVGet, inst.key, key)
 	if err != nil {
 		return kvvalue.Value{}, false, err
 	}
@@ -115,7 +115,7 @@ func (kv *KV) Put(ctx context.Context, key string, value any) error {
 		return err
 	}
 	defer unlock()
-	_, err = inst.conn.Exec(ctx, sqlKVPut, inst.key, key, col)
+	_, err = inst.db.conn.Exec(ctx, sqlKVPut, inst.key, key, col)
 	return err
 }
 
@@ -148,10 +148,10 @@ func (kv *KV) Delete(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	defer unlock()
-	if inst.lazy.virgin {
+	if inst.db.virgin {
 		return false, nil
 	}
-	res, err := inst.conn.Exec(ctx, sqlKVDelete, inst.key, key)
+	res, err := inst.db.conn.Exec(ctx, sqlKVDelete, inst.key, key)
 	return res.RowsAffected > 0, err
 }
 
@@ -178,10 +178,10 @@ func (kv *KV) DeleteAll(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
-	if inst.lazy.virgin {
+	if inst.db.virgin {
 		return nil
 	}
-	_, err = inst.conn.Exec(ctx, sqlKVDeleteAll, inst.key)
+	_, err = inst.db.conn.Exec(ctx, sqlKVDeleteAll, inst.key)
 	return err
 }
 
@@ -221,10 +221,10 @@ func (kv *KV) List(ctx context.Context, opts ListOptions) ([]Entry, error) {
 		return nil, err
 	}
 	defer unlock()
-	if inst.lazy.virgin {
+	if inst.db.virgin {
 		return nil, nil
 	}
-	rows, err := inst.conn.Query(ctx, q, args...)
+	rows, err := inst.db.conn.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

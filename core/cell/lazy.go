@@ -2,15 +2,10 @@ package cell
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cellb/cellb/core/driver"
-	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/lease"
 )
 
@@ -19,145 +14,55 @@ import (
 //
 //   - A cell that holds nothing yet — no local database file, and a log
 //     that holds nothing for it (durability.Prober) — opens on a private,
-//     empty in-memory database. The runtime's own reads (KV, alarm, wake
-//     row) answer "nothing stored" without SQL; user SQL that only reads
-//     runs on the in-memory database. The first write (a KV put, an
-//     alarm, a user statement that would write: the authorizer tells)
-//     creates the file, opens the log and writes celld's tables into the
-//     turn's transaction before the write itself; the in-memory database
-//     held no state, so nothing is lost by leaving it. A cell that is only
-//     read creates no file, no log object and records no epoch.
+//     empty in-memory database (database.virgin). The runtime's own reads
+//     (KV, alarm, wake row) answer "nothing stored" without SQL; user SQL
+//     that only reads runs on the in-memory database. The first write (a
+//     KV put, an alarm, a user statement that would write: the authorizer
+//     tells, see stmtGuard.probe) creates the file, opens the log and
+//     writes celld's tables into the turn's transaction before the write
+//     itself (database.materialize); the in-memory database held no
+//     state, so nothing is lost by leaving it. A cell that is only read
+//     creates no file, no log object and records no epoch.
 //   - A stored cell is opened and read: celld's tables, the actor's name
 //     and the wake row are checked, not rewritten. The wake row's epoch is
 //     raised, and a lazily recorded lease epoch (lease.EpochRecorder) is
 //     made durable, by the first turn that writes, before its commit.
+//
+// lazyState is the epoch's bookkeeping that waits for that first write.
+// The instance's mu guards it.
 type lazyState struct {
-	virgin   bool       // on the in-memory database: nothing stored yet
 	book     bool       // the epoch's bookkeeping waits for the first write
 	bookMark changeMark // change counters at open, to see that first write
 	recorded bool       // the grant's epoch is durable (or needs no recording)
-	probing  bool       // user SQL on the in-memory database: refuse writes
-	probeHit bool       // ... and one was refused: create the file
-	denied   bool       // the runtime's rules refused the probed statement
-	spare    []driver.Conn
-}
-
-// holdsState reports whether the cell may hold anything: a local database
-// file, or a log that holds something for it (a log that cannot tell is
-// assumed to).
-func (inst *instance) holdsState(ctx context.Context) (bool, error) {
-	if _, err := os.Lstat(inst.path); err == nil {
-		return true, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("look for the local database: %w", err)
-	}
-	if inst.localLog {
-		return false, nil
-	}
-	p, ok := inst.rt.log.(durability.Prober)
-	if !ok {
-		return true, nil
-	}
-	held, err := p.Holds(ctx, inst.key)
-	if err != nil {
-		return false, fmt.Errorf("look for the cell in the log: %w", err)
-	}
-	return held, nil
 }
 
 // openEmpty opens a cell that holds nothing on an empty in-memory
 // database.
 func (inst *instance) openEmpty(ctx context.Context) error {
-	conn, err := inst.openMemory(ctx)
-	if err != nil {
-		return err
-	}
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
-	inst.conn = conn
-	inst.lazy.virgin = true
+	if err := inst.db.openEmpty(ctx); err != nil {
+		return err
+	}
 	// Nothing is stored, so there is nothing to announce until the first
 	// write creates the cell under this epoch.
-	inst.wakeAnnounce = false
-	inst.alarmSet = true
+	inst.wake.opened(0, false)
+	inst.alarm.markChanged()
 	go inst.watchLease()
 	return nil
 }
 
-// openMemory opens a private, empty in-memory database with the cell's
-// authorizer: where a never-written cell runs, at activation and again
-// after its idle connection was released.
-func (inst *instance) openMemory(ctx context.Context) (driver.Conn, error) {
-	conn, err := inst.rt.opts.Driver.Open(ctx, driver.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	if err := conn.SetAuthorizer(inst.authorize); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("install authorizer: %w", err)
-	}
-	return conn, nil
-}
-
 // materializeLocked creates the file of a cell opened on the in-memory
-// database, at its first write: it opens the file and the log, records the
-// epoch, and begins the turn's transaction on the file with celld's tables
-// and the savepoints the turn holds. The in-memory database is closed when
-// the turn ends (rows the turn still reads come from it). The caller holds
-// inst.mu inside a turn.
+// database, at its first write (database.materialize): the epoch is
+// recorded and celld's tables written into the turn's transaction on the
+// file. The caller holds inst.mu inside a turn.
 func (inst *instance) materializeLocked(ctx context.Context) error {
-	if !inst.lazy.virgin {
-		return nil
-	}
-	ctx = context.WithoutCancel(ctx)
-	mem := inst.conn
-	if err := os.MkdirAll(filepath.Dir(inst.path), 0o755); err != nil {
-		return err
-	}
-	// The lease is held and the log held nothing at open: nothing to
-	// restore, and the log's first commit is the epoch's snapshot.
-	if err := inst.openFile(ctx, false); err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		inst.log.Close(ctx, false)
-		inst.conn.Close()
-		inst.conn, inst.log, inst.capturer = mem, nil, nil
-		discardDatabase(inst.path)
-		return err
-	}
-	if err := inst.recordEpoch(ctx); err != nil {
-		return fail(err)
-	}
-	if inst.capturer == nil && !inst.localLog {
-		var err error
-		if inst.mark, err = inst.readMarkLocked(ctx); err != nil {
-			return fail(err)
+	return inst.db.materialize(ctx, inst.grant, func(ctx context.Context) error {
+		if err := inst.recordEpoch(ctx); err != nil {
+			return err
 		}
-	}
-	if err := inst.bookkeepLocked(ctx); err != nil {
-		return fail(err)
-	}
-	for i := 1; i <= inst.spDepth; i++ {
-		if _, err := inst.conn.Exec(ctx, fmt.Sprintf("%sSAVEPOINT cellb_sp%d", rtSQL, i)); err != nil {
-			inst.conn.Rollback(ctx)
-			return fail(fmt.Errorf("cell: open savepoint: %w", err))
-		}
-	}
-	inst.lazy.virgin = false
-	inst.lazy.spare = append(inst.lazy.spare, mem)
-	return nil
-}
-
-// closeSpareLocked closes the in-memory database a materialized cell left.
-func (inst *instance) closeSpareLocked(ctx context.Context) {
-	for _, c := range inst.lazy.spare {
-		if c.InTransaction() {
-			c.Rollback(ctx)
-		}
-		c.Close()
-	}
-	inst.lazy.spare = nil
+		return inst.bookkeepLocked(ctx)
+	})
 }
 
 // lockWrite is lockTurn for a runtime statement that stores something: a
@@ -178,20 +83,17 @@ func (inst *instance) lockWrite(ctx context.Context) (unlock func(), err error) 
 // by the authorizer, and, if the statement would write, again on the file
 // it creates first. The caller holds inst.mu inside a turn.
 func (inst *instance) userWrite(ctx context.Context, query string, fn func() error) error {
-	if !inst.lazy.virgin {
-		return inst.asUser(query, fn)
+	if !inst.db.virgin {
+		return inst.guard.asUser(query, fn)
 	}
-	inst.lazy.probing, inst.lazy.probeHit, inst.lazy.denied = true, false, false
-	err := inst.asUser(query, fn)
-	hit, denied := inst.lazy.probeHit, inst.lazy.denied
-	inst.lazy.probing, inst.lazy.probeHit, inst.lazy.denied = false, false, false
-	if !hit || denied {
+	writes, err := inst.guard.probe(query, fn)
+	if !writes {
 		return err
 	}
 	if err := inst.materializeLocked(ctx); err != nil {
 		return fmt.Errorf("cell: create the database: %w", err)
 	}
-	return inst.asUser(query, fn)
+	return inst.guard.asUser(query, fn)
 }
 
 // writesState reports whether an authorizer action stores something (or
@@ -217,22 +119,25 @@ func (inst *instance) readyLocked(ctx context.Context) (bool, error) {
 	if inst.rt.opts.Wake != nil {
 		return false, nil
 	}
-	n, err := queryInt(ctx, inst.conn, sqlSchemaCount)
+	conn := inst.db.conn
+	n, err := queryInt(ctx, conn, sqlSchemaCount)
 	if err != nil || n != schemaObjects {
 		return false, err
 	}
 	if inst.id.Name() != "" {
-		if n, err := queryInt(ctx, inst.conn, sqlHasMetadata, inst.key); err != nil || n == 0 {
+		if n, err := queryInt(ctx, conn, sqlHasMetadata, inst.key); err != nil || n == 0 {
 			return false, err
 		}
 	}
-	if n, err := queryInt(ctx, inst.conn, sqlHasWake, inst.key); err != nil || n == 0 {
+	if n, err := queryInt(ctx, conn, sqlHasWake, inst.key); err != nil || n == 0 {
 		return false, err
 	}
-	if err := inst.checkWakeLocked(ctx, inst.grant.Epoch()); err != nil {
+	seq, err := inst.checkWakeLocked(ctx, inst.grant.Epoch())
+	if err != nil {
 		return false, err
 	}
-	if inst.lazy.bookMark, err = inst.readMarkLocked(ctx); err != nil {
+	inst.wake.opened(seq, false) // no wake index: nothing to announce
+	if inst.lazy.bookMark, err = readChangeMark(ctx, conn); err != nil {
 		return false, err
 	}
 	inst.lazy.book = true
@@ -246,7 +151,7 @@ func (inst *instance) firstWriteLocked(ctx context.Context) error {
 	if !inst.lazy.book {
 		return nil
 	}
-	m, err := inst.readMarkLocked(ctx)
+	m, err := readChangeMark(ctx, inst.db.conn)
 	if err != nil {
 		return err
 	}
@@ -256,7 +161,7 @@ func (inst *instance) firstWriteLocked(ctx context.Context) error {
 	if err := inst.recordEpoch(ctx); err != nil {
 		return err
 	}
-	if _, err := inst.conn.Exec(ctx, sqlWakeSeed, inst.key, formatWakeEpoch(inst.grant.Epoch()), inst.key); err != nil {
+	if _, err := inst.db.conn.Exec(ctx, sqlWakeSeed, inst.key, formatWakeEpoch(inst.grant.Epoch()), inst.key); err != nil {
 		return fmt.Errorf("raise the wake record's epoch: %w", err)
 	}
 	inst.lazy.book = false

@@ -3,9 +3,6 @@ package cell
 import (
 	"context"
 	"fmt"
-
-	"github.com/cellb/cellb/core/driver"
-	"github.com/cellb/cellb/core/durability"
 )
 
 // An open object that has had no event in flight for
@@ -24,13 +21,14 @@ import (
 // durable, or a log that holds per-connection state and cannot move it
 // (it is neither durability.Local nor a durability.Rebinder). With page
 // capture, every commit's pages were taken right after it (endTurn), so
-// the new connection captures from the image the old one left.
+// the new connection captures from the image the old one left. The
+// connection's side of this is database.release and database.reopen.
 
 // releaseIdle is the idle-connection timer: it waits for what is still
 // pending to become durable, then, if the object is still idle, takes its
 // gate and closes the connection.
 func (inst *instance) releaseIdle() {
-	for _, d := range inst.pendingSnapshot().wait {
+	for _, d := range inst.commits.snapshot().wait {
 		select {
 		case <-d.Done():
 		case <-inst.done:
@@ -58,90 +56,29 @@ func (inst *instance) releaseIdle() {
 // depends on it, and reports whether it did. An error is the close's: the
 // connection is gone either way. The caller holds the gate and inst.mu.
 func (inst *instance) releaseConnLocked(ctx context.Context) (bool, error) {
-	if inst.closed || inst.conn == nil || inst.conn.InTransaction() || inst.spDepth > 0 || len(inst.rows) > 0 {
+	if inst.closed {
 		return false, nil
 	}
-	if len(inst.pendingSnapshot().wait) > 0 {
+	if len(inst.commits.snapshot().wait) > 0 {
 		return false, nil // a commit came in the meantime: its event restarts the timer
 	}
-	var rb durability.Rebinder
-	if !inst.lazy.virgin && !inst.localLog {
-		var ok bool
-		if rb, ok = inst.log.(durability.Rebinder); !ok {
-			return false, nil
-		}
-	}
-	if rb != nil {
-		if err := rb.Rebind(ctx, nil); err != nil {
-			inst.rt.logger.Warn("cell: the log kept the idle connection", "cell", inst.key, "err", err)
-			return false, nil
-		}
-	}
-	inst.closeSpareLocked(ctx)
-	err := inst.conn.Close()
-	inst.conn, inst.capturer = nil, nil
-	return true, err
+	return inst.db.release(ctx)
 }
 
 // reopenLocked opens the connection an idle object released, before a
 // turn uses storage. The grant must still allow writes: an owner fenced
 // while idle is reset instead. The caller holds inst.mu inside a turn.
-func (inst *instance) reopenLocked(ctx context.Context) error {
+func (inst *instance) reopenLocked(ctx context.Context) (err error) {
 	ctx = context.WithoutCancel(ctx)
 	if err := inst.grant.CheckWrite(); err != nil {
 		return err
 	}
-	if inst.lazy.virgin {
-		conn, err := inst.openMemory(ctx)
-		if err != nil {
-			return err
-		}
-		inst.conn = conn
-		return nil
-	}
-	conn, capturer, err := inst.openConn(ctx)
-	if err != nil {
+	if err := inst.db.reopen(ctx); err != nil {
 		return err
 	}
-	if err := conn.SetAuthorizer(inst.authorize); err != nil {
-		conn.Close()
-		return fmt.Errorf("install authorizer: %w", err)
-	}
-	if rb, ok := inst.log.(durability.Rebinder); ok && !inst.localLog {
-		if err := rb.Rebind(ctx, conn); err != nil {
-			conn.Close()
-			return fmt.Errorf("rebind the log: %w", err)
-		}
-	}
-	inst.conn, inst.capturer = conn, capturer
-	// SQLite counts changes per connection: the counters start afresh.
-	if capturer == nil && !inst.localLog {
-		if inst.mark, err = inst.readMarkLocked(ctx); err != nil {
-			return err
-		}
-	}
 	if inst.lazy.book {
-		if inst.lazy.bookMark, err = inst.readMarkLocked(ctx); err != nil {
-			return err
-		}
+		// SQLite counts changes per connection: the counters start afresh.
+		inst.lazy.bookMark, err = readChangeMark(ctx, inst.db.conn)
 	}
-	return nil
-}
-
-// openConn opens the cell's database file through the driver, capturing
-// pages when the driver can and the log wants commits.
-func (inst *instance) openConn(ctx context.Context) (driver.Conn, driver.PageCapturer, error) {
-	rt := inst.rt
-	capture := rt.opts.Driver.Capabilities().PageCapture && !inst.localLog
-	conn, err := rt.opts.Driver.Open(ctx, driver.Config{Path: inst.path, PageCapture: capture, Pages: &rt.pages})
-	if err != nil {
-		return nil, nil, fmt.Errorf("open database: %w", err)
-	}
-	var capturer driver.PageCapturer
-	if capture {
-		if pc, ok := conn.(driver.PageCapturer); ok {
-			capturer = pc
-		}
-	}
-	return conn, capturer, nil
+	return err
 }

@@ -32,7 +32,7 @@ func (s *SQL) Exec(ctx context.Context, query string, args ...any) (Result, erro
 	var res Result
 	err = inst.userWrite(ctx, query, func() error {
 		var err error
-		res, err = inst.conn.Exec(ctx, query, args...)
+		res, err = inst.db.conn.Exec(ctx, query, args...)
 		return err
 	})
 	return res, err
@@ -50,14 +50,14 @@ func (s *SQL) Query(ctx context.Context, query string, args ...any) (*Rows, erro
 	var dr driver.Rows
 	err = inst.userWrite(ctx, query, func() error {
 		var err error
-		dr, err = inst.conn.Query(ctx, query, args...)
+		dr, err = inst.db.conn.Query(ctx, query, args...)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	r := &Rows{inst: inst, rows: dr, query: query}
-	inst.rows[r] = struct{}{}
+	inst.db.rows[r] = struct{}{}
 	return r, nil
 }
 
@@ -89,11 +89,11 @@ func (s *SQL) Transaction(ctx context.Context, fn func(ctx context.Context) erro
 	if err != nil {
 		return err
 	}
-	inst.spDepth++
-	name := fmt.Sprintf("cellb_sp%d", inst.spDepth)
-	_, err = inst.conn.Exec(context.WithoutCancel(ctx), rtSQL+"SAVEPOINT "+name)
+	inst.db.spDepth++
+	name := fmt.Sprintf("cellb_sp%d", inst.db.spDepth)
+	_, err = inst.db.conn.Exec(context.WithoutCancel(ctx), rtSQL+"SAVEPOINT "+name)
 	if err != nil {
-		inst.spDepth--
+		inst.db.spDepth--
 		unlock()
 		return fmt.Errorf("cell: open savepoint: %w", err)
 	}
@@ -102,19 +102,19 @@ func (s *SQL) Transaction(ctx context.Context, fn func(ctx context.Context) erro
 	finish := func(rollback bool) error {
 		inst.mu.Lock()
 		defer inst.mu.Unlock()
-		if inst.spDepth > 0 {
-			inst.spDepth--
+		if inst.db.spDepth > 0 {
+			inst.db.spDepth--
 		}
-		if inst.closed || inst.conn == nil || !inst.conn.InTransaction() {
+		if inst.closed || inst.db.conn == nil || !inst.db.conn.InTransaction() {
 			return nil
 		}
 		bg := context.WithoutCancel(ctx)
 		if rollback {
-			if _, err := inst.conn.Exec(bg, rtSQL+"ROLLBACK TO "+name); err != nil {
+			if _, err := inst.db.conn.Exec(bg, rtSQL+"ROLLBACK TO "+name); err != nil {
 				return fmt.Errorf("cell: roll back savepoint: %w", err)
 			}
 		}
-		if _, err := inst.conn.Exec(bg, rtSQL+"RELEASE "+name); err != nil {
+		if _, err := inst.db.conn.Exec(bg, rtSQL+"RELEASE "+name); err != nil {
 			return fmt.Errorf("cell: release savepoint: %w", err)
 		}
 		return nil
@@ -142,11 +142,11 @@ func (s *SQL) DatabaseSize(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	defer unlock()
-	ps, err := inst.conn.PageSize(ctx)
+	ps, err := inst.db.conn.PageSize(ctx)
 	if err != nil {
 		return 0, err
 	}
-	pc, err := inst.conn.PageCount(ctx)
+	pc, err := inst.db.conn.PageCount(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -184,10 +184,10 @@ func (r *Rows) Next() bool {
 		return false
 	}
 	var ok bool
-	inst.asUser(r.query, func() error { ok = r.rows.Next(); return nil })
+	inst.guard.asUser(r.query, func() error { ok = r.rows.Next(); return nil })
 	if !ok {
 		if err := r.rows.Err(); err != nil {
-			r.err = inst.userError(err)
+			r.err = inst.guard.userError(err)
 		}
 	}
 	return ok
@@ -241,17 +241,8 @@ func (r *Rows) closeLocked() error {
 		return nil
 	}
 	r.closed = true
-	delete(r.inst.rows, r)
+	delete(r.inst.db.rows, r)
 	return r.rows.Close()
-}
-
-func (inst *instance) closeRowsLocked() {
-	for r := range inst.rows {
-		r.closeLocked()
-		if r.err == nil {
-			r.err = ErrRowsClosed
-		}
-	}
 }
 
 // Row is the result of QueryRow.

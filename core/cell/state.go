@@ -111,14 +111,14 @@ func (inst *instance) lockTurn(ctx context.Context) (unlock func(), err error) {
 		inst.mu.Unlock()
 		return nil, errRetired
 	}
-	if inst.conn == nil {
+	if inst.db.conn == nil {
 		if err := inst.reopenLocked(ctx); err != nil {
 			inst.mu.Unlock()
 			return nil, inst.breakNow(fmt.Sprintf("the idle cell's database could not be reopened: %v", err), err)
 		}
 	}
-	if !inst.conn.InTransaction() {
-		if err := inst.conn.Begin(context.WithoutCancel(ctx)); err != nil {
+	if !inst.db.conn.InTransaction() {
+		if err := inst.db.conn.Begin(context.WithoutCancel(ctx)); err != nil {
 			inst.mu.Unlock()
 			return nil, err
 		}

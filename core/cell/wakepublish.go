@@ -23,30 +23,23 @@ func (d publishedDurable) Err() error {
 }
 
 // publishWakeLocked hands the alarm change a commit just made to the
-// publisher. The triggers advance _cf_WAKE's sequence exactly when
-// _cf_ALARM changes, so a sequence that did not move means the turn
-// changed no alarm (a settle that found the alarm re-armed, a turn that
-// only read it) and nothing is published. The caller holds inst.mu and
+// publisher (wakeState.publication decides what it is): a sequence that
+// did not move means the turn changed no alarm (a settle that found the
+// alarm re-armed, a turn that only read it) and nothing is published. The caller holds inst.mu and
 // has checked that Options.Wake is set.
 func (inst *instance) publishWakeLocked(ctx context.Context) error {
 	w, err := inst.readWakeLocked(ctx)
 	if err != nil {
 		return err
 	}
-	if w.seq == inst.wakeSeq && !inst.wakeAnnounce {
+	p, after, ok := inst.wake.publication(inst.key, w)
+	if !ok {
 		return nil
 	}
-	announce := w.seq == inst.wakeSeq
-	inst.wakeSeq, inst.wakeAnnounce = w.seq, false
-	p := wakeport.Publication{Cell: inst.key, Epoch: w.epoch, Seq: w.seq, AtMs: w.atMs, Announce: announce}
-	committed := inst.lastCommit
-	if committed == nil {
-		committed = durability.Resolved(nil) // the local commit is durable
-	}
-	d := inst.rt.opts.Wake.Publish(p, committed)
+	d := inst.rt.opts.Wake.Publish(p, after)
 	if d == nil {
 		return nil
 	}
-	inst.trackLocked(publishedDurable{d, p})
+	inst.commits.track(publishedDurable{d, p})
 	return nil
 }

@@ -100,60 +100,60 @@ func scanWakeRow(epochText string, seq int64) (wakeRow, error) {
 // celld refuses it: two writers would share identities.
 func (inst *instance) initWakeLocked(ctx context.Context) error {
 	epoch := inst.grant.Epoch()
-	if _, err := inst.conn.Exec(ctx, sqlWakeSeed, inst.key, formatWakeEpoch(epoch), inst.key); err != nil {
+	if _, err := inst.db.conn.Exec(ctx, sqlWakeSeed, inst.key, formatWakeEpoch(epoch), inst.key); err != nil {
 		return fmt.Errorf("install the wake record: %w", err)
 	}
-	if err := inst.checkWakeLocked(ctx, epoch); err != nil {
+	seq, err := inst.checkWakeLocked(ctx, epoch)
+	if err != nil {
 		return err
 	}
-	inst.wakeAnnounce = inst.rt.opts.Wake != nil
+	inst.wake.opened(seq, inst.rt.opts.Wake != nil)
 	return nil
 }
 
 // checkWakeLocked reads the cell's _cf_WAKE row and checks it: not above
 // the grant's epoch (a positive one), and in agreement with _cf_ALARM. It
-// remembers the row's sequence.
-func (inst *instance) checkWakeLocked(ctx context.Context, epoch uint64) error {
-	rows, err := inst.conn.Query(ctx, sqlWakeOpenCheck, inst.key)
+// returns the row's sequence.
+func (inst *instance) checkWakeLocked(ctx context.Context, epoch uint64) (uint64, error) {
+	rows, err := inst.db.conn.Query(ctx, sqlWakeOpenCheck, inst.key)
 	if err != nil {
-		return fmt.Errorf("read the wake record: %w", err)
+		return 0, fmt.Errorf("read the wake record: %w", err)
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read the wake record: %w", err)
+			return 0, fmt.Errorf("read the wake record: %w", err)
 		}
-		return &WakeRecordError{Key: inst.key, Reason: "the row is missing after it was installed"}
+		return 0, &WakeRecordError{Key: inst.key, Reason: "the row is missing after it was installed"}
 	}
 	var epochText string
 	var seq int64
 	var agree bool
 	if err := driver.ScanValues(rows.Values(), &epochText, &seq, &agree); err != nil {
-		return fmt.Errorf("read the wake record: %w", err)
+		return 0, fmt.Errorf("read the wake record: %w", err)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the wake record: %w", err)
+		return 0, fmt.Errorf("read the wake record: %w", err)
 	}
 	w, err := scanWakeRow(epochText, seq)
 	if err != nil {
-		return &WakeRecordError{Key: inst.key, Reason: err.Error()}
+		return 0, &WakeRecordError{Key: inst.key, Reason: err.Error()}
 	}
 	if epoch > 0 && w.epoch > epoch {
-		return &WakeRecordError{Key: inst.key, Reason: fmt.Sprintf("the lease's epoch %d is below the record's epoch %d: an epoch cannot move backwards", epoch, w.epoch)}
+		return 0, &WakeRecordError{Key: inst.key, Reason: fmt.Sprintf("the lease's epoch %d is below the record's epoch %d: an epoch cannot move backwards", epoch, w.epoch)}
 	}
 	if !agree {
-		return &WakeRecordError{Key: inst.key, Reason: "the alarm and its wake installation disagree"}
+		return 0, &WakeRecordError{Key: inst.key, Reason: "the alarm and its wake installation disagree"}
 	}
-	inst.wakeSeq = w.seq
-	return nil
+	return w.seq, nil
 }
 
 // readWakeLocked reads the cell's committed _cf_WAKE row.
 func (inst *instance) readWakeLocked(ctx context.Context) (wakeRow, error) {
-	if inst.lazy.virgin {
-		return wakeRow{epoch: inst.grant.Epoch(), seq: inst.wakeSeq}, nil // nothing stored yet
+	if inst.db.virgin {
+		return wakeRow{epoch: inst.grant.Epoch(), seq: inst.wake.seq}, nil // nothing stored yet
 	}
-	rows, err := inst.conn.Query(ctx, sqlWakeGet, inst.key)
+	rows, err := inst.db.conn.Query(ctx, sqlWakeGet, inst.key)
 	if err != nil {
 		return wakeRow{}, fmt.Errorf("read the wake record: %w", err)
 	}
