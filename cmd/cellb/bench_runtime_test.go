@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/drivers/wasm"
 )
@@ -228,8 +230,8 @@ func BenchmarkAckedWrites(b *testing.B) {
 			stub := ns.Get(ns.IDFromName("acked"))
 			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
 		})
-		for _, mode := range []string{"local-primary", "local-primary-sync-each", "fleet"} {
-			fleetMode := mode == "fleet"
+		for _, mode := range []string{"local-primary", "local-primary-sync-each", "fleet", "fleet-nodelog"} {
+			fleetMode := strings.HasPrefix(mode, "fleet")
 			b.Run(fmt.Sprintf("%s/callers=%d", mode, n), func(b *testing.B) {
 				fs, err := fsstore.Open(b.TempDir())
 				if err != nil {
@@ -237,21 +239,32 @@ func BenchmarkAckedWrites(b *testing.B) {
 				}
 				defer store.Close(fs)
 				s := &countingStore{Store: fs}
-				lg, _ := ltxlog.New(ltxlog.Options{Store: s, Logger: quietLogger()})
+				lopts := ltxlog.Options{Store: s, Logger: quietLogger()}
 				cs := nodeSync(fleetMode, ltxlog.Mode())
 				if mode == "local-primary-sync-each" {
 					cs = syncEachCommit // as before issue 13: SQLite syncs every commit
 				}
 				drv, _ := pickDriver("wasm", cs)
-				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Log: lg, Logger: quietLogger(), IdleTimeout: -1}
+				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Logger: quietLogger(), IdleTimeout: -1}
 				if fleetMode {
-					node, err := fleet.Join(ctx, fleet.Options{Store: s, Logger: quietLogger()})
+					nodeLog := mode == "fleet-nodelog"
+					node, err := fleet.Join(ctx, fleet.Options{Store: s, Logger: quietLogger(), NodeLog: nodeLog})
 					if err != nil {
 						b.Fatal(err)
 					}
 					defer node.Close(ctx)
 					opts.Lease = node
+					if nodeLog {
+						nl, err := nodelog.New(nodelog.Options{Store: s, Node: node.ID(), Generation: node.Generation(), Confirmer: node, Logger: quietLogger()})
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer nl.Close(ctx, true)
+						lopts.NodeLog = nl
+					}
 				}
+				lg, _ := ltxlog.New(lopts)
+				opts.Log = lg
 				rt, err := cell.New(opts)
 				if err != nil {
 					b.Fatal(err)

@@ -30,6 +30,16 @@ type Pipeline[T any] struct {
 	closing bool // no more appends; the uploader drains, then exits
 	abandon bool // the uploader exits without draining
 	done    chan struct{}
+
+	// With Credit: stored batches waiting for their credit, in order, and
+	// the resolver that settles them (closed once it has settled all).
+	credits  chan credited[T]
+	resolved chan struct{}
+}
+
+type credited[T any] struct {
+	batch []queued[T]
+	d     Durable
 }
 
 // PipelineOptions configure a Pipeline.
@@ -47,6 +57,14 @@ type PipelineOptions[T any] struct {
 	// After, if set, runs on the same goroutine after each stored batch
 	// (compaction, say); its failures are its own to report.
 	After func()
+	// Credit, if set, makes a stored batch durable only once the Durable
+	// it returns resolves: it is called on the uploader right after the
+	// batch was stored, and the uploader goes on with the next batch while
+	// this one waits (a node log's read of its node record after the
+	// bundle's PUT, say). Batches still resolve in order, on a goroutine
+	// of their own; a failed credit fails its batch and the pipeline, as a
+	// failed upload does. A final Close waits for every credit.
+	Credit func(batch []T) Durable
 	// Closed is the error commits fail with when the pipeline is closed
 	// without a final flush.
 	Closed error
@@ -71,6 +89,10 @@ func NewPipeline[T any](opts PipelineOptions[T]) *Pipeline[T] {
 	opts.Clock = clock.Or(opts.Clock)
 	p := &Pipeline[T]{opts: opts, done: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
+	if opts.Credit != nil {
+		p.credits, p.resolved = make(chan credited[T], 1024), make(chan struct{})
+		go p.resolve()
+	}
 	go p.run()
 	return p
 }
@@ -160,12 +182,47 @@ func (p *Pipeline[T]) Close(ctx context.Context, final bool) error {
 		p.mu.Unlock()
 		return ctx.Err()
 	}
+	if p.resolved != nil {
+		select {
+		case <-p.resolved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if final && p.failed != nil {
 		return p.failed
 	}
 	return nil
+}
+
+// resolve settles stored batches in order as their credits resolve (see
+// PipelineOptions.Credit).
+func (p *Pipeline[T]) resolve() {
+	defer close(p.resolved)
+	var failed error // a credit failed: every later batch fails with it
+	for c := range p.credits {
+		<-c.d.Done()
+		err := c.d.Err()
+		if err == nil {
+			err = failed
+		}
+		if err != nil {
+			failed = err
+			p.opts.Logger.Error(p.opts.FailMessage, "err", err)
+			p.mu.Lock()
+			for _, q := range c.batch {
+				q.future.Resolve(err)
+			}
+			p.failLocked(err)
+			p.mu.Unlock()
+			continue
+		}
+		for _, q := range c.batch {
+			q.future.Resolve(nil)
+		}
+	}
 }
 
 // NextGroup is the group-commit rule of the pipeline, shared with the node
@@ -198,6 +255,9 @@ func nextGroup(queued, prevGroup int, idle, lastUpload time.Duration) (start boo
 // run uploads batches in order until the pipeline closes or fails.
 func (p *Pipeline[T]) run() {
 	defer close(p.done)
+	if p.credits != nil {
+		defer close(p.credits)
+	}
 	clk := p.opts.Clock
 	var (
 		prevGroup  int
@@ -256,8 +316,12 @@ func (p *Pipeline[T]) run() {
 			p.mu.Unlock()
 			return
 		}
-		for _, q := range batch {
-			q.future.Resolve(nil)
+		if p.opts.Credit != nil {
+			p.credits <- credited[T]{batch, p.opts.Credit(items)}
+		} else {
+			for _, q := range batch {
+				q.future.Resolve(nil)
+			}
 		}
 		if p.opts.After != nil {
 			p.opts.After()

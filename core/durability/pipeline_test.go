@@ -261,3 +261,67 @@ func TestPipelineWaitsForThePreviousGroupSize(t *testing.T) {
 		t.Fatalf("batches %v, want %v", r.batches, want)
 	}
 }
+
+// With Credit, the uploader goes on while a stored batch waits for its
+// credit; batches resolve in order, and a failed credit fails its batch
+// and every later one, even one whose own credit succeeded.
+func TestPipelineCreditsInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var uploads int
+	credits := map[int]*Future{}
+	p := NewPipeline(PipelineOptions[int]{
+		Upload: func(batch []int) error {
+			mu.Lock()
+			uploads++
+			mu.Unlock()
+			return nil
+		},
+		Credit: func(batch []int) Durable {
+			f := NewFuture()
+			mu.Lock()
+			credits[batch[0]] = f
+			mu.Unlock()
+			return f
+		},
+		Closed: errors.New("closed"),
+	})
+	a := p.Append(func() (int, error) { return 1, nil })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return credits[1] != nil })
+	b := p.Append(func() (int, error) { return 2, nil })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return credits[2] != nil })
+	c := p.Append(func() (int, error) { return 3, nil })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return credits[3] != nil })
+	mu.Lock()
+	if uploads != 3 {
+		t.Fatalf("%d uploads while the first batch waited for its credit, want 3", uploads)
+	}
+	cr := credits
+	mu.Unlock()
+	cr[2].Resolve(nil) // credited before the first: must wait for it
+	select {
+	case <-b.Done():
+		t.Fatal("the second batch resolved before the first")
+	case <-time.After(20 * time.Millisecond):
+	}
+	boom := errors.New("credit refused")
+	cr[1].Resolve(boom)
+	cr[3].Resolve(nil)
+	for i, d := range []Durable{a, b, c} {
+		<-d.Done()
+		if !errors.Is(d.Err(), boom) {
+			t.Fatalf("batch %d: %v, want the first batch's failed credit", i+1, d.Err())
+		}
+	}
+	if err := p.Close(context.Background(), true); !errors.Is(err, boom) {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+	}
+}

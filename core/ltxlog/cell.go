@@ -103,6 +103,11 @@ type cellLog struct {
 	// so Close waits for the one in flight; nlClosed refuses later ones.
 	submitMu sync.Mutex
 	nlClosed atomic.Bool
+	// stored is the credit of the batch submit stored last, for credit
+	// (both run on the uploader); crediting counts the credits still to
+	// come.
+	stored    *durability.Future
+	crediting sync.WaitGroup
 }
 
 func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize int, capture bool, syncLocal func() error) *cellLog {
@@ -114,13 +119,17 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
 	c.compactCtx, c.stopCompact = context.WithCancel(context.Background())
-	c.pipe = durability.NewPipeline(durability.PipelineOptions[*pending]{
+	popts := durability.PipelineOptions[*pending]{
 		Upload: c.uploadBatch,
 		Sync:   syncLocal,
 		After:  c.maybeCompact,
 		Closed: ErrClosed, Logger: c.log, Clock: opts.Clock,
 		FailMessage: "LTX upload failed; the cell's later commits will not be acknowledged",
-	})
+	}
+	if c.nl != nil {
+		popts.Credit = c.credit
+	}
+	c.pipe = durability.NewPipeline(popts)
 	return c
 }
 

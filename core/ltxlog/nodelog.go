@@ -13,8 +13,10 @@ import (
 // credited the bundle holding it, and its own prefix catches up by tiering:
 //
 //   - submit turns each commit of a batch into a level-0 file of its own
-//     TXID (the rows celld's bundles carry) and hands them to the node log
-//     in one Submit; the batch is durable when Submit returns;
+//     TXID (the rows celld's bundles carry) and hands them to the node log;
+//     once their bundle is stored the cell's next batch may go, and the
+//     batch is durable when the node log credits it (the pipeline's
+//     Credit), so a busy cell's uploads overlap its credit reads;
 //   - credited rows wait in memory (their encoded files: a few hundred
 //     bytes for a small commit) until tier merges them, oldest first, into
 //     one level-0 file <first>-<last> in the cell's prefix, then tells the
@@ -39,8 +41,11 @@ func (c *cellLog) ProvesOwnership() bool { return c.nl != nil }
 
 var _ durability.OwnershipProver = (*cellLog)(nil)
 
-// submit hands a batch of commits to the node log and records the rows it
-// credited for tiering.
+// submit hands a batch of commits to the node log and returns once the
+// bundle holding them is stored (the pipeline's Upload): the cell's next
+// group may then go into the next bundle while this one's credit read is
+// made. credit (the pipeline's Credit) resolves the batch once the node
+// log credited it, after recording its rows for tiering.
 func (c *cellLog) submit(batch []*pending) error {
 	rows := make([]nodelog.Row, 0, len(batch))
 	for _, p := range batch {
@@ -55,9 +60,42 @@ func (c *cellLog) submit(batch []*pending) error {
 	if c.nlClosed.Load() {
 		return ErrClosed
 	}
-	if err := c.nl.Submit(context.Background(), rows); err != nil {
+	p := c.nl.SubmitAsync(rows)
+	if err := p.StoreErr(); err != nil {
 		return err
 	}
+	// The credit is awaited here, under crediting (which Close waits for),
+	// whether or not the pipeline goes on to ask for it.
+	f := durability.NewFuture()
+	c.crediting.Add(1)
+	go func() {
+		defer c.crediting.Done()
+		err := p.Err()
+		if err == nil {
+			c.credited(rows)
+		}
+		f.Resolve(err)
+	}()
+	c.stored = f
+	return nil
+}
+
+// credit is the pipeline's Credit for the batch submit just stored: the
+// future its credit resolves, once the batch's rows are recorded for
+// tiering (a reply it releases may be acknowledged at once, and the cell's
+// Close tiers what was recorded).
+func (c *cellLog) credit([]*pending) durability.Durable {
+	f := c.stored
+	c.stored = nil
+	if f == nil {
+		return durability.Resolved(nil) // a snapshot alone: confirmed in uploadBatch
+	}
+	return f
+}
+
+// credited records credited rows for tiering, and tiers at once when
+// enough wait.
+func (c *cellLog) credited(rows []nodelog.Row) {
 	c.mu.Lock()
 	wasEmpty := len(c.untiered) == 0
 	c.untiered = append(c.untiered, rows...)
@@ -72,7 +110,6 @@ func (c *cellLog) submit(batch []*pending) error {
 	if full {
 		go c.tierLogged()
 	}
-	return nil
 }
 
 // armTierLocked starts the timer that tiers the rows waiting within the
@@ -164,6 +201,9 @@ func (c *cellLog) closeNodeLog(ctx context.Context) {
 	c.submitMu.Lock()
 	c.nlClosed.Store(true)
 	c.submitMu.Unlock()
+	// Stored batches whose credit is still to come: a reply they release
+	// may be acknowledged, so their rows are tiered below.
+	c.crediting.Wait()
 	c.mu.Lock()
 	if c.tierTimer != nil {
 		c.tierTimer.Stop()

@@ -30,6 +30,8 @@ type nodeRecord struct {
 	mu     sync.Mutex
 	fenced chan struct{}
 	why    string
+	// hold, when set, holds every read until it is closed.
+	hold chan struct{}
 }
 
 func newNodeRecord(t testing.TB, s store.Store, node string) *nodeRecord {
@@ -42,6 +44,12 @@ func newNodeRecord(t testing.TB, s store.Store, node string) *nodeRecord {
 }
 
 func (r *nodeRecord) ConfirmLog(ctx context.Context) error {
+	r.mu.Lock()
+	hold := r.hold
+	r.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	obj, err := r.s.Get(ctx, layout.NodeKey(r.node))
 	if err != nil {
 		return err
@@ -217,5 +225,61 @@ func TestNodeLogCloseFencesWhenTieringFails(t *testing.T) {
 	}
 	if bs, _ := nodelog.ListBundles(ctx, mem, "node_a", rec.gen); len(bs) == 0 {
 		t.Fatal("the bundles holding the untiered rows were deleted")
+	}
+}
+
+// A busy cell's next group goes into the next bundle while the previous
+// group's credit read is still out: the uploads overlap the reads, and
+// the groups are acknowledged in order once the reads come back.
+func TestNodeLogOverlapsUploadsWithCreditReads(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	rec := newNodeRecord(t, s, "node_a")
+	nl := newNodeLog(t, s, rec, nodelog.Options{TierAge: time.Hour})
+	lg, _ := New(Options{Logger: quiet, Store: s, NodeLog: nl})
+	d := newPageDB(512, true)
+	cl, err := lg.Open(ctx, openReq(cell, 2, d, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(ctx, true)
+	r := rand.New(rand.NewPCG(5, 5))
+	d.mutate(r)
+	if err := wait(t, appendCommit(t, cl, d, 1)); err != nil { // the snapshot
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	rec.mu.Lock()
+	rec.hold = release
+	rec.mu.Unlock()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // before the deferred Close, which waits for the credits
+	var futures []durability.Durable
+	for i := 2; i <= 4; i++ {
+		d.mutate(r)
+		futures = append(futures, appendCommit(t, cl, d, uint64(i)))
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			bs, _ := nodelog.ListBundles(ctx, s, "node_a", rec.gen)
+			if len(bs) >= i-1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("commit %d: no bundle of its own while the credit read of the one before is held (%d bundles)", i, len(bs))
+			}
+		}
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Done():
+			t.Fatal("a commit was acknowledged before its credit read returned")
+		default:
+		}
+	}
+	free()
+	for i, f := range futures {
+		if err := wait(t, f); err != nil {
+			t.Fatalf("commit %d: %v", i+2, err)
+		}
 	}
 }

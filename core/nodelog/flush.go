@@ -121,6 +121,10 @@ func (l *Log) run(f *flush) {
 	l.lastPut = l.free.Sub(began)
 	l.cond.Broadcast()
 	l.mu.Unlock()
+	for _, s := range f.subs {
+		s.storeErr = err
+		close(s.stored)
+	}
 	if err == nil {
 		if cerr := l.confirm.after(context.Background()); cerr != nil {
 			err = &CreditError{Key: f.key, Err: cerr}

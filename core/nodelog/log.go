@@ -123,12 +123,34 @@ type Log struct {
 	gc *coverage // credited bundles not yet deleted (gc.go)
 }
 
+// submission is one Submit's rows on their way: stored once its bundle's
+// PUT returned (storeErr), done once it is credited or failed (err).
 type submission struct {
-	rows  []Row
-	bytes int
-	done  chan struct{}
-	err   error
+	rows     []Row
+	bytes    int
+	stored   chan struct{}
+	storeErr error
+	done     chan struct{}
+	err      error
 }
+
+// Pending is a submission in flight (SubmitAsync): Stored is closed once
+// its bundle's PUT returned (StoreErr says how), and, as a
+// durability.Durable, it resolves once the rows are credited (Err nil) or
+// will never be.
+type Pending struct{ s *submission }
+
+// Stored is closed once the bundle holding the rows was stored or failed.
+func (p Pending) Stored() <-chan struct{} { return p.s.stored }
+
+// StoreErr is the PUT's failure, once Stored is closed (nil: stored).
+func (p Pending) StoreErr() error { <-p.s.stored; return p.s.storeErr }
+
+// Done is closed once the rows are credited or failed.
+func (p Pending) Done() <-chan struct{} { return p.s.done }
+
+// Err is nil once the rows are credited; otherwise why they never will be.
+func (p Pending) Err() error { <-p.s.done; return p.s.err }
 
 // New starts a node log.
 func New(opts Options) (*Log, error) {
@@ -189,37 +211,51 @@ func (l *Log) Options() Options { return l.opts }
 
 // Submit hands rows to the next flush and returns once they are credited:
 // stored in a bundle and proven current. Rows are one cell's, in TXID
-// order; a cell has at most one Submit outstanding (its log uploads one
-// batch at a time), so its rows are in one bundle. An error (a
+// order; a cell keeps its submissions in order (its log uploads one group
+// at a time), so its rows are in bundles in order. An error (a
 // *FlushError, a *CreditError, ErrClosed, the node's fence, ctx's end)
 // means the rows may or may not be in the bucket, and were not
 // acknowledged.
 func (l *Log) Submit(ctx context.Context, rows []Row) error {
-	if len(rows) == 0 {
-		return nil
+	p := l.SubmitAsync(rows)
+	select {
+	case <-p.Done():
+		return p.Err()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	s := &submission{rows: rows, done: make(chan struct{})}
+}
+
+// SubmitAsync is Submit without the wait: the caller learns when the rows
+// are stored (a cell's log then goes on with its next group while this
+// one's credit read is made) and when they are credited.
+func (l *Log) SubmitAsync(rows []Row) Pending {
+	s := &submission{rows: rows, stored: make(chan struct{}), done: make(chan struct{})}
 	for _, r := range rows {
 		s.bytes += len(r.Data) + len(r.Cell) + 34
 	}
+	fail := func(err error) Pending {
+		s.storeErr, s.err = err, err
+		close(s.stored)
+		close(s.done)
+		return Pending{s}
+	}
+	if len(rows) == 0 {
+		return fail(nil)
+	}
 	if err := l.fencedErr(); err != nil {
-		return err
+		return fail(err)
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return ErrClosed
+		return fail(ErrClosed)
 	}
 	l.queue = append(l.queue, s)
 	l.queued += s.bytes
 	l.cond.Broadcast()
 	l.mu.Unlock()
-	select {
-	case <-s.done:
-		return s.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return Pending{s}
 }
 
 // Confirm returns once a read of the node record that started after the
