@@ -108,11 +108,15 @@ type cellLog struct {
 	// come.
 	stored    *durability.Future
 	crediting sync.WaitGroup
+	// rowTXID is the TXID the next group submitted to the node log takes
+	// (after the epoch's snapshot, TXID 1): a group of commits is one
+	// transaction of the LTX log, one row of a bundle.
+	rowTXID ltx.TXID
 }
 
 func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize int, capture bool, syncLocal func() error) *cellLog {
 	c := &cellLog{
-		opts: opts, cell: cell, epoch: epoch, capture: capture, nl: opts.NodeLog,
+		opts: opts, cell: cell, epoch: epoch, capture: capture, nl: opts.NodeLog, rowTXID: 2,
 		log:      opts.Logger.With("cell", cell, "epoch", epoch),
 		nextTXID: 1,
 		base:     base, pageSize: pageSize,
@@ -338,7 +342,12 @@ func (c *cellLog) compactor(done chan struct{}) {
 // file holds its own copy of every page, so the driver's buffers are not
 // read again, whatever happens to the file.
 func (c *cellLog) encodeBatch(batch []*pending) ([]byte, ltx.Header, error) {
-	first, last := batch[0], batch[len(batch)-1]
+	return c.encodeBatchAs(batch, batch[0].txid, batch[len(batch)-1].txid)
+}
+
+// encodeBatchAs is encodeBatch with the file's TXIDs given.
+func (c *cellLog) encodeBatchAs(batch []*pending, min, max ltx.TXID) ([]byte, ltx.Header, error) {
+	last := batch[len(batch)-1]
 	pageSize := last.pageSize
 	merged := map[uint32][]byte{}
 	for _, p := range batch {
@@ -364,7 +373,7 @@ func (c *cellLog) encodeBatch(batch []*pending) ([]byte, ltx.Header, error) {
 	sort.Slice(pages, func(i, j int) bool { return pages[i].Pgno < pages[j].Pgno })
 	h := ltx.Header{
 		PageSize: uint32(pageSize), Commit: last.count,
-		MinTXID: first.txid, MaxTXID: last.txid, Timestamp: c.opts.Clock.Now().UnixMilli(),
+		MinTXID: min, MaxTXID: max, Timestamp: c.opts.Clock.Now().UnixMilli(),
 	}
 	data, err := ltx.Encode(h, pages)
 	clear(pages)
@@ -377,7 +386,7 @@ func (c *cellLog) encodeBatch(batch []*pending) ([]byte, ltx.Header, error) {
 		}
 	}
 	if err != nil {
-		return nil, h, fmt.Errorf("encode TXIDs %d-%d: %w", first.txid, last.txid, err)
+		return nil, h, fmt.Errorf("encode TXIDs %d-%d: %w", min, max, err)
 	}
 	return data, h, nil
 }

@@ -12,8 +12,10 @@ import (
 // With Options.NodeLog the log acknowledges a commit once the node log has
 // credited the bundle holding it, and its own prefix catches up by tiering:
 //
-//   - submit turns each commit of a batch into a level-0 file of its own
-//     TXID (the rows celld's bundles carry) and hands them to the node log;
+//   - submit turns a batch of commits into one level-0 file of one TXID
+//     (the rows celld's bundles carry: a group of commits is one
+//     transaction of the log, as a per-cell upload merges it into one
+//     file) and hands it to the node log;
 //     once their bundle is stored the cell's next batch may go, and the
 //     batch is durable when the node log credits it (the pipeline's
 //     Credit), so a busy cell's uploads overlap its credit reads;
@@ -47,14 +49,17 @@ var _ durability.OwnershipProver = (*cellLog)(nil)
 // made. credit (the pipeline's Credit) resolves the batch once the node
 // log credited it, after recording its rows for tiering.
 func (c *cellLog) submit(batch []*pending) error {
-	rows := make([]nodelog.Row, 0, len(batch))
-	for _, p := range batch {
-		data, h, err := c.encodeBatch([]*pending{p})
-		if err != nil {
-			return err
-		}
-		rows = append(rows, nodelog.Row{Cell: c.cell, CellEpoch: c.epoch, TXID: h.MaxTXID, Data: data})
+	// The group is one row: one LTX file of one TXID (celld's readers take
+	// a row's TXID as its file's only one), its commits merged as a
+	// per-cell upload merges them; encoding each commit alone would cost
+	// an encoder (and its compressor's tables) per commit.
+	txid := c.rowTXID
+	data, _, err := c.encodeBatchAs(batch, txid, txid)
+	if err != nil {
+		return err
 	}
+	c.rowTXID++
+	rows := []nodelog.Row{{Cell: c.cell, CellEpoch: c.epoch, TXID: txid, Data: data}}
 	c.submitMu.Lock()
 	defer c.submitMu.Unlock()
 	if c.nlClosed.Load() {
