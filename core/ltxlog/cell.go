@@ -108,6 +108,11 @@ type cellLog struct {
 	// come.
 	stored    *durability.Future
 	crediting sync.WaitGroup
+	// creditTail is closed once the last stored group's credit is settled
+	// (uploader only); creditErr, under mu, is the first credit that
+	// failed: every later group fails with it.
+	creditTail chan struct{}
+	creditErr  error
 	// rowTXID is the TXID the next group submitted to the node log takes
 	// (after the epoch's snapshot, TXID 1): a group of commits is one
 	// transaction of the LTX log, one row of a bundle.

@@ -70,15 +70,33 @@ func (c *cellLog) submit(batch []*pending) error {
 		return err
 	}
 	// The credit is awaited here, under crediting (which Close waits for),
-	// whether or not the pipeline goes on to ask for it.
+	// whether or not the pipeline goes on to ask for it. Credits are
+	// settled in the order the groups were stored: once one failed, no
+	// later group's rows are recorded for tiering even if its own credit
+	// came (its bundle was stored before the failure was known), so the
+	// cell's prefix never gets a row after a missing one.
 	f := durability.NewFuture()
+	prev := c.creditTail
+	mine := make(chan struct{})
+	c.creditTail = mine
 	c.crediting.Add(1)
 	go func() {
 		defer c.crediting.Done()
 		err := p.Err()
+		if prev != nil {
+			<-prev
+		}
+		c.mu.Lock()
+		if c.creditErr != nil {
+			err = c.creditErr
+		} else if err != nil {
+			c.creditErr = err
+		}
+		c.mu.Unlock()
 		if err == nil {
 			c.credited(rows)
 		}
+		close(mine)
 		f.Resolve(err)
 	}()
 	c.stored = f

@@ -30,8 +30,10 @@ type nodeRecord struct {
 	mu     sync.Mutex
 	fenced chan struct{}
 	why    string
-	// hold, when set, holds every read until it is closed.
-	hold chan struct{}
+	// hold, when set, holds every read until it is closed; failing reads
+	// fail while it is above 0 (counting down).
+	hold    chan struct{}
+	failing int
 }
 
 func newNodeRecord(t testing.TB, s store.Store, node string) *nodeRecord {
@@ -50,6 +52,13 @@ func (r *nodeRecord) ConfirmLog(ctx context.Context) error {
 	if hold != nil {
 		<-hold
 	}
+	r.mu.Lock()
+	if r.failing > 0 {
+		r.failing--
+		r.mu.Unlock()
+		return errors.New("node record read failed")
+	}
+	r.mu.Unlock()
 	obj, err := r.s.Get(ctx, layout.NodeKey(r.node))
 	if err != nil {
 		return err
@@ -281,5 +290,69 @@ func TestNodeLogOverlapsUploadsWithCreditReads(t *testing.T) {
 		if err := wait(t, f); err != nil {
 			t.Fatalf("commit %d: %v", i+2, err)
 		}
+	}
+}
+
+// A group whose credit read failed is not acknowledged, nor is any group
+// after it, even one whose own bundle was stored before the failure was
+// known and whose read succeeded: its rows are never tiered, so the
+// cell's prefix never gets a row after a missing one (a regression: they
+// were tiered, leaving a gap no restore could cross).
+func TestNodeLogFailedCreditFailsLaterGroups(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	rec := newNodeRecord(t, s, "node_a")
+	nl := newNodeLog(t, s, rec, nodelog.Options{TierAge: time.Hour})
+	lg, _ := New(Options{Logger: quiet, Store: s, NodeLog: nl, TierAfterRows: 1})
+	d := newPageDB(512, true)
+	cl, err := lg.Open(ctx, openReq(cell, 2, d, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(6, 6))
+	d.mutate(r)
+	if err := wait(t, appendCommit(t, cl, d, 1)); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	rec.mu.Lock()
+	rec.hold, rec.failing = release, 3 // every attempt of the next read fails
+	rec.mu.Unlock()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
+	d.mutate(r)
+	second := appendCommit(t, cl, d, 2)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if bs, _ := nodelog.ListBundles(ctx, s, "node_a", rec.gen); len(bs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no bundle for the second commit")
+		}
+	}
+	d.mutate(r)
+	third := appendCommit(t, cl, d, 3)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if bs, _ := nodelog.ListBundles(ctx, s, "node_a", rec.gen); len(bs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no bundle for the third commit while the second's read is out")
+		}
+	}
+	free()
+	if err := wait(t, second); err == nil {
+		t.Fatal("a group whose credit read failed was acknowledged")
+	}
+	if err := wait(t, third); err == nil {
+		t.Fatal("a group after one whose credit failed was acknowledged")
+	}
+	cl.Close(ctx, false)
+	if got, _ := nodelog.Covered(ctx, s, cell, 2); got != 1 {
+		t.Fatalf("the prefix covers TXID %d: rows after a failed credit were tiered", got)
+	}
+	if _, err := Restore(ctx, s, cell, RestoreOptions{}); err != nil {
+		t.Fatalf("the prefix no longer restores: %v", err)
 	}
 }

@@ -71,12 +71,14 @@ func (f StoreFolder) Fold(ctx context.Context, node, generation string) (FoldRes
 //     it into an epoch another writer may already have continued would
 //     change history;
 //   - rows at or below the highest TXID the cell's epoch prefix holds (any
-//     level) are dropped; each contiguous run of two or more rows left is
-//     written as one merged level-0 file <first>-<last> (newest page wins,
-//     as celld's compactor merges), a row alone verbatim as <t>-<t>. A
-//     run that does not start right after the prefix's highest TXID is
-//     written all the same: a restore then names the gap (an acknowledged
-//     row whose bundle is gone) instead of hiding it.
+//     level) are dropped; the run that follows it without a gap is written
+//     as one merged level-0 file <first>-<last> (newest page wins, as
+//     celld's compactor merges), a row alone verbatim as <t>-<t>. Rows
+//     after a missing one are not written (and are logged): a cell
+//     acknowledges a row only once every row before it is credited, so
+//     rows past a gap were never acknowledged (an earlier group's credit
+//     failed after the later group was stored), and writing them would
+//     leave a chain no restore can cross.
 //
 // Writes are plain PUTs of exact TXID ranges into an epoch no live writer
 // uses (the session is fenced before, and no node takes one of its cells
@@ -199,12 +201,18 @@ func foldCell(ctx context.Context, s store.Store, node string, k cellEpoch, rows
 		}
 	}
 	slices.Sort(txids)
-	for i := 0; i < len(txids); {
-		j := i + 1
-		for j < len(txids) && txids[j] == txids[j-1]+1 {
-			j++
-		}
-		run := txids[i:j]
+	// The run right after the prefix, without a gap.
+	n := 0
+	for n < len(txids) && txids[n] == covered+1+ltx.TXID(n) {
+		n++
+	}
+	if n < len(txids) {
+		log.Error("bundled rows after a missing one are not folded: they were never acknowledged",
+			"cell", k.cell, "epoch", k.epoch, "covered", covered+ltx.TXID(n), "missing", covered+ltx.TXID(n)+1, "dropped", len(txids)-n)
+		txids = txids[:n]
+	}
+	if len(txids) > 0 {
+		run := txids
 		var data []byte
 		var h ltx.Header
 		if len(run) == 1 {
@@ -230,13 +238,8 @@ func foldCell(ctx context.Context, s store.Store, node string, k cellEpoch, rows
 		if err := store.PutRetrying(s, key, data, store.PutOptions{Metadata: md}, retry); err != nil {
 			return folded, objects, false, err
 		}
-		if i == 0 && run[0] != covered+1 {
-			log.Error("a bundled row is missing: the cell's log has a gap a restore will name",
-				"cell", k.cell, "epoch", k.epoch, "covered", covered, "next", run[0])
-		}
 		folded += len(run)
 		objects++
-		i = j
 	}
 	return folded, objects, false, nil
 }

@@ -287,10 +287,29 @@ func (l *Log) fencedErr() error {
 	}
 }
 
+// confirmReadAttempts is how often a read of the node record that fails
+// (not one that finds the log closed) is tried before the flushes waiting
+// on it fail: a transient error should not fail a group whose next group
+// a later read would credit.
+const confirmReadAttempts = 3
+
 func (l *Log) confirmOnce(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.ConfirmTimeout)
 	defer cancel()
-	return l.opts.Confirmer.ConfirmLog(ctx)
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = l.opts.Confirmer.ConfirmLog(ctx); err == nil || attempt == confirmReadAttempts || l.fencedErr() != nil {
+			return err
+		}
+		l.log.Warn("reading the node record to credit a flush failed; retrying", "attempt", attempt, "err", err)
+		t := l.clk.NewTimer(time.Duration(attempt) * 50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C():
+		}
+	}
 }
 
 // Close stops the log once every queued row is flushed, waits for the
