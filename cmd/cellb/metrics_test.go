@@ -495,8 +495,12 @@ func TestNodeLogMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var app *counter.App
+	// Every PUT takes 5 ms, as a bucket's round trip does: on an instant
+	// in-memory bucket a loaded machine may run each flush before the next
+	// commit arrives, and nothing would be left to group.
+	bucket := faultstore.New(memstore.New(), faultstore.Config{PerOp: map[faultstore.Op]faultstore.Faults{faultstore.OpPut: {Latency: 5 * time.Millisecond}}})
 	h, err := host.New(context.Background(), host.Config{
-		Driver: drv, DataDir: t.TempDir(), Bucket: memstore.New(), Mode: ltxlog.Mode(), Ownership: host.Fleet,
+		Driver: drv, DataDir: t.TempDir(), Bucket: bucket, Mode: ltxlog.Mode(), Ownership: host.Fleet,
 		Fleet: host.FleetConfig{Node: "node_m"}, Logger: quietLogger(), MeterProvider: pm.provider,
 		Classes: func(su *host.Setup) (err error) {
 			app, err = counter.Register(su.Runtime, counter.Options{Node: su.Node})
