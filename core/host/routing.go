@@ -38,7 +38,9 @@ import (
 //
 // A request or Fetch that arrives forwarded (peer.HeaderForwarded) is never
 // forwarded again: refused here, it is answered "not applied", so the
-// sender looks at the cell's owner again.
+// sender looks at the cell's owner again. A Fetch the handler of a
+// forwarded request makes after another of its calls ran here is a call of
+// its own: it is sent alone to its owner, as anywhere else.
 
 // FetchPath prefixes the URLs of Fetches sent to a cell's owner. They are
 // served on the peer port and the local socket only, never on Handler.
@@ -221,10 +223,22 @@ func fetchRequest(ctx context.Context, class string, id cell.ID, req *http.Reque
 		out.Header = http.Header{}
 	}
 	out.Header.Del(headerCellName)
+	dropPeerHeaders(out.Header)
 	if name := id.Name(); name != "" {
 		out.Header.Set(headerCellName, url.PathEscape(name))
 	}
 	return out, nil
+}
+
+// dropPeerHeaders removes the marks of a hop between nodes from a request
+// a handler hands on (Stub.ServeHTTP passes its own, forwarded, request):
+// the call it makes is a new one, sent once.
+func dropPeerHeaders(h http.Header) {
+	for k := range h {
+		if k == peer.HeaderForwarded || strings.HasPrefix(k, "X-Cellb-Peer-") {
+			delete(h, k)
+		}
+	}
 }
 
 // serveFetch runs a Fetch another node or process sent here (FetchPath).
@@ -392,7 +406,11 @@ func (s *slot) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 	s.inflight++
 	s.mu.Unlock()
 	resp, err := s.h.fetch(ctx, class, id, req, here, func(oe *lease.CellOwnedElsewhereError) error {
-		if !s.forwarded {
+		if !s.forwarded || s.partlyRan() {
+			// A Fetch is a call of its own, sent alone: once part of a
+			// forwarded request ran here, the request can no longer be
+			// answered "not applied", and this Fetch goes to its owner
+			// (where it arrives forwarded, so it is never sent on).
 			return nil
 		}
 		s.mu.Lock()
@@ -414,6 +432,14 @@ func (s *slot) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 	}
 	s.mu.Unlock()
 	return resp, err
+}
+
+// partlyRan reports whether another cell call of the request ran (or is
+// running) here, besides the one asking.
+func (s *slot) partlyRan() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ran || s.inflight > 1
 }
 
 // closedLocked refuses a call once the request was answered or sent on.
