@@ -86,6 +86,25 @@ func (s *Stub[O]) Fetch(ctx context.Context, req *http.Request) (*http.Response,
 	return s.fetchHere(ctx, req)
 }
 
+// callMethod runs the method e with its encoded arg on the object and
+// returns the encoded reply: the client-side entry of every typed method
+// call (Method.Call, CallMethod, CallEncoded). It is routed like Fetch,
+// through the Router (see MethodRouter), yielding the caller's turn.
+func (s *Stub[O]) callMethod(ctx context.Context, e *methodEntry, arg []byte) ([]byte, error) {
+	here := func() ([]byte, error) { return s.ns.rt.methodHere(ctx, s.ns.cls, s.id, e, arg) }
+	rtr := s.ns.rt.opts.Router
+	if rtr == nil {
+		return here()
+	}
+	var reply []byte
+	// Yielded for the whole routing: see Call.
+	err := yield(ctx, func(context.Context) (err error) {
+		reply, err = routeMethod(ctx, rtr, s.ns.cls.name, s.id, e, arg, here)
+		return err
+	})
+	return reply, err
+}
+
 // fetchHere runs a Fetch on this runtime.
 func (s *Stub[O]) fetchHere(ctx context.Context, req *http.Request) (*http.Response, error) {
 	var rec *httpbuf.Buffer

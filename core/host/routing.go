@@ -405,26 +405,7 @@ func (s *slot) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 	}
 	s.inflight++
 	s.mu.Unlock()
-	resp, err := s.h.fetch(ctx, class, id, req, here, func(oe *lease.CellOwnedElsewhereError) error {
-		if !s.forwarded || s.partlyRan() {
-			// A Fetch is a call of its own, sent alone: once part of a
-			// forwarded request ran here, the request can no longer be
-			// answered "not applied", and this Fetch goes to its owner
-			// (where it arrives forwarded, so it is never sent on).
-			return nil
-		}
-		s.mu.Lock()
-		s.inflight-- // this call did not run
-		s.mu.Unlock()
-		err := s.claim(oe)
-		s.mu.Lock()
-		s.inflight++
-		s.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		return s.notApplied(oe)
-	})
+	resp, err := s.h.fetch(ctx, class, id, req, here, s.sendAlone)
 	s.mu.Lock()
 	s.inflight--
 	if !isOwnedElsewhere(err) {
@@ -432,6 +413,31 @@ func (s *slot) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 	}
 	s.mu.Unlock()
 	return resp, err
+}
+
+// sendAlone decides whether a call of the request that is sent alone to
+// its owner (a Fetch, a method call), refused here for oe, may go: always,
+// unless the request itself came forwarded and none of it ran here yet —
+// then the request is answered "not applied" and the call fails.
+func (s *slot) sendAlone(oe *lease.CellOwnedElsewhereError) error {
+	if !s.forwarded || s.partlyRan() {
+		// A call sent alone is a call of its own: once part of a
+		// forwarded request ran here, the request can no longer be
+		// answered "not applied", and this call goes to its owner (where
+		// it arrives forwarded, so it is never sent on).
+		return nil
+	}
+	s.mu.Lock()
+	s.inflight-- // this call did not run
+	s.mu.Unlock()
+	err := s.claim(oe)
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.notApplied(oe)
 }
 
 // partlyRan reports whether another cell call of the request ran (or is
