@@ -25,9 +25,9 @@ func TestRegisterMethodRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{
-		"add":                     "already registered",
-		"":                        "1 to 128 characters",
-		"a/b":                     "not '/'",
+		"add":                    "already registered",
+		"":                       "1 to 128 characters",
+		"a/b":                    "not '/'",
 		strings.Repeat("m", 129): "1 to 128 characters",
 	} {
 		if _, err := RegisterMethod(ns, name, add); err == nil || !strings.Contains(err.Error(), want) {
