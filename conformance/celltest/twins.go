@@ -32,7 +32,7 @@ type Twin struct {
 func Twins() []Twin {
 	return []Twin{
 		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
-		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit", "commit/synchronous-log"}},
+		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/method-held-until-durable", "output/counter-64", "wake/publish-per-commit", "commit/synchronous-log"}},
 		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure", "commit/synchronous-log"}},
 		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer", "sql/reserved-rename"}},
 		{"no-savepoint-rollback", wrapDriver(NoSavepointRollback), []string{"sql/savepoints"}},
