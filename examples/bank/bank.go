@@ -195,7 +195,8 @@ func (a *Account) Summary(ctx context.Context) (Summary, error) {
 }
 
 // Alarm sends again every credit not confirmed yet (the credit is
-// idempotent), then marks them confirmed. A failure retries the alarm.
+// idempotent), then marks them confirmed, and arms itself again if debits
+// made meanwhile are pending. A failure retries the alarm.
 func (a *Account) Alarm(ctx context.Context, _ cell.AlarmInfo) error {
 	rows, err := a.st.SQL().Query(ctx, "SELECT id, peer, amount FROM transfers WHERE dir = 'debit' AND pending = 1 ORDER BY id")
 	if err != nil {
@@ -230,7 +231,13 @@ func (a *Account) Alarm(ctx context.Context, _ cell.AlarmInfo) error {
 			return err
 		}
 	}
-	return nil
+	// A debit made while this alarm was out found it set and armed none:
+	// arm it again for those.
+	var left int64
+	if err := a.st.SQL().QueryRow(ctx, "SELECT count(*) FROM transfers WHERE dir = 'debit' AND pending = 1").Scan(&left); err != nil || left == 0 {
+		return err
+	}
+	return a.st.SetAlarm(ctx, time.Now().Add(RedeliverAfter))
 }
 
 // Options configure the app.
