@@ -20,12 +20,14 @@ import (
 
 // Routing for every class (docs/embedding.md, "Routing").
 //
-// Two paths reach a cell's owner:
+// Three paths reach a cell's owner:
 //
 //   - Stub.Fetch is sent alone: the runtime's Router (router, below) sends
 //     the Fetch's request to FetchPath/<class>/<id>/<path> on the owner's
 //     peer port or local socket, where the owner runs that object's Fetch
 //     and nothing else. This works with or without an incoming request.
+//   - A typed method call (cell.RegisterMethod) is sent alone the same way,
+//     to CallPath/<class>/<id>/<method> (call.go).
 //   - A typed call (cell.Call, Call) cannot be sent: it is a Go function.
 //     Every request the host serves carries a slot in its context; when
 //     the first cell call of the request is refused because another node
