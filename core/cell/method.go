@@ -48,6 +48,9 @@ func (e *PayloadTooLargeError) Error() string {
 	return fmt.Sprintf("cell: %s.%s: %s of %d bytes encoded is over the limit of %d", e.Class, e.Method, e.What, e.Size, e.Limit)
 }
 
+// HTTPStatus is 413 (Content Too Large): core/httperr answers it so.
+func (e *PayloadTooLargeError) HTTPStatus() int { return 413 }
+
 // CodecError is an argument or reply its codec could not encode or decode,
 // or a call whose codec is not the one the method was registered with.
 type CodecError struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/httperr"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/peer"
 )
@@ -89,6 +90,9 @@ func TestCallErrorsKeepTheirType(t *testing.T) {
 	var big *cell.PayloadTooLargeError
 	if err := roundTrip(&cell.PayloadTooLargeError{Class: "Account", Method: "debit", What: "reply", Size: 2 << 20, Limit: cell.MaxMethodPayload}); !errors.As(err, &big) || big.What != "reply" || big.Size != 2<<20 || big.Limit != cell.MaxMethodPayload {
 		t.Errorf("too large: %T %v", err, err)
+	}
+	if status, _ := httperr.Status(big); status != 413 {
+		t.Errorf("a payload over the limit is answered %d, want 413", status)
 	}
 	if err := roundTrip(errors.Join(cell.ErrUnknownMethod, errors.New("Account.debit"))); !errors.Is(err, cell.ErrUnknownMethod) {
 		t.Errorf("unknown: %T %v", err, err)
