@@ -83,7 +83,7 @@ func registerTallyMethods(m *tallyMethods, withExtra bool) func(*host.Setup) err
 	}
 }
 
-func methodNodes(t *testing.T, fleet bool, n int) ([]*tallyNode, []*tallyMethods) {
+func methodNodes(t testing.TB, fleet bool, n int) ([]*tallyNode, []*tallyMethods) {
 	t.Helper()
 	var bucket store.Store
 	if fleet {

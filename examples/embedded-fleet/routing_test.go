@@ -107,7 +107,7 @@ type tallyNode struct {
 
 // startTallyNode starts a node serving Tally: a fleet node on bucket, or
 // (bucket nil) a single-host process on dataDir.
-func startTallyNode(t *testing.T, bucket store.Store, dataDir string, more ...func(*host.Setup) error) *tallyNode {
+func startTallyNode(t testing.TB, bucket store.Store, dataDir string, more ...func(*host.Setup) error) *tallyNode {
 	t.Helper()
 	ctx := context.Background()
 	public, err := net.Listen("tcp", "127.0.0.1:0")
@@ -194,7 +194,7 @@ func hammer(t *testing.T, nodes []*tallyNode) {
 
 // shortDir is a data directory whose socket paths fit a unix socket's
 // limit (t.TempDir's may not, with a long test name).
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "rt")
 	if err != nil {
