@@ -149,6 +149,9 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	if err := checkLocalSync(ctx, cfg, h.log.Warn); err != nil {
+		return nil, err
+	}
 	if h.r2, err = openR2(cfg); err != nil {
 		return nil, err
 	}

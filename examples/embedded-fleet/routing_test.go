@@ -116,7 +116,9 @@ func startTallyNode(t testing.TB, bucket store.Store, dataDir string, more ...fu
 	}
 	n := &tallyNode{url: "http://" + public.Addr().String()}
 	cfg := host.Config{
-		Driver:    wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=OFF")),
+		// The local file is the primary copy and no durability mode syncs
+		// it: every commit synced (host.New refuses less).
+		Driver:    wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous=FULL")),
 		DataDir:   dataDir,
 		Ownership: host.SingleHost,
 		Listener:  public,
