@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -117,12 +118,28 @@ func (r *socketRegistry) closeAll(code websocket.StatusCode, reason string) {
 		sets = append(sets, s)
 	}
 	r.mu.Unlock()
+	var closing []<-chan struct{}
 	for _, s := range sets {
 		for _, ws := range s.list("") {
-			ws.closeByRuntime(code, reason)
+			closing = append(closing, ws.closeByRuntime(code, reason))
+		}
+	}
+	// Give the Close frames a moment to leave (and their answers to come
+	// back) before the process may exit; a peer that does not answer is
+	// not waited for past closeGrace.
+	grace := time.NewTimer(closeGrace)
+	defer grace.Stop()
+	for _, done := range closing {
+		select {
+		case <-done:
+		case <-grace.C:
+			return
 		}
 	}
 }
+
+// closeGrace bounds how long closeAll waits for the Close handshakes.
+const closeGrace = 2 * time.Second
 
 // count is how many sockets the runtime holds.
 func (r *socketRegistry) count() int {
@@ -270,7 +287,7 @@ func (s *socketSet) autoResponse(msg []byte) (string, bool) {
 // readLoop receives the socket's messages until it ends, delivering each
 // as one event (in order: the next is read once the event is over).
 func (ws *WebSocket) readLoop(conn *websocket.Conn) {
-	ctx := ws.rt.bg
+	ctx := context.Background() // see drain
 	set := ws.set
 	for {
 		typ, data, err := conn.Read(ctx)

@@ -177,7 +177,9 @@ func (ws *WebSocket) kickLocked() {
 // the queue is empty (the next send starts it again), so an idle socket
 // has no writer goroutine.
 func (ws *WebSocket) drain() {
-	ctx := ws.rt.bg
+	// Not the runtime's context: coder/websocket drops a connection whose
+	// read or write context ends, and a closing runtime still sends 1012.
+	ctx := context.Background()
 	for {
 		ws.mu.Lock()
 		if len(ws.queue) == 0 || ws.conn == nil {
@@ -206,7 +208,7 @@ func (ws *WebSocket) drain() {
 			return
 		}
 		if f.inst != nil {
-			if err := f.inst.awaitDurable(ctx, f.ps); err != nil {
+			if err := f.inst.awaitDurable(ws.rt.bg, f.ps); err != nil {
 				ws.closeByRuntime(websocket.StatusInternalError, "the write before this message could not be proven durable")
 				ws.stopWriting()
 				return
@@ -239,20 +241,28 @@ func (ws *WebSocket) stopWriting() {
 // closeByRuntime closes the socket at once with code (1011 after a failed
 // commit or a reset, 1012 when the owner goes away), dropping what is
 // queued. No WebSocketClose event follows: the object is gone or going.
-func (ws *WebSocket) closeByRuntime(code websocket.StatusCode, reason string) {
+func (ws *WebSocket) closeByRuntime(code websocket.StatusCode, reason string) <-chan struct{} {
+	done := make(chan struct{})
 	ws.mu.Lock()
 	if ws.byRuntime {
 		ws.mu.Unlock()
-		return
+		close(done)
+		return done
 	}
 	ws.byRuntime = true
 	ws.markClosedLocked()
 	ws.queue = nil
 	conn := ws.conn
 	ws.mu.Unlock()
-	if conn != nil {
-		go conn.Close(code, reason)
+	if conn == nil {
+		close(done)
+		return done
 	}
+	go func() {
+		defer close(done)
+		_ = conn.Close(code, reason)
+	}()
+	return done
 }
 
 func (ws *WebSocket) markClosedLocked() {
