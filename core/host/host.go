@@ -172,7 +172,8 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	opts := cell.Options{
 		ScriptName: cfg.ScriptName, Driver: cfg.Driver, Logger: h.log, Clock: cfg.Clock,
 		IdleTimeout: cfg.IdleTimeout, IdleConnTimeout: cfg.IdleConnTimeout, MaxOpenCells: cfg.MaxOpenCells,
-		DataDir: filepath.Join(cfg.DataDir, "cells"), MeterProvider: cfg.MeterProvider,
+		AlarmResidency: cfg.AlarmResidency,
+		DataDir:        filepath.Join(cfg.DataDir, "cells"), MeterProvider: cfg.MeterProvider,
 		Router: router{h},
 	}
 	h.handler = guard(h.routed(h.mux), h.limits.MaxBodyBytes)
