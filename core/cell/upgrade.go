@@ -90,12 +90,12 @@ func (ws *WebSocket) bind(conn *websocket.Conn) {
 	conn.SetReadLimit(MaxWebSocketMessage)
 	ws.mu.Lock()
 	ws.conn = conn
-	byRuntime := ws.byRuntime
+	byRuntime, code, reason := ws.byRuntime, ws.closeCode, ws.closeReason
 	ws.kickLocked()
 	ws.mu.Unlock()
 	if byRuntime {
-		// Closed by the runtime during the handshake (a reset).
-		go conn.Close(websocket.StatusInternalError, "the object was reset")
+		// Closed by the runtime during the handshake.
+		go conn.Close(code, reason)
 	}
 	go ws.readLoop(conn)
 }

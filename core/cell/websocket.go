@@ -39,10 +39,14 @@ type WebSocket struct {
 	byRuntime bool
 	// byObject: the object closed it with Close: no WebSocketClose event
 	// follows either (it knows).
-	byObject   bool
-	stop       chan struct{}
-	attachment []byte
-	autoAt     time.Time
+	byObject bool
+	// closeCode and closeReason are the runtime's Close, for a socket
+	// whose handshake was still under way (bind sends it).
+	closeCode   websocket.StatusCode
+	closeReason string
+	stop        chan struct{}
+	attachment  []byte
+	autoAt      time.Time
 }
 
 // frame is one queued outgoing message or close.
@@ -250,6 +254,7 @@ func (ws *WebSocket) closeByRuntime(code websocket.StatusCode, reason string) <-
 		return done
 	}
 	ws.byRuntime = true
+	ws.closeCode, ws.closeReason = code, reason
 	ws.markClosedLocked()
 	ws.queue = nil
 	conn := ws.conn
