@@ -45,7 +45,7 @@ func TestFleetWebSocketChatRoomS3(t *testing.T) {
 
 // roomEvictions reads the idle evictions of Room cells from a node's
 // /metrics.
-func roomEvictions(t *testing.T, admin string) int {
+func roomEvictions(t testing.TB, admin string) int {
 	t.Helper()
 	resp, err := http.Get("http://" + admin + "/metrics")
 	if err != nil {

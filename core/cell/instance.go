@@ -317,7 +317,7 @@ func (inst *instance) finish(ctx context.Context, ev *event, userErr error) erro
 			return err
 		}
 		// The reply still waits for what was committed before it.
-		if err := inst.awaitDurable(ctx, inst.commits.snapshot()); err != nil {
+		if err := inst.awaitReply(ctx, inst.commits.snapshot()); err != nil {
 			return err
 		}
 		if userErr != nil {
@@ -338,7 +338,7 @@ func (inst *instance) finish(ctx context.Context, ev *event, userErr error) erro
 	if err != nil {
 		return err
 	}
-	if err := inst.awaitDurable(ctx, snap); err != nil {
+	if err := inst.awaitReply(ctx, snap); err != nil {
 		return err
 	}
 	return userErr

@@ -317,12 +317,27 @@ func (ws *WebSocket) readLoop(conn *websocket.Conn) {
 	}
 }
 
+// noReplyKey marks the context of a socket event: it has no reply to hold
+// behind the output gate (its sends wait on their own), so the socket's
+// next message may start as soon as the turn committed, as in workerd.
+type noReplyKey struct{}
+
+// awaitReply is the output gate of an event's reply; a socket event has
+// none.
+func (inst *instance) awaitReply(ctx context.Context, ps pendingSet) error {
+	if ctx.Value(noReplyKey{}) != nil {
+		return nil
+	}
+	return inst.awaitDurable(ctx, ps)
+}
+
 // event runs fn as one event of the socket's object and handles its
 // failure: a cell now owned elsewhere or a runtime closing closes the
 // socket with 1012; a reset has closed it with 1011 already.
 func (ws *WebSocket) event(fn func(ctx context.Context, obj any) error) {
 	set := ws.set
-	err := ws.rt.dispatch(ws.rt.bg, set.cls, set.id, fn)
+	ctx := context.WithValue(ws.rt.bg, noReplyKey{}, true)
+	err := ws.rt.dispatch(ctx, set.cls, set.id, fn)
 	var oe *lease.CellOwnedElsewhereError
 	var be *BrokenObjectError
 	switch {
