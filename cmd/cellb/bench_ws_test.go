@@ -4,7 +4,8 @@ package main
 // (the embedded default: a single host, the LTX log on a files bucket
 // under --data-dir). Written up in docs/benchmarks.md; run with
 //
-//	go test -run '^$' -bench 'WebSocket' -benchtime 2000x ./cmd/cellb
+//	go test -run '^$' -bench 'WebSocketRoomFanout' -benchtime 3000x ./cmd/cellb
+//	go test -run '^$' -bench 'WebSocketHibernatedMemory' -benchtime 1x ./cmd/cellb
 
 import (
 	"context"
@@ -109,7 +110,8 @@ func rssKiB(b *testing.B, pid int) int {
 
 // BenchmarkWebSocketHibernatedMemory: the server's resident memory per
 // open socket of a hibernated room (the room evicted, its sockets open on
-// the node), from 2,000 sockets.
+// the node), from 2,000 sockets. It measures once, whatever b.N (run it
+// with -benchtime 1x).
 func BenchmarkWebSocketHibernatedMemory(b *testing.B) {
 	const sockets = 2000
 	admin := fmt.Sprintf("127.0.0.1:%d", 20000+os.Getpid()%20000)
@@ -134,7 +136,7 @@ func BenchmarkWebSocketHibernatedMemory(b *testing.B) {
 	time.Sleep(time.Second)
 	base := rssKiB(b, p.cmd.Process.Pid)
 	b.ResetTimer()
-	for range b.N {
+	for range min(b.N, 1) {
 		ev := roomEvictions(b, admin)
 		conns := make([]*websocket.Conn, sockets)
 		for i := range conns {
