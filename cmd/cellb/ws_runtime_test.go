@@ -418,3 +418,45 @@ func TestWebSocketRuntimeCloseIs1012(t *testing.T) {
 		t.Fatalf("close %v (%v), want 1012", code, err)
 	}
 }
+
+// TestWebSocketBetweenTwoProcessesOfOneHost: two servers on one --data
+// directory (the single-host mode). A socket joining through the second
+// for a room the first holds is relayed over the first's local socket:
+// both sockets get every message, and when the first closes both are
+// closed with 1012 (the relayed one through the relay).
+func TestWebSocketBetweenTwoProcessesOfOneHost(t *testing.T) {
+	dir := t.TempDir()
+	_, hs1, stop1 := startClosable(t, dir)
+	_, hs2, _ := startClosable(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c1, err := dialRoom(ctx, hs1.URL, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.CloseNow()
+	c2, err := dialRoom(ctx, hs2.URL, "shared")
+	if err != nil {
+		t.Fatalf("the second server did not relay the socket: %v", err)
+	}
+	defer c2.CloseNow()
+	for i, from := range []*websocket.Conn{c2, c1} {
+		text := fmt.Sprintf("from %d", i)
+		if err := from.Write(ctx, websocket.MessageText, []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		for j, c := range []*websocket.Conn{c1, c2} {
+			m, err := readMessage(ctx, c)
+			if err != nil || m.Text != text {
+				t.Fatalf("socket %d: %+v %v, want %q", j+1, m, err, text)
+			}
+		}
+	}
+	go stop1()
+	for j, c := range []*websocket.Conn{c1, c2} {
+		_, _, err := c.Read(ctx)
+		if code := websocket.CloseStatus(err); code != websocket.StatusServiceRestart {
+			t.Fatalf("socket %d: %v, want a Close with 1012", j+1, err)
+		}
+	}
+}
