@@ -16,7 +16,11 @@ func (inst *instance) endTurn(ctx context.Context, ev *event) (err error) {
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
 	// The turn's WebSocket sends wait for what it committed (sockets.go).
-	defer func() { ev.releaseFrames(inst, inst.commits.snapshot(), err != nil) }()
+	defer func() {
+		if ev.hasFrames() {
+			ev.releaseFrames(inst, inst.commits.snapshot(), err != nil)
+		}
+	}()
 	inst.db.closeRows()
 	if err := inst.g.err(); err != nil || inst.closed {
 		inst.rollbackLocked(ctx)

@@ -38,6 +38,14 @@ func (ev *event) deferFrame(f *frame) {
 	ev.framesMu.Unlock()
 }
 
+// hasFrames reports whether the turn sent anything (most turns do not:
+// they skip the snapshot).
+func (ev *event) hasFrames() bool {
+	ev.framesMu.Lock()
+	defer ev.framesMu.Unlock()
+	return len(ev.frames) > 0
+}
+
 // releaseFrames lets the turn's sends go once its commit is tracked: each
 // waits for what the cell committed up to now (ps); if the turn failed
 // they are dropped.
