@@ -47,11 +47,40 @@ func isCleanRejection(err error, cond store.Condition) bool {
 	return false
 }
 
+// Hints for the bucket's definite refusals, naming what the user sets.
+const (
+	accessHint = "check AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, or AZURE_STORAGE_CONNECTION_STRING, and the account's access rules"
+	bucketHint = "check the container's name in the URL and the account (AZURE_STORAGE_ACCOUNT, or CELLB_AZURE_ENDPOINT for an emulator)"
+)
+
+// refusal reports a definite refusal: credentials refused (401, 403:
+// AuthenticationFailed, AuthorizationFailure, …) or a missing container
+// (ContainerNotFound). Nothing was applied, whatever the request's
+// condition.
+func refusal(op string, err error) *store.RefusedError {
+	var code string
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		code = re.ErrorCode
+	}
+	st := status(err)
+	switch {
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		return &store.RefusedError{Kind: store.ErrAccessDenied, Status: st, Code: code, Hint: accessHint, Err: err}
+	case bloberror.HasCode(err, bloberror.ContainerNotFound):
+		return &store.RefusedError{Kind: store.ErrBucketNotFound, Status: st, Code: code, Hint: bucketHint, Err: err}
+	}
+	return nil
+}
+
 // writeError maps the failure of Put Blob or Put Block List. A conditional
 // write is precondition failed only on a clean rejection and ambiguous on
 // anything else; an unconditional one is a plain failure on a 4xx answer
 // and ambiguous otherwise.
 func writeError(key string, cond store.Condition, err error) error {
+	if r := refusal("put", err); r != nil {
+		return &store.OpError{Op: "put", Key: key, Err: r}
+	}
 	if cond.IsConditional() {
 		if isCleanRejection(err, cond) {
 			return &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: %w", store.ErrPreconditionFailed, err)}
@@ -66,6 +95,9 @@ func writeError(key string, cond store.Condition, err error) error {
 
 // readError maps a failed Get, Delete or List.
 func readError(op, key string, err error) error {
+	if r := refusal(op, err); r != nil {
+		return &store.OpError{Op: op, Key: key, Err: r}
+	}
 	if op == "get" && isMissingBlob(err) {
 		return &store.OpError{Op: op, Key: key, Err: store.ErrNotFound}
 	}

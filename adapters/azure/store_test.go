@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -303,12 +304,13 @@ func TestErrorClassification(t *testing.T) {
 		{"412 ConditionNotMet", fakeAzure{status: 412, code: "ConditionNotMet"}, store.IfVersion(`"x"`), store.ErrPreconditionFailed, 1},
 		{"409 BlobAlreadyExists", fakeAzure{status: 409, code: "BlobAlreadyExists"}, store.IfAbsent, store.ErrPreconditionFailed, 1},
 		{"404 BlobNotFound on if-match", fakeAzure{status: 404, code: "BlobNotFound"}, store.IfVersion(`"x"`), store.ErrPreconditionFailed, 1},
-		{"404 ContainerNotFound on if-match", fakeAzure{status: 404, code: "ContainerNotFound"}, store.IfVersion(`"x"`), store.ErrAmbiguous, 1},
+		{"404 ContainerNotFound on if-match is a definite refusal", fakeAzure{status: 404, code: "ContainerNotFound"}, store.IfVersion(`"x"`), store.ErrBucketNotFound, 1},
+		{"403 on create-only is a definite refusal", fakeAzure{status: 403, code: "AuthenticationFailed"}, store.IfAbsent, store.ErrAccessDenied, 1},
 		{"409 LeaseIdMissing is ambiguous", fakeAzure{status: 409, code: "LeaseIdMissing"}, store.IfAbsent, store.ErrAmbiguous, 1},
 		{"500 on create-only is ambiguous and not retried", fakeAzure{status: 500, code: "InternalError"}, store.IfAbsent, store.ErrAmbiguous, 1},
 		{"503 on if-match is ambiguous and not retried", fakeAzure{status: 503, code: "ServerBusy"}, store.IfVersion(`"x"`), store.ErrAmbiguous, 1},
 		{"500 on a plain put is retried, then ambiguous", fakeAzure{status: 500, code: "InternalError"}, store.Condition{}, store.ErrAmbiguous, 0},
-		{"403 on a plain put is a plain failure", fakeAzure{status: 403, code: "AuthorizationFailure"}, store.Condition{}, nil, 1},
+		{"403 on a plain put is a definite refusal", fakeAzure{status: 403, code: "AuthorizationFailure"}, store.Condition{}, store.ErrAccessDenied, 1},
 		{"no ETag on success is ambiguous", fakeAzure{status: 201, noETag: true}, store.IfAbsent, store.ErrAmbiguous, 1},
 	}
 	for i := range cases {
@@ -319,7 +321,7 @@ func TestErrorClassification(t *testing.T) {
 			if err == nil {
 				t.Fatal("Put succeeded")
 			}
-			for _, kind := range []error{store.ErrPreconditionFailed, store.ErrAmbiguous, store.ErrNotFound} {
+			for _, kind := range []error{store.ErrPreconditionFailed, store.ErrAmbiguous, store.ErrNotFound, store.ErrAccessDenied, store.ErrBucketNotFound} {
 				if errors.Is(err, kind) != (kind == c.want) {
 					t.Fatalf("err = %v; errors.Is(err, %q) = %v", err, kind, errors.Is(err, kind))
 				}
@@ -356,5 +358,45 @@ func TestOptionsChecked(t *testing.T) {
 		if _, err := azure.New(ctx, o); err == nil {
 			t.Errorf("New(%+v) accepted bad options", o)
 		}
+	}
+}
+
+// On Azurite a wrong key and a missing container are definite refusals
+// for every operation, on one short line naming what to check.
+func TestRefusalsOnTheServer(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		tweak func(*azure.Options)
+		kind  error
+		hint  string
+	}{
+		{"wrong key", func(o *azure.Options) {
+			o.AccountKey = base64.StdEncoding.EncodeToString([]byte("not the account's key, not at all"))
+		}, store.ErrAccessDenied, "AZURE_STORAGE_KEY"},
+		{"missing container", func(o *azure.Options) { o.Container = "no-such-container-" + randomHex(4) }, store.ErrBucketNotFound, "container's name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := serverOptions(t)
+			c.tweak(&opts)
+			st, err := azure.New(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close(st)
+			ctx := t.Context()
+			_, perr := st.Put(ctx, "k", []byte("x"), store.PutOptions{Condition: store.IfAbsent})
+			_, gerr := st.Get(ctx, "k")
+			_, lerr := st.List(ctx, store.ListOptions{})
+			for op, err := range map[string]error{"put": perr, "get": gerr, "list": lerr} {
+				switch {
+				case !errors.Is(err, c.kind):
+					t.Errorf("%s: %v, want %v", op, err, c.kind)
+				case store.IsAmbiguous(err) || store.IsNotFound(err):
+					t.Errorf("%s: %v is ambiguous or not-found", op, err)
+				case !strings.Contains(err.Error(), c.hint) || len(err.Error()) > 300:
+					t.Errorf("%s: message %q: want one line under 300 characters naming %q", op, err, c.hint)
+				}
+			}
+		})
 	}
 }

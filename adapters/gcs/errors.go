@@ -42,10 +42,35 @@ func isCleanRejection(err error) bool {
 	return status(err) == http.StatusPreconditionFailed
 }
 
+// Hints for the bucket's definite refusals, naming what the user sets.
+const (
+	accessHint = "check GOOGLE_APPLICATION_CREDENTIALS (or gcloud auth application-default login) and that the account may use the bucket"
+	bucketHint = "check the bucket's name in the URL, and STORAGE_EMULATOR_HOST for an emulator"
+)
+
+// refusal reports a definite refusal: credentials refused (401, 403) or a
+// missing bucket (the client's ErrBucketNotExist; a 404 to a write or a
+// listing, which only a missing bucket answers). Nothing was applied,
+// whatever the request's condition.
+func refusal(op string, err error) *store.RefusedError {
+	st := status(err)
+	switch {
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		return &store.RefusedError{Kind: store.ErrAccessDenied, Status: st, Hint: accessHint, Err: err}
+	case errors.Is(err, storage.ErrBucketNotExist),
+		st == http.StatusNotFound && (op == "put" || op == "list"):
+		return &store.RefusedError{Kind: store.ErrBucketNotFound, Status: st, Hint: bucketHint, Err: err}
+	}
+	return nil
+}
+
 // writeError maps a failed Put. A conditional write is precondition failed
 // only on a 412 and ambiguous on anything else; an unconditional one is a
 // plain failure on a 4xx answer and ambiguous otherwise.
 func writeError(key string, cond store.Condition, err error) error {
+	if r := refusal("put", err); r != nil {
+		return &store.OpError{Op: "put", Key: key, Err: r}
+	}
 	if cond.IsConditional() {
 		if isCleanRejection(err) {
 			return &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: %w", store.ErrPreconditionFailed, err)}
@@ -60,6 +85,9 @@ func writeError(key string, cond store.Condition, err error) error {
 
 // readError maps a failed Get, Delete or List.
 func readError(op, key string, err error) error {
+	if r := refusal(op, err); r != nil {
+		return &store.OpError{Op: op, Key: key, Err: r}
+	}
 	if op == "get" && isMissingObject(err) {
 		return &store.OpError{Op: op, Key: key, Err: store.ErrNotFound}
 	}

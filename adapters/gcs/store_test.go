@@ -212,7 +212,9 @@ func TestErrorClassification(t *testing.T) {
 		{"500 on create-only is ambiguous and not retried", fakeGCS{status: 500}, store.IfAbsent, store.ErrAmbiguous},
 		{"503 on generation match is ambiguous and not retried", fakeGCS{status: 503}, store.IfVersion("7"), store.ErrAmbiguous},
 		{"409 on create-only is ambiguous", fakeGCS{status: 409}, store.IfAbsent, store.ErrAmbiguous},
-		{"403 on a plain put is a plain failure", fakeGCS{status: 403}, store.Condition{}, nil},
+		{"403 on a plain put is a definite refusal", fakeGCS{status: 403}, store.Condition{}, store.ErrAccessDenied},
+		{"401 on create-only is a definite refusal", fakeGCS{status: 401}, store.IfAbsent, store.ErrAccessDenied},
+		{"404 on generation match is a missing bucket", fakeGCS{status: 404}, store.IfVersion("7"), store.ErrBucketNotFound},
 		{"no generation on success is ambiguous", fakeGCS{status: 200, noGen: true}, store.IfAbsent, store.ErrAmbiguous},
 	}
 	for i := range cases {
@@ -223,7 +225,7 @@ func TestErrorClassification(t *testing.T) {
 			if err == nil {
 				t.Fatal("Put succeeded")
 			}
-			for _, kind := range []error{store.ErrPreconditionFailed, store.ErrAmbiguous, store.ErrNotFound} {
+			for _, kind := range []error{store.ErrPreconditionFailed, store.ErrAmbiguous, store.ErrNotFound, store.ErrAccessDenied, store.ErrBucketNotFound} {
 				if errors.Is(err, kind) != (kind == c.want) {
 					t.Fatalf("err = %v; errors.Is(err, %q) = %v", err, kind, errors.Is(err, kind))
 				}
@@ -250,5 +252,32 @@ func TestRejectsBadInput(t *testing.T) {
 	}
 	if _, err := gcs.New(ctx, gcs.Options{}); err == nil {
 		t.Fatal("New accepted an empty bucket name")
+	}
+}
+
+// On the emulator a missing bucket is a definite refusal for writes and
+// listings, on one short line naming what to check. (The emulator does
+// not check credentials; 401 and 403 are covered by
+// TestErrorClassification.)
+func TestMissingBucketOnTheServer(t *testing.T) {
+	opts := serverOptions(t)
+	opts.Bucket = "no-such-bucket-" + randomHex(4)
+	st, err := gcs.New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(st)
+	ctx := t.Context()
+	_, perr := st.Put(ctx, "k", []byte("x"), store.PutOptions{Condition: store.IfAbsent})
+	_, lerr := st.List(ctx, store.ListOptions{})
+	for op, err := range map[string]error{"put": perr, "list": lerr} {
+		switch {
+		case !errors.Is(err, store.ErrBucketNotFound):
+			t.Errorf("%s: %v, want ErrBucketNotFound", op, err)
+		case store.IsAmbiguous(err):
+			t.Errorf("%s: %v is ambiguous", op, err)
+		case !strings.Contains(err.Error(), "bucket's name") || len(err.Error()) > 300:
+			t.Errorf("%s: message %q: want one short line with the hint", op, err)
+		}
 	}
 }

@@ -84,12 +84,35 @@ func isNestingRefusal(err error) bool {
 	return false
 }
 
+// Hints for the bucket's definite refusals, naming what the user sets.
+const (
+	accessHint = "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), and that the bucket's policy allows the operation"
+	bucketHint = "check the bucket's name in the URL, AWS_REGION, and AWS_ENDPOINT_URL_S3 for an S3-compatible service"
+)
+
+// refusal reports a definite refusal: credentials refused (401, 403) or
+// a missing bucket (404 NoSuchBucket). Nothing was applied, whatever the
+// request's condition, so a write refused this way is not ambiguous.
+func refusal(err error) *store.RefusedError {
+	st, c := status(err), code(err)
+	switch {
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		return &store.RefusedError{Kind: store.ErrAccessDenied, Status: st, Code: c, Hint: accessHint, Err: err}
+	case st == http.StatusNotFound && c == "NoSuchBucket":
+		return &store.RefusedError{Kind: store.ErrBucketNotFound, Status: st, Code: c, Hint: bucketHint, Err: err}
+	}
+	return nil
+}
+
 // writeError maps the failure of a Put (or of a multipart step that
 // decides it) to the portable kinds. A conditional write is precondition
 // failed only on a clean rejection and ambiguous on anything else; an
 // unconditional one is ambiguous unless S3 answered with a 4xx. A key the
 // server cannot hold is ErrInvalidKey either way.
 func writeError(key string, cond store.Condition, err error) error {
+	if r := refusal(err); r != nil {
+		return &store.OpError{Op: "put", Key: key, Err: r}
+	}
 	if isNestingRefusal(err) {
 		return &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: the server cannot hold an object and a prefix of the same name: %w", store.ErrInvalidKey, err)}
 	}
@@ -107,6 +130,9 @@ func writeError(key string, cond store.Condition, err error) error {
 
 // readError maps the failure of Get, Delete or List.
 func readError(op, key string, err error) error {
+	if r := refusal(err); r != nil {
+		return &store.OpError{Op: op, Key: key, Err: r}
+	}
 	if op == "get" && isMissingObject(err) {
 		return &store.OpError{Op: op, Key: key, Err: store.ErrNotFound}
 	}

@@ -53,6 +53,9 @@ func (s *Store) putParts(ctx context.Context, key string, next store.Chunks, opt
 	up, err := s.client.CreateMultipartUpload(ctx, create)
 	if err != nil {
 		// Nothing is visible until completion: a failure here changed nothing.
+		if r := refusal(err); r != nil {
+			return "", &store.OpError{Op: "put", Key: key, Err: r}
+		}
 		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("starting multipart upload: %w", err)}
 	}
 	uploadID := up.UploadId

@@ -37,6 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/cellb/cellb/core/store"
 )
@@ -56,7 +57,9 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var load []func(*config.LoadOptions) error
+	// The SDK's own log lines (such as its IMDS fallback warning) would
+	// reach the terminal ahead of CellB's: errors come back as values.
+	load := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
 	if opts.Region != "" {
 		load = append(load, config.WithRegion(opts.Region))
 	}

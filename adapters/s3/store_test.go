@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -278,12 +279,14 @@ func TestErrorClassification(t *testing.T) {
 		{"412 on if-match", fakeS3{status: 412, code: "PreconditionFailed"}, store.IfVersion(`"x"`), store.ErrPreconditionFailed, 1},
 		{"409 conditional conflict", fakeS3{status: 409, code: "ConditionalRequestConflict"}, store.IfVersion(`"x"`), store.ErrPreconditionFailed, 1},
 		{"404 NoSuchKey on if-match", fakeS3{status: 404, code: "NoSuchKey"}, store.IfVersion(`"x"`), store.ErrPreconditionFailed, 1},
-		{"404 NoSuchBucket on if-match", fakeS3{status: 404, code: "NoSuchBucket"}, store.IfVersion(`"x"`), store.ErrAmbiguous, 1},
+		{"404 NoSuchBucket on if-match is a definite refusal", fakeS3{status: 404, code: "NoSuchBucket"}, store.IfVersion(`"x"`), store.ErrBucketNotFound, 1},
+		{"403 on create-only is a definite refusal", fakeS3{status: 403, code: "SignatureDoesNotMatch"}, store.IfAbsent, store.ErrAccessDenied, 1},
+		{"401 on if-match is a definite refusal", fakeS3{status: 401, code: "Unauthorized"}, store.IfVersion(`"x"`), store.ErrAccessDenied, 1},
 		{"500 on create-only is ambiguous and not retried", fakeS3{status: 500, code: "InternalError"}, store.IfAbsent, store.ErrAmbiguous, 1},
 		{"503 on if-match is ambiguous and not retried", fakeS3{status: 503, code: "SlowDown"}, store.IfVersion(`"x"`), store.ErrAmbiguous, 1},
 		{"other 409 on create-only is ambiguous", fakeS3{status: 409, code: "OperationAborted"}, store.IfAbsent, store.ErrAmbiguous, 1},
 		{"500 on a plain put is retried, then ambiguous", fakeS3{status: 500, code: "InternalError"}, store.Condition{}, store.ErrAmbiguous, 0},
-		{"403 on a plain put is a plain failure", fakeS3{status: 403, code: "AccessDenied"}, store.Condition{}, nil, 1},
+		{"403 on a plain put is a definite refusal", fakeS3{status: 403, code: "AccessDenied"}, store.Condition{}, store.ErrAccessDenied, 1},
 		{"no ETag on success is ambiguous", fakeS3{status: 200, noETag: true}, store.IfAbsent, store.ErrAmbiguous, 1},
 	}
 	for i := range cases {
@@ -294,7 +297,7 @@ func TestErrorClassification(t *testing.T) {
 			if err == nil {
 				t.Fatal("Put succeeded")
 			}
-			for _, kind := range []error{store.ErrPreconditionFailed, store.ErrAmbiguous, store.ErrNotFound} {
+			for _, kind := range []error{store.ErrPreconditionFailed, store.ErrAmbiguous, store.ErrNotFound, store.ErrAccessDenied, store.ErrBucketNotFound} {
 				if errors.Is(err, kind) != (kind == c.want) {
 					t.Fatalf("err = %v; errors.Is(err, %q) = %v", err, kind, errors.Is(err, kind))
 				}
@@ -313,8 +316,52 @@ func TestGetClassification(t *testing.T) {
 		t.Fatalf("NoSuchKey: got %v, want ErrNotFound", err)
 	}
 	f = &fakeS3{status: 404, code: "NoSuchBucket"}
-	if _, err := openFake(t, f).Get(t.Context(), "k"); err == nil || errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("NoSuchBucket: got %v, want an error that is not ErrNotFound", err)
+	if _, err := openFake(t, f).Get(t.Context(), "k"); !errors.Is(err, store.ErrBucketNotFound) || errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("NoSuchBucket: got %v, want ErrBucketNotFound and not ErrNotFound", err)
+	}
+	f = &fakeS3{status: 403, code: "AccessDenied"}
+	if _, err := openFake(t, f).Get(t.Context(), "k"); !errors.Is(err, store.ErrAccessDenied) {
+		t.Fatalf("403: got %v, want ErrAccessDenied", err)
+	}
+}
+
+// On a real server a wrong secret and a missing bucket are definite
+// refusals on one short line naming what to check, for every operation.
+func TestRefusalsOnTheServer(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		tweak func(*s3.Options)
+		kind  error
+		hint  string
+	}{
+		{"wrong secret", func(o *s3.Options) {
+			o.Credentials = credentials.NewStaticCredentialsProvider(os.Getenv("CELLB_TEST_S3_ACCESS_KEY"), "not-the-secret", "")
+		}, store.ErrAccessDenied, "AWS_SECRET_ACCESS_KEY"},
+		{"missing bucket", func(o *s3.Options) { o.Bucket = "no-such-bucket-" + randomHex(4) }, store.ErrBucketNotFound, "bucket's name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := serverOptions(t)
+			c.tweak(&opts)
+			st, err := s3.New(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			_, perr := st.Put(ctx, "k", []byte("x"), store.PutOptions{Condition: store.IfAbsent})
+			_, gerr := st.Get(ctx, "k")
+			_, lerr := st.List(ctx, store.ListOptions{})
+			derr := st.Delete(ctx, "k")
+			for op, err := range map[string]error{"put": perr, "get": gerr, "list": lerr, "delete": derr} {
+				switch {
+				case !errors.Is(err, c.kind):
+					t.Errorf("%s: %v, want %v", op, err, c.kind)
+				case store.IsAmbiguous(err) || store.IsNotFound(err):
+					t.Errorf("%s: %v is ambiguous or not-found", op, err)
+				case !strings.Contains(err.Error(), c.hint) || strings.Contains(err.Error(), "\n") || len(err.Error()) > 300:
+					t.Errorf("%s: message %q: want one line under 300 characters naming %q", op, err, c.hint)
+				}
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,7 +189,7 @@ func testInspectAndRepair(t *testing.T, u string) {
 	}
 	// One cell, by name.
 	code, out, errs = runBin(t, "inspect", u, "Counter:apples", "--name")
-	if code != 0 || !strings.Contains(out, apples) || !strings.Contains(out, "record-lost") || !strings.Contains(out, "e2: 1..4") {
+	if code != 1 || !strings.Contains(errs, "1 findings on 1 cells") || !strings.Contains(out, apples) || !strings.Contains(out, "record-lost") || !strings.Contains(out, "e2: 1..4") {
 		t.Errorf("inspect one cell: %d %q\n%s", code, errs, out)
 	}
 
@@ -247,4 +248,68 @@ func TestInspectShowsProgress(t *testing.T) {
 	if code, _, errs := runBin(t, "inspect", dir, "--json", "--quiet"); code != 0 || errs != "" {
 		t.Errorf("inspect --quiet: %d, stderr %q", code, errs)
 	}
+}
+
+// A bucket only single-host nodes wrote keeps no ownership records: one
+// cell asked alone gets the verdict the whole bucket's report gives it (no
+// record-lost), repair writes nothing, and the other cells stay healthy.
+// With --verify a log file of random bytes is a corrupt-file finding, and
+// any finding printed exits 1.
+func TestInspectSingleHostAndVerify(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := openBucket(ctx, bucketMux(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(s)
+	good, err := os.ReadFile(goldenLTX(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cell.CellKey("Counter", cell.IDFromName(defaultScriptName, "Counter", "a"))
+	b := cell.CellKey("Counter", cell.IDFromName(defaultScriptName, "Counter", "b"))
+	junk := make([]byte, 700)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range junk {
+		junk[i] = byte(rng.Uint32())
+	}
+	for key, data := range map[string][]byte{
+		layout.LTXKey(a, 1, 0, 1, 1): good,
+		layout.LTXKey(b, 1, 0, 1, 1): good,
+		layout.LTXKey(b, 1, 0, 2, 2): junk,
+	} {
+		if _, err := s.Put(ctx, key, data, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"inspect", dir, a}, {"inspect", dir, "--quiet"}, {"repair", dir, a}} {
+		code, out, errs := runBin(t, args...)
+		if code != 0 || strings.Contains(out, "record-lost") {
+			t.Errorf("cellb %v: exit %d, stderr %q\n%s", args, code, errs, out)
+		}
+	}
+	if code, out, _ := runBin(t, "repair", dir, a, "--apply"); code != 0 || ownJSON(t, dir, a) != "" {
+		t.Errorf("repair --apply on a single-host cell: exit %d, own.json %q\n%s", code, ownJSON(t, dir, a), out)
+	}
+	// Without --verify the junk file is not read; with it, it is found,
+	// on the cell and in the whole bucket's report.
+	if code, out, _ := runBin(t, "inspect", dir, b); code != 0 || strings.Contains(out, "corrupt-file") {
+		t.Errorf("inspect without --verify: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"inspect", dir, b, "--verify"}, {"inspect", dir, "--verify", "--quiet"}} {
+		code, out, errs := runBin(t, args...)
+		named := len(args) == 3 && !strings.Contains(out, "0000000000000002-0000000000000002") // the cell view names the file
+		if code != 1 || !strings.Contains(out, "corrupt-file") || named || !strings.Contains(errs, "findings") {
+			t.Errorf("cellb %v: exit %d, stderr %q\n%s", args, code, errs, out)
+		}
+	}
+	if code, out, errs := runBin(t, "inspect", dir, a, "--verify"); code != 0 || !strings.Contains(out, "none: healthy") {
+		t.Errorf("inspect --verify of a sound cell: exit %d %q\n%s", code, errs, out)
+	}
+}
+
+// goldenLTX is the golden vectors' snapshot, TXID 1.
+func goldenLTX(t *testing.T) string {
+	return filepath.Join(goldenDir(t), "replica", "ltx", "0", "0000000000000001-0000000000000001.ltx")
 }

@@ -63,3 +63,42 @@ func TestDiagnoseAzure(t *testing.T) {
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", os.Getenv("CELLB_TEST_AZURE_CONNECTION_STRING"))
 	runDiagnose(t, "az://"+os.Getenv("CELLB_TEST_AZURE_CONTAINER")+"/diagnose-test")
 }
+
+// A wrong secret and a missing bucket are told as what they are, on one
+// short line naming what to check: never "outcome unknown".
+func TestRefusedBucketIsToldPlainly(t *testing.T) {
+	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
+	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("CELLB_TEST_S3_ACCESS_KEY"))
+	t.Setenv("AWS_REGION", os.Getenv("CELLB_TEST_S3_REGION"))
+	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	for _, c := range []struct {
+		name, secret, bucket, want, hint string
+	}{
+		{"wrong secret", "not-the-secret", os.Getenv("CELLB_TEST_S3_BUCKET"), "access denied", "AWS_SECRET_ACCESS_KEY"},
+		{"missing bucket", os.Getenv("CELLB_TEST_S3_SECRET_KEY"), "no-such-bucket-cellb", "bucket not found", "bucket's name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("AWS_SECRET_ACCESS_KEY", c.secret)
+			for _, args := range [][]string{
+				{"inspect", "s3://" + c.bucket + "/refused"},
+				{"restore", "s3://" + c.bucket + "/refused", "Counter:alice", t.TempDir() + "/out.db"},
+			} {
+				code, _, stderr := inProcess(t, args...)
+				if code == 0 {
+					t.Fatalf("cellb %s: exit 0", args[0])
+				}
+				if !strings.Contains(stderr, c.want) || !strings.Contains(stderr, c.hint) || strings.Contains(stderr, "outcome unknown") {
+					t.Errorf("cellb %s: stderr %q: want %q and %q, not an unknown outcome", args[0], stderr, c.want, c.hint)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+					if len(line) > 400 {
+						t.Errorf("cellb %s: a %d-character line: %q", args[0], len(line), line)
+					}
+				}
+			}
+		})
+	}
+}

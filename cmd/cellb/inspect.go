@@ -16,6 +16,7 @@ func inspectCommand() cli.Entry {
 		opts := admin.Options{}
 		cl.Flags.IntVar(&opts.Concurrency, "concurrency", admin.DefaultConcurrency, "cells read at once (0: the default)")
 		quiet := cl.Flags.Bool("quiet", false, "no progress on stderr")
+		cl.Flags.BoolVar(&opts.Verify, "verify", false, "read every LTX file and check its header, pages and checksums (reads the whole log)")
 		pos, key, code, done := cellArg(cl, e, args)
 		if done {
 			return code

@@ -26,13 +26,13 @@ import (
 )
 
 func serveCommand() cli.Entry {
-	return command("serve", "run a node hosting the example apps (counter, chat rooms, R2 images) over HTTP",
+	return command("serve", "run a node hosting the example apps (counter, chat rooms, bank, R2 images) over HTTP",
 		func(ctx context.Context, e *env, args []string) int {
 			return serveCmd(ctx, e, args)
 		})
 }
 
-const serveAbout = `Runs a node hosting the example counter and chat room apps. Without
+const serveAbout = `Runs a node hosting the example apps (docs/examples.md). Without
 --bucket, on the embedded default: cell databases under --data-dir (the
 primary copy) and an LTX log in a files bucket at <data-dir>/bucket;
 processes sharing --data-dir take cells by shard locks and route calls to

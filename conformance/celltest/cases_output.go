@@ -21,6 +21,7 @@ func outputCases() []caseDef {
 		{"output/counter-64", caseCounter64},
 		{"output/log-commits", caseLogCommits},
 		{"output/log-told-capture", caseLogToldCapture},
+		{"output/method-held-until-durable", caseMethodHeldUntilDurable},
 	}
 }
 
@@ -597,5 +598,69 @@ func caseConstructorError(c *checkT) {
 	}
 	if _, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") }); err != nil {
 		c.errorf("the call after a failed construction: %v", err)
+	}
+}
+
+// A typed method call (cell.RegisterMethod) has a request's gates: its
+// reply, and the error it returned (its writes committed), wait for every
+// commit made before them.
+func caseMethodHeldUntilDurable(c *checkT) {
+	log := c.controlLog()
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Method", nil)
+	entered := make(chan struct{}, 2)
+	incr, err := cell.RegisterMethod(pc.ns, "incr", func(ctx context.Context, p *probe, k string) (int64, error) {
+		v, err := p.incr(ctx, k)
+		entered <- struct{}{}
+		return v, err
+	})
+	if err != nil {
+		c.fatalf("RegisterMethod(incr): %v", err)
+	}
+	refuse, err := cell.RegisterMethod(pc.ns, "refuse", func(ctx context.Context, p *probe, k string) (int64, error) {
+		if _, err := p.incr(ctx, k); err != nil {
+			return 0, err
+		}
+		entered <- struct{}{}
+		return 0, errors.New("refused after writing")
+	})
+	if err != nil {
+		c.fatalf("RegisterMethod(refuse): %v", err)
+	}
+	s := pc.stub("a")
+	if v, err := incr.Call(c.ctx, s, "n"); err != nil || v != 1 {
+		c.fatalf("warm up: %d %v", v, err)
+	}
+	<-entered
+
+	log.Hold()
+	async := func(m *cell.Method[*probe, string, int64]) <-chan result[int64] {
+		ch := make(chan result[int64], 1)
+		go func() {
+			v, err := m.Call(c.ctx, s, "n")
+			ch <- result[int64]{v, err}
+		}()
+		return ch
+	}
+	w := async(incr)
+	wait(c, entered, "the method that writes")
+	f := async(refuse)
+	wait(c, entered, "the method that writes and returns an error")
+	if !quiet(w, settle) {
+		c.errorf("a method's reply left before its commit was durable")
+	}
+	if !quiet(f, settle) {
+		c.errorf("a method's error left before its commit was durable")
+	}
+	log.Release()
+	if v := wait(c, w, "the method's reply after durability"); v.err != nil || v.v != 2 {
+		c.errorf("method reply %d (err %v), want 2", v.v, v.err)
+	}
+	var me *cell.MethodError
+	if v := wait(c, f, "the method's error after durability"); !errors.As(v.err, &me) || me.Message != "refused after writing" {
+		c.errorf("method error %v (%T), want a *cell.MethodError saying refused after writing", v.err, v.err)
+	}
+	if v := must(c, s, "read back", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") }); v != 3 {
+		c.errorf("after both methods n = %d, want 3 (a method's error keeps its writes)", v)
 	}
 }

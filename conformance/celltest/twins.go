@@ -61,6 +61,9 @@ func Twins() []Twin {
 		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
 		{"blob-as-text", wrapDriver(BlobAsText), []string{"kv/v8-values"}},
 		{"sanitizes-utf8", wrapDriver(SanitizesUTF8), []string{"kv/list"}},
+		// AckBeforeDurable again, for a typed method's reply (its own entry,
+		// so the method cases are run on it alone).
+		{"method-reply-before-durable", wrapLog(AckBeforeDurable), []string{"output/method-held-until-durable"}},
 	}
 }
 

@@ -115,3 +115,30 @@ func testVersionChanges(t tb, e *env) {
 		t.Errorf("listing reports version %q size %d, Get reports %q size %d", o.Version, o.Size, last, len(lastBody))
 	}
 }
+
+// testDeleteRecreateSwap: a version names one object, not one key. After a
+// delete and a re-create, a write conditioned on a version from before the
+// delete must be rejected, or a compare-and-swap lands on an object its
+// writer never read (the fleet deletes and re-creates node leases, and an
+// owner record's swap must not survive that). Bodies differ, as CellB's
+// always do (an S3 ETag is the body's MD5).
+func testDeleteRecreateSwap(t tb, e *env) {
+	ctx, k := e.ctx, e.key("recreated")
+	old := mustPut(t, ctx, e.s, k, e.body("before the delete"), store.PutOptions{Condition: store.IfAbsent})
+	if err := e.s.Delete(ctx, k); err != nil {
+		t.Fatalf("delete %s: %v", k, err)
+	}
+	bNew := e.body("re-created")
+	vNew := mustPut(t, ctx, e.s2, k, bNew, store.PutOptions{Condition: store.IfAbsent})
+	if vNew == old {
+		t.Errorf("the re-created object got version %q again, the version of the deleted one", old)
+	}
+	_, err := e.s.Put(ctx, k, e.body("swap on the old version"), store.PutOptions{Condition: store.IfVersion(old)})
+	expectRejected(t, "a write conditioned on the version of the deleted object", err,
+		"versions repeat across a delete and re-create, so a stale compare-and-swap lands on a different object")
+	checkBody(t, "after the swap on the old version", mustGet(t, ctx, e.s2, k), bNew, vNew)
+	// And the re-created object's own version still swaps.
+	bLast := e.body("swap on the new version")
+	vLast := mustPut(t, ctx, e.s, k, bLast, store.PutOptions{Condition: store.IfVersion(vNew)})
+	checkBody(t, "after the swap on the new version", mustGet(t, ctx, e.s, k), bLast, vLast)
+}

@@ -113,10 +113,14 @@ func testDelete(t tb, e *env) {
 			}
 		}
 	}
-	gone, stays := e.key("d/gone"), e.key("d/stays")
+	// "d/gone-kept" has the deleted key as a prefix: a delete removes one
+	// key, never the keys it begins.
+	gone, stays, longer := e.key("d/gone"), e.key("d/stays"), e.key("d/gone-kept")
 	mustPut(t, ctx, e.s, gone, e.body("gone"), store.PutOptions{})
 	bStays := e.body("stays")
 	vStays := mustPut(t, ctx, e.s, stays, bStays, store.PutOptions{})
+	bLonger := e.body("longer")
+	vLonger := mustPut(t, ctx, e.s, longer, bLonger, store.PutOptions{})
 	if err := e.s2.Delete(ctx, gone); err != nil {
 		t.Fatalf("delete %s: %v", gone, err)
 	}
@@ -125,9 +129,10 @@ func testDelete(t tb, e *env) {
 			t.Errorf("get of a deleted key: %v, want ErrNotFound", err)
 		}
 		l := listChecked(t, ctx, c, store.ListOptions{Prefix: e.key("d/")})
-		sameStrings(t, "listing after the delete", l.keys(), []string{stays})
+		sameStrings(t, "listing after the delete", l.keys(), []string{longer, stays})
 	}
 	checkBody(t, "the deleted key's neighbour", mustGet(t, ctx, e.s, stays), bStays, vStays)
+	checkBody(t, "the key the deleted key is a prefix of", mustGet(t, ctx, e.s, longer), bLonger, vLonger)
 	if err := e.s.Delete(ctx, gone); err != nil {
 		t.Errorf("deleting a key twice: %v, want success", err)
 	}

@@ -56,6 +56,11 @@ type Options struct {
 	// Logs are the logs a cell may keep (default layout.Logs(): ltx,
 	// changeset, backup).
 	Logs []layout.Log
+	// Verify reads every file of each cell's LTX log and checks its
+	// header, pages and checksums, and that its TXIDs are the ones its
+	// key names (a corrupt-file finding otherwise). Without it only
+	// listings and records are read.
+	Verify bool
 }
 
 func (o Options) clock() clock.Clock { return clock.Or(o.Clock) }

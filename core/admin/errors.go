@@ -18,6 +18,9 @@ type NoCellError struct {
 }
 
 func (e *NoCellError) Error() string {
+	if _, id, ok := strings.Cut(e.Cell, ":"); ok && !isID(id) {
+		return fmt.Sprintf("the bucket holds nothing for %s (no ownership record, no log), and %q is not an id (64 hex digits): if it is the cell's name, add --name (and --script-name when it is not the default)", e.Cell, id)
+	}
 	return fmt.Sprintf("the bucket holds nothing for %s (no ownership record, no log); check the cell key, or the class and script name it was resolved with", e.Cell)
 }
 
@@ -85,3 +88,37 @@ func (e *ProblemsError) Error() string {
 }
 
 func (e *ProblemsError) Unwrap() []error { return e.Errs }
+
+// FindingsError: a report was made and it shows findings (something wrong
+// with a cell, each named on its cell). Show returns it so that a command
+// exits non-zero whenever it prints a finding, for one cell as for the
+// whole bucket.
+type FindingsError struct {
+	// Findings counts the findings, Cells the cells they are on; First is
+	// the first cell with one and Kind that finding's kind.
+	Findings, Cells int
+	First, Kind     string
+}
+
+func (e *FindingsError) Error() string {
+	return fmt.Sprintf("%d findings on %d cells (shown with the rest); the first: %s %s", e.Findings, e.Cells, e.First, e.Kind)
+}
+
+// findingsOf is the FindingsError of cells, nil when none has a finding.
+func findingsOf(cells ...*Cell) error {
+	var e FindingsError
+	for _, c := range cells {
+		if len(c.Findings) == 0 {
+			continue
+		}
+		if e.Cells == 0 {
+			e.First, e.Kind = c.Key, c.Findings[0].Kind
+		}
+		e.Cells++
+		e.Findings += len(c.Findings)
+	}
+	if e.Cells == 0 {
+		return nil
+	}
+	return &e
+}

@@ -260,7 +260,63 @@ func InspectCell(ctx context.Context, s store.Store, cell string, opts Options) 
 	if c.Record == RecordMissing && c.LogObjects == 0 && c.Err == nil {
 		return nil, &NoCellError{Cell: cell}
 	}
+	if err := judgeAsTheBucket(ctx, s, opts, c); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// judgeAsTheBucket gives one cell the verdict Inspect gives it in the
+// whole bucket's report: a missing record is lost only in a fleet bucket.
+// A cell without a record can tell that only from the rest of the bucket.
+func judgeAsTheBucket(ctx context.Context, s store.Store, opts Options, c *Cell) error {
+	if c.Record != RecordMissing || !slices.ContainsFunc(c.Findings, func(f Finding) bool { return f.Kind == FindRecordLost }) {
+		return nil
+	}
+	fleet, err := IsFleet(ctx, s, opts)
+	if err != nil {
+		return err
+	}
+	if !fleet {
+		c.Findings = slices.DeleteFunc(c.Findings, func(f Finding) bool { return f.Kind == FindRecordLost })
+	}
+	return nil
+}
+
+// IsFleet reports whether fleet nodes have written the bucket: it holds a
+// node lease or any cell's ownership record. A bucket only single-host
+// nodes wrote (ownership by shard locks) holds neither, and there a cell
+// without a record is not a cell that lost one. It stops at the first
+// record it finds.
+func IsFleet(ctx context.Context, s store.Store, opts Options) (bool, error) {
+	nodes, err := s.List(ctx, store.ListOptions{Prefix: layout.NodesPrefix, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	if len(nodes.Objects) > 0 {
+		return true, nil
+	}
+	errFound := errors.New("found")
+	err = store.ListEach(ctx, s, store.ListOptions{Prefix: layout.CellsPrefix, Delimiter: "/", Limit: opts.PageSize}, func(p store.ListPage) error {
+		for _, pre := range p.Prefixes {
+			c, ok := layout.CellOfPrefix(pre)
+			if !ok || c == "" {
+				continue
+			}
+			_, err := store.GetData(ctx, s, layout.OwnKey(c))
+			switch {
+			case err == nil:
+				return errFound
+			case !store.IsNotFound(err):
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
 }
 
 // readNodes lists nodes/ and reads every lease.
@@ -488,7 +544,51 @@ func readCell(ctx context.Context, s store.Store, opts Options, cell string, now
 		c.AlarmDueMs = due
 	}
 	c.Findings = judge(c, rec, recErr, ltxFiles)
+	if opts.Verify {
+		fs, err := verifyFiles(ctx, s, ltxFiles)
+		if err != nil {
+			return fail(err)
+		}
+		c.Findings = append(c.Findings, fs...)
+	}
 	return c
+}
+
+// verifyFiles reads each LTX file whole, streamed, and checks it with the
+// codec: a file that does not verify, or whose TXIDs are not the ones its
+// key names, is a corrupt-file finding (a restore would stop at it). A
+// failed read is an error, not a finding.
+func verifyFiles(ctx context.Context, s store.Store, files []ltx.FileInfo) ([]Finding, error) {
+	var fs []Finding
+	for _, f := range files {
+		if f.InBundle {
+			continue
+		}
+		r, err := store.NewRangeReader(ctx, s, f.Key, 0, -1)
+		if store.IsNotFound(err) {
+			continue // compacted away since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		h, verr := ltx.VerifyFrom(r)
+		rerr := r.Close()
+		if verr == nil && (h.MinTXID != f.MinTXID || h.MaxTXID != f.MaxTXID) {
+			verr = fmt.Errorf("its header holds TXIDs %d-%d, its key names %d-%d", h.MinTXID, h.MaxTXID, f.MinTXID, f.MaxTXID)
+		}
+		if verr != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr
+			}
+			fs = append(fs, Finding{Kind: FindCorruptFile, Err: verr, Message: fmt.Sprintf(
+				"%s: %v; a restore stops at it: put the file back from a copy of the bucket", f.Key, verr)})
+			continue
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+	}
+	return fs, nil
 }
 
 // logAcc sums up one log of a cell while its objects are listed.

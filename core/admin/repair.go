@@ -27,6 +27,10 @@ const (
 	// FindGap: the LTX chain has a gap (*ltx.GapError). Not repairable by
 	// a record.
 	FindGap = "gap"
+	// FindCorruptFile: a file of the LTX log does not verify (header,
+	// pages, checksums) or holds other TXIDs than its key names; found
+	// only with Options.Verify. Not repairable by a record.
+	FindCorruptFile = "corrupt-file"
 	// FindOwnerLog: the record's dead owner is a celld node whose node log
 	// must be recovered (by a celld node) before the cell changes hands.
 	FindOwnerLog = "owner-log-unrecovered"
@@ -51,7 +55,7 @@ func judge(c *Cell, rec *layout.OwnRecord, recErr error, ltxFiles []ltx.FileInfo
 			"%v; repair does not overwrite a record it cannot read: move %s aside (keep a copy) and run repair again", recErr, own)})
 	case rec == nil && c.LogEpoch >= 1:
 		fs = append(fs, Finding{Kind: FindRecordLost, Repairable: true, Message: fmt.Sprintf(
-			"%s is missing, but the log holds epoch %d (in a bucket only single-host nodes ever wrote, records are never written: repair there only before fleet nodes take the cell)", own, c.LogEpoch)})
+			"%s is missing, but the log holds epoch %d", own, c.LogEpoch)})
 	case rec != nil && rec.Epoch < c.LogEpoch:
 		fs = append(fs, Finding{Kind: FindStaleEpoch, Repairable: true, Message: fmt.Sprintf(
 			"%s is at epoch %d, behind the log's newest epoch %d", own, rec.Epoch, c.LogEpoch)})
@@ -106,6 +110,11 @@ func Diagnose(ctx context.Context, s store.Store, cell string, opts Options) (*P
 	}
 	if c.Record == RecordMissing && c.LogObjects == 0 {
 		return nil, &NoCellError{Cell: cell}
+	}
+	// In a bucket only single-host nodes wrote, a cell has no record to
+	// lose: writing one would make every other cell look lost.
+	if err := judgeAsTheBucket(ctx, s, opts, c); err != nil {
+		return nil, err
 	}
 	p := &Plan{Cell: c, Key: layout.OwnKey(cell)}
 	var unrepairable []Finding

@@ -23,7 +23,7 @@ import (
 // node serving that script gives the name).
 func ResolveCell(arg string, byName bool, script string) (string, error) {
 	if !byName {
-		return arg, cell.ValidateCellKey(arg)
+		return arg, checkCellKey(arg)
 	}
 	class, name, ok := strings.Cut(arg, ":")
 	if !ok || class == "" {
@@ -31,6 +31,38 @@ func ResolveCell(arg string, byName bool, script string) (string, error) {
 	}
 	key := cell.CellKey(class, cell.IDFromName(script, class, name))
 	return key, cell.ValidateCellKey(key)
+}
+
+// checkCellKey accepts "<Class>:<id>" with a non-empty class and id. The
+// id is not required to be 64 hex digits (celld's keys need not be: its
+// golden vectors use "Golden:kv"); a cell the bucket lacks whose id is not
+// one gets the hint to --name (NoCellError).
+func checkCellKey(arg string) error {
+	if err := cell.ValidateCellKey(arg); err != nil {
+		return err
+	}
+	class, id, ok := strings.Cut(arg, ":")
+	switch {
+	case !ok:
+		return &cell.InvalidCellKeyError{Key: arg, Reason: "it is not <Class>:<id>; to name a cell by its name, use --name <Class>:<name>"}
+	case class == "":
+		return &cell.InvalidCellKeyError{Key: arg, Reason: "the class before ':' is empty"}
+	case id == "":
+		return &cell.InvalidCellKeyError{Key: arg, Reason: "the id after ':' is empty"}
+	}
+	return nil
+}
+
+func isID(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // IDFromName is the id (64 hex digits) name gets in class of deployment
@@ -46,32 +78,41 @@ func IDFromName(script, class, name string) (string, error) {
 // Show inspects the bucket (cell "") or one cell and writes it to w, as
 // text or as indented JSON. When records of a whole-bucket report did not
 // decode or could not be read, it writes the report all the same and then
-// returns a *ProblemsError.
+// returns a *ProblemsError; when it shows a finding, a *FindingsError.
 func Show(ctx context.Context, s store.Store, cell string, asJSON bool, opts Options, w io.Writer) error {
-	problems, err := show(ctx, s, cell, asJSON, opts, w)
-	if err == nil && len(problems) > 0 {
-		err = &ProblemsError{Errs: problems}
+	problems, findings, err := show(ctx, s, cell, asJSON, opts, w)
+	switch {
+	case err != nil:
+		return err
+	case len(problems) > 0:
+		return &ProblemsError{Errs: problems}
 	}
-	return err
+	return findings
 }
 
-func show(ctx context.Context, s store.Store, cell string, asJSON bool, opts Options, w io.Writer) (problems []error, err error) {
+// show writes the report; problems are the records it could not read,
+// findings a *FindingsError when a cell has one.
+func show(ctx context.Context, s store.Store, cell string, asJSON bool, opts Options, w io.Writer) (problems []error, findings, err error) {
 	var out any
 	if cell != "" {
 		c, err := InspectCell(ctx, s, cell, opts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = c
+		out, findings = c, findingsOf(c)
 		if !asJSON {
 			WriteCell(w, c, opts.clock().Now().UnixMilli())
 		}
 	} else {
 		r, err := Inspect(ctx, s, opts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out, problems = r, r.Errors()
+		cells := make([]*Cell, len(r.Cells))
+		for i := range r.Cells {
+			cells[i] = &r.Cells[i]
+		}
+		out, problems, findings = r, r.Errors(), findingsOf(cells...)
 		if !asJSON {
 			WriteReport(w, r)
 		}
@@ -79,9 +120,9 @@ func show(ctx context.Context, s store.Store, cell string, asJSON bool, opts Opt
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return problems, enc.Encode(out)
+		return problems, findings, enc.Encode(out)
 	}
-	return problems, nil
+	return problems, findings, nil
 }
 
 // WriteReport writes a report for people: nodes, cells, the wake index,

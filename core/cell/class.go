@@ -16,6 +16,8 @@ type class struct {
 	// alarms says whether the class's objects handle alarms: known from
 	// the type for a concrete O, asked of each object for an interface O.
 	alarms alarmSupport
+	// methods are the class's typed methods (RegisterMethod, method.go).
+	methods methodTable
 }
 
 type alarmSupport int

@@ -3,7 +3,10 @@
 // guarantees described in docs/runtime.md.
 //
 // A user registers a class with Register and calls objects through stubs:
-// Stub.Fetch for http.Handler objects, Call for typed method calls. Every
+// Stub.Fetch for http.Handler objects, Call for a Go function run on the
+// object, and the named methods registered with RegisterMethod
+// (Method.Call, Stub.CallMethod), whose encoded argument a router can send
+// to the node that owns the cell. Every
 // call is an event that waits its turn at the object's input gate. The
 // first storage call of a turn opens an implicit transaction that commits
 // when the turn ends; the reply then waits behind the output gate until

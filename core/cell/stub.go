@@ -24,6 +24,25 @@ func (s *Stub[O]) ID() ID { return s.id }
 // Key is the object's cell key.
 func (s *Stub[O]) Key() string { return CellKey(s.ns.cls.name, s.id) }
 
+// callMethod runs the method e with its encoded arg on the object and
+// returns the encoded reply: the client-side entry of every typed method
+// call (Method.Call, CallMethod, CallEncoded). It is routed like Fetch,
+// through the Router (see MethodRouter), yielding the caller's turn.
+func (s *Stub[O]) callMethod(ctx context.Context, e *methodEntry, arg []byte) ([]byte, error) {
+	here := func() ([]byte, error) { return s.ns.rt.methodHere(ctx, s.ns.cls, s.id, e, arg) }
+	rtr := s.ns.rt.opts.Router
+	if rtr == nil {
+		return here()
+	}
+	var reply []byte
+	// Yielded for the whole routing: see Call.
+	err := yield(ctx, func(context.Context) (err error) {
+		reply, err = routeMethod(ctx, rtr, s.ns.cls.name, s.id, e, arg, here)
+		return err
+	})
+	return reply, err
+}
+
 // Call runs fn on the object inside one event: fn holds the object's input
 // gate, its storage calls join the implicit transaction, and its result is
 // returned only once every commit made before it is durable (the output

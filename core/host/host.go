@@ -179,6 +179,7 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	h.handler = guard(h.routed(h.mux), h.limits.MaxBodyBytes)
 	internal := http.NewServeMux()
 	internal.HandleFunc(FetchPath, h.serveFetch)
+	internal.HandleFunc(CallPath, h.serveCall)
 	internal.Handle("/", h.mux)
 	h.internal = h.routed(internal)
 	switch cfg.Ownership {

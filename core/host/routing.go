@@ -20,12 +20,14 @@ import (
 
 // Routing for every class (docs/embedding.md, "Routing").
 //
-// Two paths reach a cell's owner:
+// Three paths reach a cell's owner:
 //
 //   - Stub.Fetch is sent alone: the runtime's Router (router, below) sends
 //     the Fetch's request to FetchPath/<class>/<id>/<path> on the owner's
 //     peer port or local socket, where the owner runs that object's Fetch
 //     and nothing else. This works with or without an incoming request.
+//   - A typed method call (cell.RegisterMethod) is sent alone the same way,
+//     to CallPath/<class>/<id>/<method> (call.go).
 //   - A typed call (cell.Call, Call) cannot be sent: it is a Go function.
 //     Every request the host serves carries a slot in its context; when
 //     the first cell call of the request is refused because another node
@@ -38,7 +40,9 @@ import (
 //
 // A request or Fetch that arrives forwarded (peer.HeaderForwarded) is never
 // forwarded again: refused here, it is answered "not applied", so the
-// sender looks at the cell's owner again.
+// sender looks at the cell's owner again. A Fetch the handler of a
+// forwarded request makes after another of its calls ran here is a call of
+// its own: it is sent alone to its owner, as anywhere else.
 
 // FetchPath prefixes the URLs of Fetches sent to a cell's owner. They are
 // served on the peer port and the local socket only, never on Handler.
@@ -221,10 +225,22 @@ func fetchRequest(ctx context.Context, class string, id cell.ID, req *http.Reque
 		out.Header = http.Header{}
 	}
 	out.Header.Del(headerCellName)
+	dropPeerHeaders(out.Header)
 	if name := id.Name(); name != "" {
 		out.Header.Set(headerCellName, url.PathEscape(name))
 	}
 	return out, nil
+}
+
+// dropPeerHeaders removes the marks of a hop between nodes from a request
+// a handler hands on (Stub.ServeHTTP passes its own, forwarded, request):
+// the call it makes is a new one, sent once.
+func dropPeerHeaders(h http.Header) {
+	for k := range h {
+		if k == peer.HeaderForwarded || strings.HasPrefix(k, "X-Cellb-Peer-") {
+			delete(h, k)
+		}
+	}
 }
 
 // serveFetch runs a Fetch another node or process sent here (FetchPath).
@@ -391,22 +407,7 @@ func (s *slot) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 	}
 	s.inflight++
 	s.mu.Unlock()
-	resp, err := s.h.fetch(ctx, class, id, req, here, func(oe *lease.CellOwnedElsewhereError) error {
-		if !s.forwarded {
-			return nil
-		}
-		s.mu.Lock()
-		s.inflight-- // this call did not run
-		s.mu.Unlock()
-		err := s.claim(oe)
-		s.mu.Lock()
-		s.inflight++
-		s.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		return s.notApplied(oe)
-	})
+	resp, err := s.h.fetch(ctx, class, id, req, here, s.sendAlone)
 	s.mu.Lock()
 	s.inflight--
 	if !isOwnedElsewhere(err) {
@@ -414,6 +415,39 @@ func (s *slot) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 	}
 	s.mu.Unlock()
 	return resp, err
+}
+
+// sendAlone decides whether a call of the request that is sent alone to
+// its owner (a Fetch, a method call), refused here for oe, may go: always,
+// unless the request itself came forwarded and none of it ran here yet —
+// then the request is answered "not applied" and the call fails.
+func (s *slot) sendAlone(oe *lease.CellOwnedElsewhereError) error {
+	if !s.forwarded || s.partlyRan() {
+		// A call sent alone is a call of its own: once part of a
+		// forwarded request ran here, the request can no longer be
+		// answered "not applied", and this call goes to its owner (where
+		// it arrives forwarded, so it is never sent on).
+		return nil
+	}
+	s.mu.Lock()
+	s.inflight-- // this call did not run
+	s.mu.Unlock()
+	err := s.claim(oe)
+	s.mu.Lock()
+	s.inflight++
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.notApplied(oe)
+}
+
+// partlyRan reports whether another cell call of the request ran (or is
+// running) here, besides the one asking.
+func (s *slot) partlyRan() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ran || s.inflight > 1
 }
 
 // closedLocked refuses a call once the request was answered or sent on.

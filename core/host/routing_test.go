@@ -201,3 +201,93 @@ func TestOversizedRequestIsNotSent(t *testing.T) {
 		t.Fatalf("%d %q after reading %d bytes", w.Code, w.Body.String(), body.read)
 	}
 }
+
+// someHere is a lease under which this process owns the cells of ids
+// named in here, and n2 every other.
+type someHere map[string]bool
+
+func (l someHere) TryAcquire(ctx context.Context, key string) (lease.Grant, error) {
+	class, id, _ := strings.Cut(key, ":")
+	if l[id] {
+		return heldGrant{}, nil
+	}
+	return nil, &lease.CellOwnedElsewhereError{Class: class, ID: id, Owner: "n2", Addr: "10.0.0.6:9201", Incarnation: "i2"}
+}
+
+// heldGrant is a grant that is never lost.
+type heldGrant struct{}
+
+func (heldGrant) Epoch() uint64                 { return 1 }
+func (heldGrant) BucketWins() bool              { return false }
+func (heldGrant) Lost() <-chan struct{}         { return nil }
+func (heldGrant) Err() error                    { return nil }
+func (heldGrant) CheckWrite() error             { return nil }
+func (heldGrant) Release(context.Context) error { return nil }
+
+// TestFetchInForwardedRequestReachesOwner: in a request that arrived
+// forwarded, a Stub.Fetch made after a typed call ran here is sent alone
+// to its own owner (as a new call: without the forwarded request's peer
+// headers), and its answer is the Fetch's response. A forwarded request
+// whose first call is refused is still answered "not applied".
+func TestFetchInForwardedRequestReachesOwner(t *testing.T) {
+	h := &Host{clk: clock.Real{}, mux: http.NewServeMux()}
+	var sent []string
+	h.forward = func(_ context.Context, oe *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
+		if r.Header.Get(peer.HeaderForwarded) != "" || r.Header.Get(peer.HeaderNonce) != "" {
+			return peer.ErrAlreadyForwarded // as peer.Forwarder does
+		}
+		sent = append(sent, oe.Owner+" "+r.Method+" "+r.URL.Path)
+		io.WriteString(w, "credited")
+		return nil
+	}
+	mine := cell.IDFromName("", "Account", "mine")
+	rt, err := cell.New(cell.Options{Driver: noDriver{}, DataDir: t.TempDir(), Lease: someHere{mine.String(): true}, Router: router{h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	h.rt = rt
+	ns, err := cell.Register(rt, "Account", func(context.Context, *cell.State) (obj, error) { return obj{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetchErr error
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/transfer" {
+			// The call runs here (noDriver fails its activation: it ran,
+			// and was not refused as owned elsewhere).
+			if err := typedCall(r, ns, "mine"); err == nil || isOwnedElsewhere(err) {
+				t.Errorf("the typed call here: %v", err)
+			}
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), "POST", "/credit", nil)
+		req.Header = r.Header.Clone() // the forwarded request's own headers
+		resp, err := ns.Get(ns.IDFromName("theirs")).Fetch(r.Context(), req)
+		if fetchErr = err; err != nil {
+			httperr.Write(w, err)
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		w.Write(b)
+	})
+	srv := h.routed(h.mux)
+	send := func(path string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", path, nil)
+		r.Header.Set(peer.HeaderForwarded, "n1")
+		r.Header.Set(peer.HeaderNonce, "abc")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		return w
+	}
+	w := send("/transfer")
+	want := "n2 POST " + FetchPath + "Account/" + ns.IDFromName("theirs").String() + "/credit"
+	if w.Code != 200 || w.Body.String() != "credited" || len(sent) != 1 || sent[0] != want {
+		t.Fatalf("transfer: %d %q (fetch error %v); sent %q, want %q", w.Code, w.Body.String(), fetchErr, sent, want)
+	}
+	// The first call of a forwarded request refused: not applied, sent
+	// nowhere.
+	w = send("/credit-only")
+	if w.Code != 409 || w.Header().Get(peer.HeaderNotApplied) == "" || len(sent) != 1 {
+		t.Fatalf("credit only: %d %v %q; sent %q", w.Code, w.Header(), w.Body.String(), sent)
+	}
+}

@@ -211,6 +211,22 @@ func Verify(data []byte) (err error) {
 	return nil
 }
 
+// VerifyFrom is Verify over a stream: it reads the file once, holding one
+// page at a time (memory does not grow with the file), and returns its
+// header.
+func VerifyFrom(r io.Reader) (h Header, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = corrupt("decoder panicked", fmt.Errorf("%v", p))
+		}
+	}()
+	dec := sf.NewDecoder(r)
+	if err := dec.Verify(); err != nil {
+		return Header{}, corrupt("verification failed", err)
+	}
+	return fromSF(dec.Header()), nil
+}
+
 func fromSF(h sf.Header) Header {
 	return Header{
 		Flags: h.Flags, PageSize: h.PageSize, Commit: h.Commit,

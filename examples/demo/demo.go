@@ -1,5 +1,5 @@
 // Package demo registers every example app on one host: the counter, the
-// chat rooms and the R2 images app, as `cellb serve` runs them. A host
+// chat rooms, the bank and the R2 images app, as `cellb serve` runs them. A host
 // that serves them all sets Config.R2 to R2Bindings() and calls Register
 // from Config.Classes.
 package demo
@@ -8,6 +8,7 @@ import (
 	"maps"
 
 	"github.com/cellb/cellb/core/host"
+	"github.com/cellb/cellb/examples/bank"
 	"github.com/cellb/cellb/examples/chatroom"
 	"github.com/cellb/cellb/examples/counter"
 	"github.com/cellb/cellb/examples/images"
@@ -17,6 +18,7 @@ import (
 type Apps struct {
 	Counter *counter.App
 	Rooms   *chatroom.App
+	Bank    *bank.App
 	Images  *images.App
 }
 
@@ -27,8 +29,8 @@ var bindings = map[string]string{images.Binding: images.BucketName}
 // bucket name, for host.Config.R2 (a new map on each call).
 func R2Bindings() map[string]string { return maps.Clone(bindings) }
 
-// Register registers the counter and chat room classes on su.Runtime and
-// the routes of the three apps on su.Mux. The counter's answers name
+// Register registers the counter, chat room and bank classes on su.Runtime
+// and the routes of the four apps on su.Mux. The counter's answers name
 // su.Node. It fails when a class cannot be registered or the host binds
 // no bucket to images.Binding (Config.R2 lacks R2Bindings()).
 func Register(su *host.Setup) (*Apps, error) {
@@ -40,6 +42,9 @@ func Register(su *host.Setup) (*Apps, error) {
 	if a.Rooms, err = chatroom.Register(su.Runtime, chatroom.Options{}); err != nil {
 		return nil, err
 	}
+	if a.Bank, err = bank.Register(su.Runtime, bank.Options{Node: su.Node}); err != nil {
+		return nil, err
+	}
 	imgs, err := su.R2(images.Binding)
 	if err != nil {
 		return nil, err
@@ -47,6 +52,7 @@ func Register(su *host.Setup) (*Apps, error) {
 	a.Images = images.New(imgs)
 	a.Counter.Routes(su.Mux)
 	a.Rooms.Routes(su.Mux)
+	a.Bank.Routes(su.Mux)
 	a.Images.Routes(su.Mux)
 	return &a, nil
 }

@@ -31,14 +31,14 @@ func newHost(t *testing.T, r2 map[string]string) (*host.Host, *Apps, error) {
 	return h, apps, err
 }
 
-// TestRegisterServesEveryApp: the counter, a chat room and the images app
-// all answer on the host's handler.
+// TestRegisterServesEveryApp: the counter, a chat room, the bank and the
+// images app all answer on the host's handler.
 func TestRegisterServesEveryApp(t *testing.T) {
 	h, apps, err := newHost(t, R2Bindings())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if apps.Counter == nil || apps.Rooms == nil || apps.Images == nil {
+	if apps.Counter == nil || apps.Rooms == nil || apps.Bank == nil || apps.Images == nil {
 		t.Fatalf("Register returned %+v", apps)
 	}
 	srv := httptest.NewServer(h.Handler())
@@ -46,6 +46,9 @@ func TestRegisterServesEveryApp(t *testing.T) {
 	for _, c := range []struct{ method, path, body string }{
 		{"POST", "/counter/a", ""},
 		{"POST", "/room/lobby", `{"user":"u","text":"hi"}`},
+		{"POST", "/bank/alice/deposit", `{"id":"d1","amount":10}`},
+		{"POST", "/bank/transfer", `{"id":"t1","from":"alice","to":"bob","amount":4}`},
+		{"GET", "/bank/bob", ""},
 		{"PUT", "/images/cat.png", "png"},
 		{"GET", "/images/cat.png", ""},
 	} {

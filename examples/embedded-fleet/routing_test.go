@@ -107,7 +107,7 @@ type tallyNode struct {
 
 // startTallyNode starts a node serving Tally: a fleet node on bucket, or
 // (bucket nil) a single-host process on dataDir.
-func startTallyNode(t *testing.T, bucket store.Store, dataDir string, more ...func(*host.Setup) error) *tallyNode {
+func startTallyNode(t testing.TB, bucket store.Store, dataDir string, more ...func(*host.Setup) error) *tallyNode {
 	t.Helper()
 	ctx := context.Background()
 	public, err := net.Listen("tcp", "127.0.0.1:0")
@@ -194,7 +194,7 @@ func hammer(t *testing.T, nodes []*tallyNode) {
 
 // shortDir is a data directory whose socket paths fit a unix socket's
 // limit (t.TempDir's may not, with a long test name).
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "rt")
 	if err != nil {
@@ -372,5 +372,69 @@ func TestRoutedFetchYieldsTheCallersTurn(t *testing.T) {
 	close(release)
 	if got := <-via; got != "200 via waited" {
 		t.Fatalf("via: %q", got)
+	}
+}
+
+// moveRoute registers POST /move/{from}/{to}: -1 on from with a typed call,
+// then +1 on to with Stub.Fetch, answered {"delivered":…} (whether the
+// Fetch reached to's owner) and the Fetch's answer.
+func moveRoute(s *host.Setup) error {
+	ns, err := s.Runtime.Namespace("Tally")
+	if err != nil {
+		return err
+	}
+	s.Mux.HandleFunc("POST /move/{from}/{to}", func(w http.ResponseWriter, r *http.Request) {
+		from := ns.Get(ns.IDFromName(r.PathValue("from")))
+		if _, err := cell.Call(r.Context(), from, func(ctx context.Context, t any) (int64, error) { return t.(*Tally).Add(ctx, -1) }); err != nil {
+			httperr.Write(w, err)
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), "POST", "/credit", nil)
+		resp, err := ns.Get(ns.IDFromName(r.PathValue("to"))).Fetch(r.Context(), req)
+		out := map[string]any{"delivered": err == nil}
+		if err != nil {
+			out["error"] = err.Error()
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			out["answer"] = string(b)
+		}
+		json.NewEncoder(w).Encode(out)
+	})
+	return nil
+}
+
+// TestDebitAndCreditOnANodeOwningNeither: a request that debits one cell
+// with a typed call and credits another with Stub.Fetch, sent to the node
+// that owns neither, is delivered: the request goes whole to the debited
+// cell's owner, and there the Fetch goes alone to the credited cell's.
+func TestDebitAndCreditOnANodeOwningNeither(t *testing.T) {
+	bucket, dir := memstore.New(), t.TempDir()
+	a, b, c := startTallyNode(t, bucket, dir, moveRoute), startTallyNode(t, bucket, dir, moveRoute), startTallyNode(t, bucket, dir, moveRoute)
+	if r := do(t, "POST", a.url+"/tally/from"); r.status != 200 || r.node != a.h.Node() {
+		t.Fatalf("%+v", r)
+	}
+	if r := do(t, "POST", b.url+"/tally/to"); r.status != 200 || r.node != b.h.Node() {
+		t.Fatalf("%+v", r)
+	}
+	resp, err := http.Post(c.url+"/move/from/to", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var got struct {
+		Delivered bool
+		Answer    string
+		Error     string
+	}
+	if err := json.Unmarshal(body, &got); err != nil || resp.StatusCode != 200 || !got.Delivered || got.Answer != "2 /credit" {
+		t.Fatalf("move through the node owning neither: %d %s", resp.StatusCode, body)
+	}
+	if r := do(t, "GET", c.url+"/tally/from"); r.status != 200 || r.value != 0 {
+		t.Fatalf("from: %+v, want 0", r)
+	}
+	if r := do(t, "GET", c.url+"/tally/to"); r.status != 200 || r.value != 2 {
+		t.Fatalf("to: %+v, want 2", r)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -61,14 +63,63 @@ type Recorder struct {
 	logs     []string
 	skipped  bool
 	reason   string
+	helpers  map[string]bool // functions that called Helper
 }
 
-// Helper does nothing; it is there so a Recorder fits testing.TB-like
-// interfaces.
-func (*Recorder) Helper() {}
+// Helper marks the calling function as a helper, as testing.T's does: a
+// failure is attributed to the first caller that is not one. The case
+// runs in a goroutine of its own, so testing's attribution would name the
+// shared runner; the Recorder puts the case's file and line at the front
+// of each failure instead.
+func (r *Recorder) Helper() {
+	var pc [1]uintptr
+	if runtime.Callers(2, pc[:]) == 0 {
+		return
+	}
+	f, _ := runtime.CallersFrames(pc[:]).Next()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.helpers == nil {
+		r.helpers = map[string]bool{}
+	}
+	r.helpers[f.Function] = true
+}
 
-// Errorf records a failure; the case goes on.
+// recorderFuncs prefixes the Recorder's own methods, never the place of a
+// failure.
+var recorderFuncs = reflect.TypeOf(Recorder{}).PkgPath() + ".(*Recorder)."
+
+// where is "file.go:line: " of the first frame above the Recorder that is
+// not a helper, or "" when there is none.
+func (r *Recorder) where() string {
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(2, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		f, more := frames.Next()
+		if f.Function != "" && !strings.HasPrefix(f.Function, recorderFuncs) && !r.helpers[f.Function] {
+			return fmt.Sprintf("%s:%d: ", filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
+}
+
+// Errorf records a failure, prefixed with the case's file and line; the
+// case goes on.
 func (r *Recorder) Errorf(format string, args ...any) {
+	at := r.where()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, at+fmt.Sprintf(format, args...))
+}
+
+// runnerErrorf records a failure the runner finds (a panic, a time limit),
+// which no line of the case reported.
+func (r *Recorder) runnerErrorf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.failures = append(r.failures, fmt.Sprintf(format, args...))
@@ -144,9 +195,9 @@ func RunCase(ctx context.Context, lim Limits, stack bool, body func(ctx context.
 		defer func() {
 			if p := recover(); p != nil {
 				if stack {
-					rec.Errorf("panic: %v\n%s", p, debug.Stack())
+					rec.runnerErrorf("panic: %v\n%s", p, debug.Stack())
 				} else {
-					rec.Errorf("panic: %v", p)
+					rec.runnerErrorf("panic: %v", p)
 				}
 			}
 		}()
@@ -166,10 +217,10 @@ func RunCase(ctx context.Context, lim Limits, stack bool, body func(ctx context.
 	select {
 	case <-done:
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			rec.Errorf("did not finish within %v", lim.Timeout)
+			rec.runnerErrorf("did not finish within %v", lim.Timeout)
 		}
 	case <-grace.C:
-		rec.Errorf("did not finish within %v and ignored the end of its context; abandoned", lim.Timeout)
+		rec.runnerErrorf("did not finish within %v and ignored the end of its context; abandoned", lim.Timeout)
 	}
 	return rec.Outcome()
 }

@@ -41,7 +41,7 @@ func TestRunCaseFatalEndsTheCase(t *testing.T) {
 	if after || !deferred {
 		t.Fatalf("after Fatalf: went on %v, deferred ran %v", after, deferred)
 	}
-	if !slices.Equal(o.Failures, []string{"first", "second"}) || !slices.Equal(o.Log, []string{"note"}) || o.Skipped {
+	if !slices.Equal(o.Failures, []string{"suite_test.go:36: first", "suite_test.go:38: second"}) || !slices.Equal(o.Log, []string{"note"}) || o.Skipped {
 		t.Fatalf("outcome %+v", o)
 	}
 }
@@ -157,5 +157,26 @@ func TestTwinCoverage(t *testing.T) {
 	}
 	if full := TwinCoverage([]string{"a", "c"}, caughtBy[:1], map[string]string{"c": "reason"}); !full.OK() {
 		t.Errorf("full coverage reported as %+v", full)
+	}
+}
+
+// checkPositive is a helper: its failures are the caller's.
+func checkPositive(r *Recorder, n int) {
+	r.Helper()
+	if n <= 0 {
+		r.Errorf("%d is not positive", n)
+	}
+}
+
+// A failure names the case's line, skipping helpers; one the runner finds
+// (a panic) names no line.
+func TestFailuresNameTheCaseLine(t *testing.T) {
+	o := RunCase(context.Background(), Limits{}, false, func(ctx context.Context, r *Recorder) {
+		checkPositive(r, -1) // line 175
+		panic("boom")
+	})
+	want := []string{"suite_test.go:175: -1 is not positive", "panic: boom"}
+	if !slices.Equal(o.Failures, want) {
+		t.Fatalf("failures %q, want %q", o.Failures, want)
 	}
 }

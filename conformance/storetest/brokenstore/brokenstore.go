@@ -55,6 +55,8 @@ func All() []Twin {
 		{"headless-streams", "stream reads return no Content-Language or Content-Disposition", HeadlessStreams},
 		{"decompresses-gzip", "objects stored with Content-Encoding gzip read back decompressed", DecompressesGzip},
 		{"missing-delete-fails", "deleting a key that does not exist fails with ErrNotFound", MissingDeleteFails},
+		{"repeats-versions", "versions are a per-key counter that starts again after a delete", RepeatsVersions},
+		{"deletes-by-prefix", "a delete removes every key that begins with the one asked for", DeletesByPrefix},
 		{"nesting-fails-opaquely", "a key below an existing object is refused with an untyped error", NestingFailsOpaquely},
 	}
 }
@@ -521,4 +523,120 @@ func (b *nestingOpaque) Put(ctx context.Context, key string, data []byte, opts s
 		}
 	}
 	return b.Store.Put(ctx, key, data, opts)
+}
+
+// RepeatsVersions numbers each key's versions g1, g2, … and starts again at
+// g1 when the key is deleted, like a backend whose version is a per-key
+// counter: a version kept from before a delete matches the re-created
+// object, so a stale compare-and-swap lands on an object its writer never
+// read. Every answer carries the numbered version; conditions are
+// translated back to the inner store's.
+func RepeatsVersions(s store.Store) store.Store {
+	return &repeatsVersions{wrapper: wrapper{s}, keys: map[string]*numbered{}}
+}
+
+type repeatsVersions struct {
+	wrapper
+	mu   sync.Mutex
+	keys map[string]*numbered
+}
+
+// numbered is one key's versions since it was last deleted.
+type numbered struct {
+	next   int
+	toReal map[store.Version]store.Version
+	toFake map[store.Version]store.Version
+}
+
+func (b *repeatsVersions) fake(key string, real store.Version) store.Version {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.keys[key]
+	if n == nil {
+		n = &numbered{toReal: map[store.Version]store.Version{}, toFake: map[store.Version]store.Version{}}
+		b.keys[key] = n
+	}
+	if f, ok := n.toFake[real]; ok {
+		return f
+	}
+	n.next++
+	f := store.Version(fmt.Sprintf("g%d", n.next))
+	n.toFake[real], n.toReal[f] = f, real
+	return f
+}
+
+func (b *repeatsVersions) real(key string, c store.Condition) store.Condition {
+	if c.Kind != store.MatchVersion {
+		return c
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := b.keys[key]; n != nil {
+		if r, ok := n.toReal[c.Version]; ok {
+			c.Version = r
+		}
+	}
+	return c
+}
+
+func (b *repeatsVersions) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	opts.Condition = b.real(key, opts.Condition)
+	v, err := b.Store.Put(ctx, key, data, opts)
+	if err != nil {
+		return v, err
+	}
+	return b.fake(key, v), nil
+}
+
+func (b *repeatsVersions) Get(ctx context.Context, key string) (*store.Object, error) {
+	o, err := b.Store.Get(ctx, key)
+	if err == nil {
+		o.Version = b.fake(key, o.Version)
+	}
+	return o, err
+}
+
+func (b *repeatsVersions) GetData(ctx context.Context, key string) (*store.Object, error) {
+	o, err := store.GetData(ctx, b.Store, key)
+	if err == nil {
+		o.Version = b.fake(key, o.Version)
+	}
+	return o, err
+}
+
+func (b *repeatsVersions) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	p, err := b.Store.List(ctx, opts)
+	for i := range p.Objects {
+		p.Objects[i].Version = b.fake(p.Objects[i].Key, p.Objects[i].Version)
+	}
+	return p, err
+}
+
+func (b *repeatsVersions) Delete(ctx context.Context, key string) error {
+	err := b.Store.Delete(ctx, key)
+	if err == nil {
+		b.mu.Lock()
+		delete(b.keys, key)
+		b.mu.Unlock()
+	}
+	return err
+}
+
+// DeletesByPrefix deletes every key that begins with the one asked for,
+// like an adapter that deletes through a prefix listing.
+func DeletesByPrefix(s store.Store) store.Store { return &deletesByPrefix{wrapper{s}} }
+
+type deletesByPrefix struct{ wrapper }
+
+func (b *deletesByPrefix) Delete(ctx context.Context, key string) error {
+	p, err := b.Store.List(ctx, store.ListOptions{Prefix: key})
+	if err != nil {
+		return err
+	}
+	for _, o := range p.Objects {
+		if err := b.Store.Delete(ctx, o.Key); err != nil {
+			return err
+		}
+	}
+	return b.Store.Delete(ctx, key)
 }

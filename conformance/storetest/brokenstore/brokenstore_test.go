@@ -44,6 +44,8 @@ var caughtBy = map[string][]string{
 	"decompresses-gzip":         {"gzip-body"},
 	"missing-delete-fails":      {"delete"},
 	"nesting-fails-opaquely":    {"object-and-prefix"},
+	"repeats-versions":          {"delete-recreate-swap"},
+	"deletes-by-prefix":         {"delete"},
 }
 
 func TestEveryTwinFailsTheSuite(t *testing.T) {
