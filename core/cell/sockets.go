@@ -222,7 +222,7 @@ func (s *State) AcceptWebSocket(ws *WebSocket, tags ...string) error {
 	set.mu.Lock()
 	defer set.mu.Unlock()
 	if len(set.sockets) >= MaxWebSocketsPerObject {
-		return &WebSocketLimitError{What: "sockets per object", Limit: MaxWebSocketsPerObject, Got: len(set.sockets) + 1}
+		return &WebSocketLimitError{What: whatSockets, Limit: MaxWebSocketsPerObject, Got: len(set.sockets) + 1}
 	}
 	ws.set, ws.tags = set, kept
 	set.sockets = append(set.sockets, ws)

@@ -92,6 +92,9 @@ func TestAcceptWebSocketLimits(t *testing.T) {
 	if err := st.AcceptWebSocket(newWebSocket(rt)); !errors.As(err, &le) || le.Limit != MaxWebSocketsPerObject {
 		t.Fatalf("socket 32,769: %v, want a *WebSocketLimitError", err)
 	}
+	if le.HTTPStatus() != 429 {
+		t.Fatalf("too many sockets answers %d, want 429", le.HTTPStatus())
+	}
 	// Another object has a limit of its own.
 	_, other := socketState(t, "other")
 	other.inst.rt = rt

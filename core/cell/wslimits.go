@@ -3,6 +3,7 @@ package cell
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // The limits of hibernatable WebSockets, as Durable Objects has them.
@@ -34,6 +35,18 @@ type WebSocketLimitError struct {
 func (e *WebSocketLimitError) Error() string {
 	return fmt.Sprintf("cell: WebSocket limit: %d %s, at most %d", e.Got, e.What, e.Limit)
 }
+
+// HTTPStatus is how core/httperr answers an upgrade refused by a limit:
+// 429 for an object holding too many sockets (another may come free), 400
+// for the rest (the request itself is at fault).
+func (e *WebSocketLimitError) HTTPStatus() int {
+	if e.What == whatSockets {
+		return http.StatusTooManyRequests
+	}
+	return http.StatusBadRequest
+}
+
+const whatSockets = "sockets per object"
 
 var (
 	// ErrWebSocketNotAccepted: the socket was not accepted with
