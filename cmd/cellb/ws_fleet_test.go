@@ -87,8 +87,9 @@ func readMessage(ctx context.Context, c *websocket.Conn) (chatroom.Message, erro
 
 // runFleetWebSocketChatRoom: 12 sockets join one room through the three
 // nodes (the owner holds them; the other two relay), and each sends 10
-// messages at once: every socket receives all 120 in one order. The room
-// then hibernates on its owner, and one more message reaches all 12. The
+// messages at once: every socket receives all 120 in one order, and a
+// POST through another node too. The room then hibernates on its owner,
+// and one more message reaches all 12. The
 // owner is SIGKILLed: the sockets relayed by the other nodes close with
 // 1012, and a socket opened again through a survivor works, on a room
 // that kept every message.
@@ -158,6 +159,21 @@ func runFleetWebSocketChatRoom(t *testing.T, bucket string) {
 			t.Fatalf("socket %d received another order than socket 0", i)
 		}
 	}
+	// A POST through a node that does not own the room is broadcast too.
+	resp, err := http.Post(nodes[2].url+"/room/lobby", "text/plain", strings.NewReader("posted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST through %s: %s", names[2], resp.Status)
+	}
+	for i, c := range conns {
+		m, err := readMessage(ctx, c)
+		if err != nil || m.Text != "posted" {
+			t.Fatalf("socket %d: %+v %v, want the POSTed message", i, m, err)
+		}
+	}
 	// Hibernation: the owner evicts the idle room; its sockets stay open.
 	before := roomEvictions(t, admins[0])
 	deadline := time.Now().Add(30 * time.Second)
@@ -212,7 +228,7 @@ func runFleetWebSocketChatRoom(t *testing.T, bucket string) {
 	if err != nil || m.Text != "reconnected" {
 		t.Fatalf("after the reconnect: %+v %v", m, err)
 	}
-	resp, err := http.Get(nodes[2].url + "/room/lobby")
+	resp, err = http.Get(nodes[2].url + "/room/lobby")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +237,7 @@ func runFleetWebSocketChatRoom(t *testing.T, bucket string) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if n := len(body.Messages); n != sockets*each+2 {
-		t.Fatalf("the room holds %d messages, want %d", n, sockets*each+2)
+	if n := len(body.Messages); n != sockets*each+3 {
+		t.Fatalf("the room holds %d messages, want %d", n, sockets*each+3)
 	}
 }
