@@ -329,40 +329,28 @@ func TestWebSocketSendWaitsForTheOutputGate(t *testing.T) {
 	ec.register(t, w)
 	c := w.dial(t, "/echo/gate")
 	ctx := context.Background()
+	wsWait(t, "the accepted socket", func() bool { return w.rt.OpenWebSockets() == 1 })
 	w.log.Hold()
 	before := w.log.Appended()
 	if err := c.Write(ctx, websocket.MessageText, []byte("held")); err != nil {
 		t.Fatal(err)
 	}
 	wsWait(t, "the message's commit", func() bool { return w.log.Appended() > before })
-	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, b, err := c.Read(rctx)
-	cancel()
-	if err == nil {
-		t.Fatalf("%q arrived before its commit was durable", b)
-	}
-	// A read cut short by its context closes a coder/websocket
-	// connection: the gate is checked again on a second socket.
-	w.log.Release()
-	c2 := w.dial(t, "/echo/gate2")
-	w.log.Hold()
-	before = w.log.Appended()
-	if err := c2.Write(ctx, websocket.MessageText, []byte("held2")); err != nil {
-		t.Fatal(err)
-	}
-	wsWait(t, "the second message's commit", func() bool { return w.log.Appended() > before })
 	got := make(chan string, 1)
 	go func() {
-		_, b, _ := c2.Read(context.Background())
+		_, b, _ := c.Read(context.Background())
 		got <- string(b)
 	}()
+	// Nothing may arrive while the commit is held (a pause long enough for
+	// a send that ignored the gate to show; it cannot fail a correct
+	// runtime).
 	select {
 	case s := <-got:
 		t.Fatalf("%q arrived before its commit was durable", s)
 	case <-time.After(200 * time.Millisecond):
 	}
 	w.log.Release()
-	if s := <-got; s != "held2|tag-gate2|gate2" {
+	if s := <-got; s != "held|tag-gate|gate" {
 		t.Fatalf("after release: %q", s)
 	}
 }
