@@ -66,6 +66,27 @@ func roomEvictions(t testing.TB, admin string) int {
 	return n
 }
 
+// gaugeValue reads an unlabelled gauge from a node's /metrics (-1 when it
+// is not there).
+func gaugeValue(t testing.TB, admin, name string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && (f[0] == name || strings.HasPrefix(f[0], name+"{")) {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			return int(v)
+		}
+	}
+	return -1
+}
+
 func dialRoom(ctx context.Context, base, room string) (*websocket.Conn, error) {
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/room/"+room+"/ws", nil)
 	if err != nil {
@@ -182,6 +203,13 @@ func runFleetWebSocketChatRoom(t *testing.T, bucket string) {
 			t.Fatalf("the room never hibernated on its owner (see %s)", nodes[0].logf.Name())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	// The owner holds all 12 (those the others relay included), asleep.
+	if n := gaugeValue(t, admins[0], "cellb_websocket_open"); n != sockets {
+		t.Fatalf("the owner reports %d open sockets, want %d", n, sockets)
+	}
+	if n := gaugeValue(t, admins[1], "cellb_websocket_open"); n != 0 {
+		t.Fatalf("a relaying node reports %d open sockets, want 0", n)
 	}
 	if err := conns[4].Write(ctx, websocket.MessageText, []byte("after hibernation")); err != nil {
 		t.Fatal(err)
