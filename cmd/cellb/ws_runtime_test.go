@@ -469,3 +469,69 @@ func TestWebSocketBetweenTwoProcessesOfOneHost(t *testing.T) {
 		}
 	}
 }
+
+// caller is a test class whose socket handler calls another object (an
+// echo) that writes, then tells the socket "called".
+type caller struct {
+	st     *cell.State
+	target *cell.Namespace[*echo]
+}
+
+func (c *caller) WebSocketMessage(ctx context.Context, ws *cell.WebSocket, data []byte, binary bool) error {
+	if _, err := cell.Call(ctx, c.target.Get(c.target.IDFromName("callee")), func(ctx context.Context, o *echo) (int64, error) {
+		_, err := o.st.SQL().Exec(ctx, "INSERT INTO said(x) VALUES ('via call')")
+		return 0, err
+	}); err != nil {
+		return err
+	}
+	return ws.SendText(ctx, "called")
+}
+
+// TestWebSocketHandlerCallWaitsForTheCallee: a call a socket handler makes
+// to another object returns once the callee's write is durable, as any
+// call's reply does (the socket event's own reply waits for nothing; that
+// must not leak into the calls it makes).
+func TestWebSocketHandlerCallWaitsForTheCallee(t *testing.T) {
+	w := newWSRuntime(t, -1)
+	target := (&echoClass{events: make(chan string, 10)}).register(t, w)
+	ns, err := cell.Register(w.rt, "Caller", func(ctx context.Context, st *cell.State) (*caller, error) {
+		return &caller{st: st, target: target}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mux.HandleFunc("GET /caller/{name}", func(rw http.ResponseWriter, r *http.Request) {
+		err := cell.Upgrade(rw, r, ns.Get(ns.IDFromName(r.PathValue("name"))), func(ctx context.Context, o *caller, ws *cell.WebSocket) error {
+			return o.st.AcceptWebSocket(ws)
+		})
+		if err != nil && !errors.Is(err, cell.ErrUpgradeAnswered) {
+			http.Error(rw, err.Error(), 500)
+		}
+	})
+	// Build the callee first, so the held commit is its write alone.
+	if _, err := cell.Call(context.Background(), target.Get(target.IDFromName("callee")), func(ctx context.Context, o *echo) (int, error) { return 0, nil }); err != nil {
+		t.Fatal(err)
+	}
+	c := w.dial(t, "/caller/a")
+	wsWait(t, "the accepted socket", func() bool { return w.rt.OpenWebSockets() == 1 })
+	w.log.Hold()
+	before := w.log.Appended()
+	if err := c.Write(context.Background(), websocket.MessageText, []byte("go")); err != nil {
+		t.Fatal(err)
+	}
+	wsWait(t, "the callee's commit", func() bool { return w.log.Appended() > before })
+	got := make(chan string, 1)
+	go func() {
+		_, b, _ := c.Read(context.Background())
+		got <- string(b)
+	}()
+	select {
+	case s := <-got:
+		t.Fatalf("%q: the call returned before the callee's write was durable", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+	w.log.Release()
+	if s := <-got; s != "called" {
+		t.Fatalf("after release: %q", s)
+	}
+}

@@ -337,7 +337,11 @@ func (inst *instance) awaitReply(ctx context.Context, ps pendingSet) error {
 func (ws *WebSocket) event(fn func(ctx context.Context, obj any) error) {
 	set := ws.set
 	ctx := context.WithValue(ws.rt.bg, noReplyKey{}, true)
-	err := ws.rt.dispatch(ctx, set.cls, set.id, fn)
+	err := ws.rt.dispatch(ctx, set.cls, set.id, func(ctx context.Context, obj any) error {
+		// The mark is this event's alone: a call the handler makes to
+		// another object (or this one) is a request whose reply waits.
+		return fn(context.WithValue(ctx, noReplyKey{}, nil), obj)
+	})
 	var oe *lease.CellOwnedElsewhereError
 	var be *BrokenObjectError
 	switch {
