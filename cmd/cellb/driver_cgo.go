@@ -1,4 +1,4 @@
-//go:build cgo
+//go:build cgo && cellb_cgo
 
 package main
 
@@ -7,14 +7,13 @@ import (
 	"github.com/cellb/cellb/drivers/cgo"
 )
 
-// cgoAvailable: this binary was built with cgo, so the cgo driver is in it.
-func cgoAvailable() error { return nil }
+func init() { optional["cgo"] = newCgo }
 
-// cgoDriver is drivers/cgo for the node's mode (see pickDriver): WAL synced
-// at every commit when SQLite must sync each commit, NORMAL otherwise.
-func cgoDriver(cs commitSync) (driver.Driver, error) {
-	if cs != syncEachCommit {
-		return &cgo.Driver{Synchronous: cgo.SyncNormal}, nil
+// newCgo is drivers/cgo in WAL mode, synced at every commit when SQLite
+// must sync each commit (pragma FULL), NORMAL otherwise.
+func newCgo(pragma string) driver.Driver {
+	if pragma == "FULL" {
+		return &cgo.Driver{Synchronous: cgo.SyncFull}
 	}
-	return &cgo.Driver{Synchronous: cgo.SyncFull}, nil
+	return &cgo.Driver{Synchronous: cgo.SyncNormal}
 }

@@ -11,6 +11,20 @@ import (
 
 func cgoTestDrivers() []driver.Driver { return []driver.Driver{cgo.New()} }
 
+// The tests run the cgo driver wherever cgo is on, whatever tags the test
+// binary was built with (the binary cellb itself needs cellb_cgo:
+// driver_cgo.go).
+func init() {
+	if optional["cgo"] == nil {
+		optional["cgo"] = func(pragma string) driver.Driver {
+			if pragma == "FULL" {
+				return &cgo.Driver{Synchronous: cgo.SyncFull}
+			}
+			return &cgo.Driver{Synchronous: cgo.SyncNormal}
+		}
+	}
+}
+
 // With cgo, --driver cgo is accepted and gives drivers/cgo, synced at every
 // commit when SQLite must sync each commit, NORMAL otherwise.
 func TestCgoBuildHasTheCgoDriver(t *testing.T) {

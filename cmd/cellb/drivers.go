@@ -6,26 +6,47 @@ import (
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
-	"github.com/cellb/cellb/drivers/modernc"
 	"github.com/cellb/cellb/drivers/wasm"
 )
 
-// errNoCgo is what --driver cgo answers in a cellb built without cgo
-// (driver_nocgo.go): the cgo driver needs a C compiler at build time.
-var errNoCgo = errors.New("this cellb was built without cgo, so the cgo driver is not in it; " +
-	"rebuild with CGO_ENABLED=1 and a C compiler (gcc or clang), e.g. CGO_ENABLED=1 go build ./cmd/cellb, " +
-	"or use --driver wasm or modernc (pure Go)")
+// optional holds the drivers a build tag brings in, by name
+// (driver_cgo.go, driver_modernc.go), each made for a synchronous pragma.
+// The default build has neither, so that a first build compiles only what
+// the embedded default uses (docs/drivers.md).
+var optional = map[string]func(pragma string) driver.Driver{}
+
+// errNoCgo and errNoModernc are what a binary without the driver answers.
+var (
+	errNoCgo = errors.New("this cellb was built without the cgo driver; " +
+		"rebuild with the cellb_cgo tag, CGO_ENABLED=1 and a C compiler (gcc or clang), e.g. CGO_ENABLED=1 go build -tags cellb_cgo ./cmd/cellb, " +
+		"or use --driver wasm (pure Go)")
+	errNoModernc = errors.New("this cellb was built without the modernc driver (the only one with SQLite sessions, which the changeset mode needs); " +
+		"rebuild with the cellb_modernc tag, e.g. go build -tags cellb_modernc ./cmd/cellb, or use --driver wasm")
+)
 
 // checkDriver says whether this binary can run the named driver, before
 // anything is started.
 func checkDriver(name string) error {
-	switch name {
-	case "wasm", "modernc":
+	switch {
+	case name == "wasm":
 		return nil
-	case "cgo":
-		return cgoAvailable()
+	case name == "cgo" && optional[name] == nil:
+		return errNoCgo
+	case name == "modernc" && optional[name] == nil:
+		return errNoModernc
+	case name == "cgo" || name == "modernc":
+		return nil
 	}
 	return fmt.Errorf("unknown driver %q (want wasm, cgo or modernc)", name)
+}
+
+// sessionsDriver is the scratch database a changeset restore replays
+// into: modernc's, the only driver with SQLite sessions.
+func sessionsDriver() (driver.Driver, error) {
+	if err := checkDriver("modernc"); err != nil {
+		return nil, err
+	}
+	return optional["modernc"](""), nil
 }
 
 // commitSync is how often the local SQLite file is synced, which the
@@ -75,9 +96,7 @@ func pickDriver(name string, cs commitSync) (driver.Driver, error) {
 		// WAL: one sync per commit (FULL) instead of the rollback
 		// journal's two.
 		return wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous="+pragma)), nil
-	case "cgo":
-		return cgoDriver(cs)
-	default: // modernc
-		return modernc.New(modernc.Options{Synchronous: pragma}), nil
+	default: // cgo, modernc
+		return optional[name](pragma), nil
 	}
 }

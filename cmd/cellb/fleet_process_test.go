@@ -27,6 +27,10 @@ var buildOnce struct {
 	err  error
 }
 
+// allDriverTags build a cellb with the optional drivers (driver_cgo.go,
+// driver_modernc.go).
+const allDriverTags = "cellb_cgo,cellb_modernc"
+
 func cellbBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -37,7 +41,9 @@ func cellbBinary(t testing.TB) string {
 		}
 		buildOnce.path = filepath.Join(dir, "cellb")
 		linked := filepath.Join(dir, "cellb.linked")
-		out, err := exec.Command("go", "build", "-o", linked, ".").CombinedOutput()
+		// With every driver (the tests also run the changeset mode, which
+		// needs modernc), as `go build -tags cellb_cgo,cellb_modernc`.
+		out, err := exec.Command("go", "build", "-tags", allDriverTags, "-o", linked, ".").CombinedOutput()
 		if err != nil {
 			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return

@@ -14,8 +14,9 @@ import (
 
 // TestBuildsWithoutCgo builds cellb as a machine without a C compiler
 // would (CGO_ENABLED=0): the build works, the README's `cellb serve` serves
-// the counter on its default driver, and --driver cgo is refused before
-// anything starts, saying how to get a cellb that has it.
+// the counter on its default driver, and --driver cgo and --driver modernc
+// (not in a build without their tags) are refused before anything starts,
+// saying how to get a cellb that has them.
 func TestBuildsWithoutCgo(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "cellb")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -50,9 +51,23 @@ func TestBuildsWithoutCgo(t *testing.T) {
 	if first != want {
 		t.Fatalf("serve --driver cgo said\n%s\nwant\n%s", first, want)
 	}
-	for _, how := range []string{"built without cgo", "CGO_ENABLED=1", "C compiler", "--driver wasm or modernc"} {
+	for _, how := range []string{"built without the cgo driver", "-tags cellb_cgo", "CGO_ENABLED=1", "C compiler", "--driver wasm"} {
 		if !strings.Contains(first, how) {
 			t.Fatalf("serve --driver cgo said %q, which does not say %q", first, how)
+		}
+	}
+	// A default build leaves modernc out too: --driver modernc, the
+	// changeset mode and the restore of a changeset log say how to get it.
+	for _, args := range [][]string{
+		{"serve", "--driver", "modernc", "--listen", "127.0.0.1:0", "--data", t.TempDir()},
+		{"serve", "--durability", "changeset", "--driver", "modernc", "--listen", "127.0.0.1:0", "--data", t.TempDir()},
+	} {
+		cmd := exec.Command(bin, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), errNoModernc.Error()) {
+			t.Fatalf("cellb %v: %v, want exit status 2 and %q; stderr:\n%s", args, err, errNoModernc, stderr.String())
 		}
 	}
 
@@ -73,5 +88,40 @@ func TestServeRefusesUnknownDriver(t *testing.T) {
 	_, err := parseServe([]string{"--driver", "sqlite"})
 	if err == nil || err.Error() != `--driver sqlite: unknown driver "sqlite" (want wasm, cgo or modernc)` {
 		t.Fatalf("parseServe --driver sqlite: %v", err)
+	}
+}
+
+// TestDefaultBuildLeavesOutOptionalDrivers: the default build links neither
+// SQLite translated to Go (modernc) nor SQLite's C source (cgo), so a first
+// `go run ./cmd/cellb serve` compiles neither; the tags bring them in.
+func TestDefaultBuildLeavesOutOptionalDrivers(t *testing.T) {
+	deps := func(tags string) string {
+		args := []string{"list", "-deps"}
+		if tags != "" {
+			args = append(args, "-tags", tags)
+		}
+		cmd := exec.Command("go", append(args, ".")...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	optional := []string{"modernc.org/sqlite/lib\n", "github.com/cellb/cellb/drivers/modernc\n", "github.com/cellb/cellb/drivers/cgo\n"}
+	def := deps("")
+	for _, p := range optional {
+		if strings.Contains(def, p) {
+			t.Errorf("the default build links %s", strings.TrimSpace(p))
+		}
+	}
+	if !strings.Contains(def, "github.com/cellb/cellb/drivers/wasm\n") {
+		t.Error("the default build lacks the wasm driver")
+	}
+	all := deps("cellb_cgo,cellb_modernc")
+	for _, p := range optional {
+		if !strings.Contains(all, p) {
+			t.Errorf("-tags cellb_cgo,cellb_modernc does not link %s", strings.TrimSpace(p))
+		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/progress"
 	"github.com/cellb/cellb/core/store"
-	"github.com/cellb/cellb/drivers/modernc"
 )
 
 func restoreCommand() cli.Entry {
@@ -83,8 +82,13 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 		return cl.Fail(e.stderr, err)
 	}
 	defer store.Close(s)
-	// The scratch database is modernc's: it has SQLite sessions.
-	mode, res, n, err := modes.RestoreToFile(ctx, s, cellKey, out, durability.FileRestore{From: *from, Request: req, ScratchDriver: modernc.New(modernc.Options{})})
+	// The scratch database is modernc's: it has SQLite sessions. A cellb
+	// built without it restores the other modes all the same.
+	scratch, noSessions := sessionsDriver()
+	mode, res, n, err := modes.RestoreToFile(ctx, s, cellKey, out, durability.FileRestore{From: *from, Request: req, ScratchDriver: scratch})
+	if err != nil && noSessions != nil && mode.NeedsSessions {
+		err = noSessions
+	}
 	var several *durability.SeveralLogsError
 	var npe *durability.NoPointInTimeError
 	switch {
