@@ -13,6 +13,7 @@ require (
 	github.com/cellb/cellb/drivers/modernc v0.1.0
 	github.com/cellb/cellb/drivers/wasm v0.1.0
 	github.com/cellb/cellb/examples v0.1.0
+	github.com/coder/websocket v1.8.15
 	github.com/prometheus/client_model v0.6.3
 	github.com/superfly/ltx v0.5.3
 )

@@ -63,6 +63,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.DurationVar(&c.TTL, "ttl", fleet.DefaultTTL, "fleet: node lease TTL")
 	fs.DurationVar(&c.Idle, "idle", cell.DefaultIdleTimeout, "evict cells idle this long")
 	fs.DurationVar(&c.IdleConn, "idle-conn", cell.DefaultIdleConnTimeout, "close the database connection of open cells idle this long (negative: never)")
+	fs.DurationVar(&c.AlarmResidency, "alarm-residency", cell.DefaultAlarmResidency, "keep an idle cell in memory while its alarm is due within this long (negative: never; a chat room with sockets then hibernates between messages)")
 	fs.IntVar(&c.MaxCells, "max-cells", 0, "most cells kept open; the longest idle are evicted beyond it (0: from the file-descriptor limit, 3 per cell)")
 	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode` (changeset needs --driver modernc), what the bucket keeps: "+modeChoices(modes))
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
@@ -86,12 +87,14 @@ type serveConfig struct {
 	TTL        time.Duration
 	Idle       time.Duration
 	IdleConn   time.Duration
-	ScriptName string
-	Durability string
-	WakeTick   time.Duration
-	WakePoll   time.Duration
-	MaxCells   int
-	NodeLog    bool
+	// AlarmResidency is cell.Options.AlarmResidency (zero: the default).
+	AlarmResidency time.Duration
+	ScriptName     string
+	Durability     string
+	WakeTick       time.Duration
+	WakePoll       time.Duration
+	MaxCells       int
+	NodeLog        bool
 	// AdminListen is the address of the admin endpoints (/metrics,
 	// /healthz, /readyz); empty serves none and records no metrics.
 	AdminListen string
@@ -162,8 +165,9 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	hc := host.Config{
 		Driver: drv, DataDir: cfg.Data, Mode: mode, Ownership: host.SingleHost,
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, IdleConnTimeout: cfg.IdleConn, MaxOpenCells: cfg.MaxCells, Logger: logger,
-		R2:            demo.R2Bindings(),
-		MeterProvider: cfg.meters,
+		AlarmResidency: cfg.AlarmResidency,
+		R2:             demo.R2Bindings(),
+		MeterProvider:  cfg.meters,
 		Classes: func(su *host.Setup) error {
 			apps, err := demo.Register(su)
 			if err == nil {

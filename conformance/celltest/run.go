@@ -153,6 +153,7 @@ func allCases() []caseDef {
 	all = append(all, alarmCases()...)
 	all = append(all, wakeCases()...)
 	all = append(all, lifecycleCases()...)
+	all = append(all, websocketCases()...)
 	all = append(all, bucketCases()...)
 	return all
 }

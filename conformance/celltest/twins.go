@@ -32,8 +32,8 @@ type Twin struct {
 func Twins() []Twin {
 	return []Twin{
 		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
-		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit", "commit/synchronous-log"}},
-		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure", "commit/synchronous-log"}},
+		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit", "commit/synchronous-log", "websocket/send-held-until-durable"}},
+		{"swallow-durability-errors", wrapLog(SwallowDurabilityErrors), []string{"reset/durability-failure", "commit/synchronous-log", "websocket/failed-commit-closes-1011"}},
 		{"no-authorizer", wrapDriver(NoAuthorizer), []string{"sql/authorizer", "sql/reserved-rename"}},
 		{"no-savepoint-rollback", wrapDriver(NoSavepointRollback), []string{"sql/savepoints"}},
 		{"no-wake-triggers", wrapDriver(NoWakeTriggers), []string{"wake/schema", "wake/sequence", "wake/epoch",
@@ -53,7 +53,7 @@ func Twins() []Twin {
 		{"lease-never-fences", configure(LeaseNeverFences), []string{"commit/lease-checked-before-ack", "commit/ack-checked-when-already-durable"}},
 		{"rollback-commits", wrapDriver(RollbackCommits), []string{"alarm/panic"}},
 		{"uncounted-changes", wrapDriver(UncountedChanges), []string{"commit/no-capture", "output/log-commits"}},
-		{"never-evict-idle", configure(NeverEvictIdle), []string{"lifecycle/idle-eviction"}},
+		{"never-evict-idle", configure(NeverEvictIdle), []string{"lifecycle/idle-eviction", "websocket/hibernation", "websocket/attachment"}},
 		{"keep-idle-connections", configure(KeepIdleConnections), []string{"lifecycle/idle-connection-released"}},
 		{"lease-never-lost", configure(LeaseNeverLost), []string{"reset/lease-lost", "lifecycle/reset-while-yielded"}},
 		{"close-always-final", wrapLog(CloseAlwaysFinal), []string{"lifecycle/log-close-final"}},

@@ -11,10 +11,16 @@ import (
 // endTurn commits the turn's implicit transaction, hands the commit to the
 // log and reschedules the alarm if the turn changed it. A failure resets
 // the object and is returned as its *BrokenObjectError.
-func (inst *instance) endTurn(ctx context.Context, ev *event) error {
+func (inst *instance) endTurn(ctx context.Context, ev *event) (err error) {
 	ctx = context.WithoutCancel(ctx)
 	inst.mu.Lock()
 	defer inst.mu.Unlock()
+	// The turn's WebSocket sends wait for what it committed (sockets.go).
+	defer func() {
+		if ev.hasFrames() {
+			ev.releaseFrames(inst, inst.commits.snapshot(), err != nil)
+		}
+	}()
 	inst.db.closeRows()
 	if err := inst.g.err(); err != nil || inst.closed {
 		inst.rollbackLocked(ctx)

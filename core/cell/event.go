@@ -23,6 +23,41 @@ type event struct {
 	// breakAfter, if set, resets the object once the turn has committed
 	// (an alarm handler that panicked: its failure is recorded first).
 	breakAfter *BrokenObjectError
+
+	// frames are the WebSocket sends made in the current turn: they wait
+	// for the turn's commit (endTurn releases them). framesMu is apart
+	// from mu because endTurn runs with mu held (yield).
+	framesMu sync.Mutex
+	frames   []*frame
+}
+
+// deferFrame holds f until the turn ends.
+func (ev *event) deferFrame(f *frame) {
+	ev.framesMu.Lock()
+	ev.frames = append(ev.frames, f)
+	ev.framesMu.Unlock()
+}
+
+// hasFrames reports whether the turn sent anything (most turns do not:
+// they skip the snapshot).
+func (ev *event) hasFrames() bool {
+	ev.framesMu.Lock()
+	defer ev.framesMu.Unlock()
+	return len(ev.frames) > 0
+}
+
+// releaseFrames lets the turn's sends go once its commit is tracked: each
+// waits for what the cell committed up to now (ps); if the turn failed
+// they are dropped.
+func (ev *event) releaseFrames(inst *instance, ps pendingSet, failed bool) {
+	ev.framesMu.Lock()
+	fs := ev.frames
+	ev.frames = nil
+	ev.framesMu.Unlock()
+	for _, f := range fs {
+		f.inst, f.ps, f.drop = inst, ps, failed
+		close(f.ready)
+	}
 }
 
 func (ev *event) isHolding() bool {

@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/coder/websocket"
+
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/metrics"
 )
@@ -51,13 +53,11 @@ type instance struct {
 	// commits is what replies wait for: the output gate.
 	commits tracker
 
-	// Sockets (the WebSockets the object accepted, issue 22) are the next
-	// part, with a lock of their own. They outlive the instance (an idle
-	// object is evicted while its sockets stay open), so the runtime keeps
-	// them per cell key and an instance only refers to them: a send waits
-	// for commits (commits.snapshot) as a reply does, and breakNow and
-	// shutdown close them (1011 on a failed commit, 1012 when the owner
-	// goes away).
+	// Sockets (the WebSockets the object accepted) outlive the instance
+	// (an idle object is evicted while its sockets stay open), so the
+	// runtime keeps them per cell key (sockets.go): a send waits for
+	// commits (commits.snapshot) as a reply does, breakNow closes them
+	// with 1011 and the runtime's Close with 1012.
 }
 
 func newInstance(rt *Runtime, cls *class, id ID, prev *instance) *instance {
@@ -317,7 +317,7 @@ func (inst *instance) finish(ctx context.Context, ev *event, userErr error) erro
 			return err
 		}
 		// The reply still waits for what was committed before it.
-		if err := inst.awaitDurable(ctx, inst.commits.snapshot()); err != nil {
+		if err := inst.awaitReply(ctx, inst.commits.snapshot()); err != nil {
 			return err
 		}
 		if userErr != nil {
@@ -338,7 +338,7 @@ func (inst *instance) finish(ctx context.Context, ev *event, userErr error) erro
 	if err != nil {
 		return err
 	}
-	if err := inst.awaitDurable(ctx, snap); err != nil {
+	if err := inst.awaitReply(ctx, snap); err != nil {
 		return err
 	}
 	return userErr
@@ -362,6 +362,8 @@ func (inst *instance) breakNow(reason string, cause error) *BrokenObjectError {
 	first, shutdown := inst.g.fail(berr)
 	if first == error(berr) {
 		inst.rt.logger.Warn("cell reset", "cell", inst.key, "reason", reason)
+		// The reset object's sockets go with it (celld's 1011).
+		inst.rt.sockets.closeCell(inst.key, websocket.StatusInternalError, "the object was reset")
 	}
 	if shutdown {
 		go inst.shutdown(inst.rt.bg, false)

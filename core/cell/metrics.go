@@ -27,7 +27,13 @@ func (rt *Runtime) initMetrics() error {
 	if err != nil {
 		return err
 	}
-	rt.metrics, rt.stopMetrics = m, stop
+	stopSockets, err := m.ObserveWebSockets(rt.OpenWebSockets)
+	if err != nil {
+		stop()
+		return err
+	}
+	rt.metrics = m
+	rt.stopMetrics = func() error { return errors.Join(stop(), stopSockets()) }
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cellb/cellb/core/clock"
@@ -135,6 +136,10 @@ type Runtime struct {
 	classes  map[string]*class
 	cells    map[string]*instance // live instances by cell key
 	retiring map[string]*instance // instances shutting down, by cell key
+
+	// sockets are the WebSockets the objects accepted, by cell key: they
+	// outlive instances (sockets.go).
+	sockets socketRegistry
 
 	metrics     *metrics.Cell // nil: no MeterProvider
 	stopMetrics func() error
@@ -360,6 +365,8 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	rt.closing = true
 	rt.mu.Unlock()
 	defer rt.stopMetrics()
+	// The owner is going away: its sockets close first, with 1012.
+	rt.sockets.closeAll(websocket.StatusServiceRestart, "the cell's owner is going away")
 	rt.alarms.stopAll()
 
 	var errs []error

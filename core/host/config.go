@@ -85,10 +85,13 @@ type Config struct {
 
 	// ScriptName keys IDFromName (celld's script_name).
 	ScriptName string
-	// IdleTimeout, IdleConnTimeout and MaxOpenCells are cell.Options'.
+	// IdleTimeout, IdleConnTimeout, MaxOpenCells and AlarmResidency are
+	// cell.Options'. An idle object with open WebSockets is evicted too
+	// (it hibernates; docs/websockets.md) unless its alarm keeps it.
 	IdleTimeout     time.Duration
 	IdleConnTimeout time.Duration
 	MaxOpenCells    int
+	AlarmResidency  time.Duration
 
 	// MeterProvider receives the node's metrics (docs/metrics.md): the
 	// runtime's, the fleet's, the wake service's, and every request to

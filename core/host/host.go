@@ -79,6 +79,9 @@ type Host struct {
 	localPath string
 
 	public *http.Server // serves Config.Listener; nil without one
+	// wsRelays are the WebSockets this node relays to their cell's owner
+	// (websocket.go).
+	wsRelays wsRelays
 
 	// forward sends a call to its cell's owner (a fleet peer, or the local
 	// process holding its shard); nil when calls are not routed.
@@ -172,7 +175,8 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 	opts := cell.Options{
 		ScriptName: cfg.ScriptName, Driver: cfg.Driver, Logger: h.log, Clock: cfg.Clock,
 		IdleTimeout: cfg.IdleTimeout, IdleConnTimeout: cfg.IdleConnTimeout, MaxOpenCells: cfg.MaxOpenCells,
-		DataDir: filepath.Join(cfg.DataDir, "cells"), MeterProvider: cfg.MeterProvider,
+		AlarmResidency: cfg.AlarmResidency,
+		DataDir:        filepath.Join(cfg.DataDir, "cells"), MeterProvider: cfg.MeterProvider,
 		Router: router{h},
 	}
 	h.handler = guard(h.routed(h.mux), h.limits.MaxBodyBytes)
@@ -444,6 +448,9 @@ func (h *Host) close(ctx context.Context) error {
 		// Close returned. Closing it here makes "closed" mean closed.
 		h.cfg.Listener.Close()
 	}
+	// Hijacked, relayed sockets are not the server's to wait for: their
+	// clients are told 1012 and reconnect to another node.
+	h.wsRelays.closeAll()
 	rtErr := h.rt.Close(ctx)
 	errs = append(errs, rtErr)
 	if h.wake != nil {

@@ -490,6 +490,10 @@ func (s *slot) notApplied(oe *lease.CellOwnedElsewhereError) error {
 
 // sendRequest sends the whole request to oe's owner and writes its answer.
 func (s *slot) sendRequest(oe *lease.CellOwnedElsewhereError) error {
+	if cell.IsWebSocketUpgrade(s.r) {
+		// Its answer is a connection: relayed, not forwarded (websocket.go).
+		return s.h.relayWebSocket(s.r.Context(), oe, s.w, s.r)
+	}
 	var body []byte
 	if s.body != nil {
 		var err error

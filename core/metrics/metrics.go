@@ -40,6 +40,7 @@ const (
 	NameDurableWait    = "cellb.cell.durable_wait.duration"
 	NameActivation     = "cellb.cell.activation.duration"
 	NameCellsOpen      = "cellb.cell.open"
+	NameWebSocketsOpen = "cellb.websocket.open"
 	NameEvictions      = "cellb.cell.evictions"
 	NameBucketRequests = "cellb.bucket.requests"
 	NameBucketDuration = "cellb.bucket.request.duration"
@@ -99,6 +100,7 @@ type Cell struct {
 	activation  metric.Float64Histogram
 	evictions   metric.Int64Counter
 	open        metric.Int64ObservableGauge
+	sockets     metric.Int64ObservableGauge
 	mp          metric.MeterProvider
 }
 
@@ -131,6 +133,9 @@ func NewCell(mp metric.MeterProvider) (*Cell, error) {
 	errs = append(errs, err)
 	c.open, err = m.Int64ObservableGauge(NameCellsOpen, metric.WithUnit("{cell}"),
 		metric.WithDescription("Cells in memory, their database open."))
+	errs = append(errs, err)
+	c.sockets, err = m.Int64ObservableGauge(NameWebSocketsOpen, metric.WithUnit("{socket}"),
+		metric.WithDescription("WebSockets the node holds open for its cells, awake or hibernated."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -192,10 +197,23 @@ func (c *Cell) ObserveOpen(open func() int) (stop func() error, err error) {
 	if c == nil {
 		return func() error { return nil }, nil
 	}
+	return c.observe(c.open, open)
+}
+
+// ObserveWebSockets reports sockets() as the open-WebSockets gauge, as
+// ObserveOpen does for cells.
+func (c *Cell) ObserveWebSockets(sockets func() int) (stop func() error, err error) {
+	if c == nil {
+		return func() error { return nil }, nil
+	}
+	return c.observe(c.sockets, sockets)
+}
+
+func (c *Cell) observe(g metric.Int64ObservableGauge, value func() int) (stop func() error, err error) {
 	reg, err := meter(c.mp).RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(c.open, int64(open()))
+		o.ObserveInt64(g, int64(value()))
 		return nil
-	}, c.open)
+	}, g)
 	if err != nil {
 		return nil, err
 	}

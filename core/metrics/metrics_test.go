@@ -35,6 +35,10 @@ func TestNilProviderRecordsNothing(t *testing.T) {
 	if err != nil || stop() != nil {
 		t.Fatal(err)
 	}
+	stop, err = c.ObserveWebSockets(func() int { return 1 })
+	if err != nil || stop() != nil {
+		t.Fatal(err)
+	}
 	f.Renewal(RenewalOK)
 	f.SelfFence("late")
 	w.Poll(ctx, RoleOwner, nil)

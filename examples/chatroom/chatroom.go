@@ -4,6 +4,16 @@
 //	POST /room/<name>?ttl=MS   post the request body as a message (at most
 //	                           4 KiB); 200 {"id":N,"expires":MS} once durable
 //	GET  /room/<name>          200 {"messages":[{"id","at","text"},...]}
+//	GET  /room/<name>/ws       WebSocket upgrade: every text message a
+//	                           socket sends is posted (default TTL) and
+//	                           every message posted, over a socket or
+//	                           POST, is sent to every socket of the room
+//	                           as {"id","at","text"}, in id order
+//
+// The room's sockets are hibernatable (docs/websockets.md): the room may be
+// evicted between messages while its sockets stay open on the node, and
+// the next message activates it again. A broadcast leaves once the post it
+// announces is durable.
 //
 // Expiry is the cell's alarm: it is set for the oldest message's expiry;
 // when it fires, the handler deletes what has expired and sets the alarm
@@ -17,6 +27,7 @@ package chatroom
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -72,8 +83,9 @@ func New(ctx context.Context, st *cell.State) (*Room, error) {
 	return &Room{st: st}, nil
 }
 
-// Post stores a message and makes sure the alarm fires by its expiry. It
-// returns the message's id and expiry (Unix ms).
+// Post stores a message, makes sure the alarm fires by its expiry and
+// sends it to every socket of the room (each send leaves once the post is
+// durable). It returns the message's id and expiry (Unix ms).
 func (r *Room) Post(ctx context.Context, text string, ttl time.Duration) (id, expires int64, err error) {
 	now := time.Now()
 	expires = now.Add(ttl).UnixMilli()
@@ -81,7 +93,35 @@ func (r *Room) Post(ctx context.Context, text string, ttl time.Duration) (id, ex
 	if err != nil {
 		return 0, 0, err
 	}
-	return res.LastInsertID, expires, r.armForNext(ctx)
+	if err := r.armForNext(ctx); err != nil {
+		return 0, 0, err
+	}
+	r.broadcast(ctx, Message{ID: res.LastInsertID, At: now.UnixMilli(), Text: text})
+	return res.LastInsertID, expires, nil
+}
+
+// broadcast sends m to every socket of the room. A socket that is closing
+// refuses it, which is no failure of the post.
+func (r *Room) broadcast(ctx context.Context, m Message) {
+	b, _ := json.Marshal(m)
+	for _, ws := range r.st.WebSockets("") {
+		_ = ws.SendText(ctx, string(b))
+	}
+}
+
+// WebSocketMessage posts a text message a socket sent (binary messages are
+// ignored); one over MaxMessageBytes is answered to its sender alone with
+// {"error":...}.
+func (r *Room) WebSocketMessage(ctx context.Context, ws *cell.WebSocket, data []byte, binary bool) error {
+	if binary {
+		return nil
+	}
+	if len(data) == 0 || len(data) > MaxMessageBytes {
+		b, _ := json.Marshal(map[string]string{"error": "a message is 1 to " + strconv.Itoa(MaxMessageBytes) + " bytes"})
+		return ws.SendText(ctx, string(b))
+	}
+	_, _, err := r.Post(ctx, string(data), DefaultTTL)
+	return err
 }
 
 // armForNext sets the alarm at the earliest expiry, or clears it.
@@ -214,5 +254,18 @@ func (a *App) Routes(mux *http.ServeMux) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"messages": msgs})
+	})
+	mux.HandleFunc("GET /room/{name}/ws", func(w http.ResponseWriter, r *http.Request) {
+		name, err := roomName(r)
+		if err != nil {
+			httperr.Write(w, err)
+			return
+		}
+		err = cell.Upgrade(w, r, a.NS.Get(a.NS.IDFromName(name)), func(ctx context.Context, room *Room, ws *cell.WebSocket) error {
+			return room.st.AcceptWebSocket(ws)
+		})
+		if err != nil && !errors.Is(err, cell.ErrUpgradeAnswered) {
+			httperr.Write(w, err)
+		}
 	})
 }
