@@ -83,7 +83,9 @@ func (o *gateObj) write(ctx context.Context) error {
 }
 
 // gateDoor is an http.Handler class; made is closed by its next request.
-type gateDoor struct{ made *atomic.Pointer[chan struct{}] }
+type gateDoor struct {
+	made *atomic.Pointer[chan struct{}]
+}
 
 func (d *gateDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ch := d.made.Load(); ch != nil {
