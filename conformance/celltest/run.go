@@ -147,6 +147,7 @@ func allCases() []caseDef {
 	all = append(all, turnCases()...)
 	all = append(all, outputCases()...)
 	all = append(all, outgoingCases()...)
+	all = append(all, streamCases()...)
 	all = append(all, commitCases()...)
 	all = append(all, resetCases()...)
 	all = append(all, sqlCases()...)
