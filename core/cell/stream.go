@@ -62,22 +62,8 @@ func (rt *Runtime) serveHTTP(ctx context.Context, cls *class, id ID, req *http.R
 // comes. A body that fails after the start aborts w's response
 // (http.ErrAbortHandler), so a truncated stream never looks complete.
 func copyStreamed(w http.ResponseWriter, body io.Reader) {
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return // the client went away
-			}
-			_ = rc.Flush()
-		}
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			panic(http.ErrAbortHandler)
-		}
+	if err := httpbuf.CopyFlushed(w, body); err != nil {
+		panic(http.ErrAbortHandler)
 	}
 }
 

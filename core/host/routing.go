@@ -179,12 +179,8 @@ func (h *Host) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 		if err != nil {
 			return err
 		}
-		rec := httpbuf.New()
-		if err := h.forward(ctx, oe, rec, out); err != nil {
-			return err
-		}
-		resp = rec.Response(req, false)
-		return nil
+		resp, err = h.forwardFetch(ctx, oe, req, out)
+		return err
 	})
 	if sent {
 		return resp, nil
@@ -193,6 +189,32 @@ func (h *Host) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 		return nil, err
 	}
 	return resp, nil
+}
+
+// forwardFetch sends a Fetch's request to the owner and returns its
+// answer: whole, or, when the owner streams it (peer.HeaderStreamed), as
+// soon as it starts, with a body that reads the chunks as they come and
+// fails if the owner is lost midway.
+func (h *Host) forwardFetch(ctx context.Context, oe *lease.CellOwnedElsewhereError, req, out *http.Request) (*http.Response, error) {
+	st := httpbuf.NewStream()
+	done := make(chan error, 1)
+	go func() {
+		err := h.forward(ctx, oe, st, out)
+		st.Finish(err)
+		done <- err
+	}()
+	select {
+	case <-st.Head():
+		return st.StreamResponse(req), nil
+	case err := <-done:
+		if st.Started() {
+			return st.StreamResponse(req), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return st.Response(req), nil
+	}
 }
 
 // fetchRequest is req addressed to the owner's FetchPath for the object.
@@ -275,6 +297,16 @@ func (h *Host) serveFetch(w http.ResponseWriter, r *http.Request) {
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
+	}
+	if resp.ContentLength < 0 {
+		// A streamed answer: the sender copies it through as it comes;
+		// one that fails midway is aborted, never ended as complete.
+		w.Header().Set(peer.HeaderStreamed, "1")
+		w.WriteHeader(resp.StatusCode)
+		if err := httpbuf.CopyFlushed(w, resp.Body); err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		return
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)

@@ -77,14 +77,18 @@ func (e *OwnerLostError) Unwrap() error { return e.Err }
 const errServerClosedIdle = "http: server closed idle connection"
 
 // maxAnswer bounds an owner's answer; it is read whole before any of it is
-// written, so an owner lost mid-answer never yields a truncated reply.
+// written, so an owner lost mid-answer never yields a truncated reply. A
+// streamed answer (HeaderStreamed) is the exception: it is copied through.
 const maxAnswer = 64 << 20
 
 // Forward sends r (method, path, query, headers, body of at most MaxBody
 // bytes) to the owner to, signed for that node and incarnation, and copies
 // the owner's answer to w. The owner's reply already waited for its output
 // gate, so it is final. On error w is untouched: *BodyTooLargeError (before
-// anything is sent), *NotAppliedError, *RefusedError or *OwnerLostError.
+// anything is sent), *NotAppliedError, *RefusedError or *OwnerLostError —
+// except for a streamed answer (HeaderStreamed), copied to w chunk by
+// chunk as it comes: an owner lost midway returns *OwnerLostError with w
+// written in part, and the caller must end w's response as broken.
 func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get(HeaderForwarded) != "" {
 		return ErrAlreadyForwarded
@@ -132,6 +136,14 @@ func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWrite
 		return &OwnerLostError{Addr: to.Addr, Err: err}
 	}
 	defer resp.Body.Close()
+	if Streamed(resp) && resp.StatusCode != http.StatusUnauthorized {
+		// A streamed answer is copied through as it comes: the owner's
+		// cell already passed its output gate for each chunk.
+		if err := CopyStreamed(w, resp); err != nil {
+			return &OwnerLostError{Addr: to.Addr, Err: err}
+		}
+		return nil
+	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err == nil && len(answer) > maxAnswer {
 		err = fmt.Errorf("answer larger than %d bytes", maxAnswer)

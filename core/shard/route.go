@@ -90,7 +90,9 @@ const max1xx = 5
 // holder on a SocketPrefix socket closed the connection before answering
 // 102 Processing — and a *lease.ShardOwnerLostError when the holder may
 // have run the call but did not answer in full (it went away, or the
-// route's timeout passed). Forward writes to w only on success.
+// route's timeout passed). Forward writes to w only on success, except
+// for a streamed answer (peer.HeaderStreamed), copied through as it comes:
+// a holder lost midway leaves w written in part.
 func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get(peer.HeaderForwarded) != "" {
 		return peer.ErrAlreadyForwarded
@@ -155,6 +157,14 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 		// 503 closing, or 409 owned elsewhere (the record that named
 		// the holder was stale): either way nothing ran there.
 		return fmt.Errorf("%w: it answered %s", ErrHolderGone, resp.Status)
+	}
+	if peer.Streamed(resp) {
+		// A streamed answer is copied through as it comes (see
+		// peer.CopyStreamed); the route's timeout still bounds it.
+		if err := peer.CopyStreamed(w, resp); err != nil {
+			return rt.lost(addr, err)
+		}
+		return nil
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxRoutedAnswer+1))
 	if err == nil && len(answer) > maxRoutedAnswer {

@@ -189,3 +189,26 @@ func (s *Stream) StreamResponse(req *http.Request) *http.Response {
 		Request:       req,
 	}
 }
+
+// CopyFlushed copies body to w, flushing w after each read, so a streamed
+// body goes on as it comes. It returns body's error, if any but EOF (w
+// then holds part of the body), or nil when w's client went away.
+func CopyFlushed(w http.ResponseWriter, body io.Reader) error {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil // the client went away
+			}
+			_ = rc.Flush()
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
