@@ -34,4 +34,3 @@ func CopyStreamed(w http.ResponseWriter, resp *http.Response) error {
 	w.WriteHeader(resp.StatusCode)
 	return httpbuf.CopyFlushed(w, resp.Body)
 }
-
