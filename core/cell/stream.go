@@ -51,6 +51,9 @@ func (rt *Runtime) serveHTTP(ctx context.Context, cls *class, id ID, req *http.R
 		if st.Started() {
 			return st.StreamResponse(req), nil
 		}
+		if err == nil {
+			err = st.Err() // a flush failed: what is left is not the answer
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -138,6 +138,10 @@ func (s *Stream) send(p []byte) error {
 	return err
 }
 
+// Err is the error that failed a send, if any: the answer is then
+// incomplete and must not be handed over as a whole one.
+func (s *Stream) Err() error { return s.err }
+
 // Head is closed once the response started: from then on StreamResponse
 // is the answer, and Finish ends its body.
 func (s *Stream) Head() <-chan struct{} { return s.head }
