@@ -62,8 +62,11 @@ func WaitOutputGate(ctx context.Context) error {
 
 // waitOutput is the output gate for outgoing I/O made with ctx: it waits
 // for ps (a snapshot of the tracker taken when the I/O was made) unless
-// ctx allows unconfirmed I/O. This is the one place outgoing I/O waits;
-// WebSocket sends call it too.
+// ctx allows unconfirmed I/O. This is the one place outgoing I/O waits.
+// New kinds of outgoing I/O use it through yield when they are made in a
+// turn (yield(ctx, send): the turn's writes commit first and are waited
+// for, as for Await), or call it with inst.commits.snapshot() when they
+// are made outside one (a WebSocket send from a goroutine).
 func (inst *instance) waitOutput(ctx context.Context, ps pendingSet) error {
 	if unconfirmed(ctx, inst) {
 		return nil
