@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -95,6 +97,24 @@ func (d *gateDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ok")
 }
 
+// gateStream answers "one\n" (flushed), then, once next is closed, writes
+// a row and answers "two\n" (flushed): that chunk reveals the write.
+type gateStream struct {
+	st   *cell.State
+	next chan struct{}
+}
+
+func (g *gateStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.WriteString(w, "one\n")
+	w.(http.Flusher).Flush()
+	<-g.next
+	if _, err := g.st.SQL().Exec(r.Context(), "INSERT INTO t(v) VALUES(2)"); err != nil {
+		return
+	}
+	io.WriteString(w, "two\n")
+	w.(http.Flusher).Flush()
+}
+
 // firstRead closes made at the first Read: when an R2 put starts.
 type firstRead struct {
 	r    io.Reader
@@ -122,6 +142,8 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 	var doorMade atomic.Pointer[chan struct{}]
 	var objs *cell.Namespace[*gateObj]
 	var doors *cell.Namespace[*gateDoor]
+	var streams *cell.Namespace[*gateStream]
+	streamNext := make(chan struct{})
 	var images *r2.Bucket
 	ltx := ltxlog.Mode()
 	h, err := host.New(context.Background(), host.Config{
@@ -137,6 +159,13 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 			}
 			doors, err = cell.Register(su.Runtime, "Door", func(ctx context.Context, st *cell.State) (*gateDoor, error) {
 				return &gateDoor{&doorMade}, nil
+			})
+			if err != nil {
+				return err
+			}
+			streams, err = cell.Register(su.Runtime, "Stream", func(ctx context.Context, st *cell.State) (*gateStream, error) {
+				_, err := st.SQL().Exec(ctx, "CREATE TABLE IF NOT EXISTS t(v INTEGER)")
+				return &gateStream{st, streamNext}, err
 			})
 			if err != nil {
 				return err
@@ -290,6 +319,50 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 			if err := <-done[i]; err != nil {
 				t.Errorf("%s: %v", k.name, err)
 			}
+		}
+	})
+
+	// A chunk of a streamed response written after a write leaves only
+	// once that write's upload is done.
+	t.Run("streamed chunk", func(t *testing.T) {
+		st := streams.Get(streams.IDFromName("s"))
+		fetch := func() (*bufio.Reader, func()) {
+			resp, err := st.Fetch(ctx, httptest.NewRequest("GET", "/", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(resp.Body)
+			if l, err := br.ReadString('\n'); l != "one\n" {
+				t.Fatalf("first chunk %q, %v", l, err)
+			}
+			return br, func() { resp.Body.Close() }
+		}
+		br, done := fetch() // warm up: the cell is active, its table made
+		streamNext <- struct{}{}
+		if rest, err := io.ReadAll(br); err != nil || string(rest) != "two\n" {
+			t.Fatalf("warm-up rest %q, %v", rest, err)
+		}
+		done()
+
+		br, done = fetch()
+		defer done()
+		hold.hold()
+		streamNext <- struct{}{}
+		eventually(t, "the chunk's write to be held", func() bool { return hold.waiting.Load() >= 1 })
+		second := make(chan string, 1)
+		go func() {
+			l, err := br.ReadString('\n')
+			second <- fmt.Sprintf("%q %v", l, err)
+		}()
+		time.Sleep(50 * time.Millisecond) // room for an ungated chunk to show
+		select {
+		case l := <-second:
+			t.Fatalf("the chunk after the write came out while its upload was held: %s", l)
+		default:
+		}
+		hold.let(false)
+		if l := <-second; l != `"two\n" <nil>` {
+			t.Fatalf("second chunk: %s", l)
 		}
 	})
 }
