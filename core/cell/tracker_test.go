@@ -515,3 +515,29 @@ func TestTrackerAwaitCancelled(t *testing.T) {
 		t.Fatalf("resets %q, want none", r.reasons)
 	}
 }
+
+// Outgoing I/O waiting on an instance that shuts down stops waiting with
+// errShutDown while its commit is still open, and goes through the check
+// as usual when the commit resolved first.
+func TestTrackerAwaitStops(t *testing.T) {
+	r := newResets()
+	done := make(chan struct{})
+	defer close(done)
+	tr := &tracker{grant: &ackGrant{}, done: done, fail: r.fail}
+	f, ps := commitAndSnapshot(tr)
+	stop := make(chan struct{})
+	close(stop)
+	if err := tr.await(context.Background(), ps, stop); !errors.Is(err, errShutDown) {
+		t.Fatalf("await with stop closed and the commit open: %v, want errShutDown", err)
+	}
+	f.Resolve(nil)
+	if err := tr.await(context.Background(), ps, stop); err != nil {
+		t.Fatalf("await with stop closed and the commit durable: %v", err)
+	}
+	g, ps2 := commitAndSnapshot(tr)
+	g.Resolve(errors.New("upload failed"))
+	var berr *BrokenObjectError
+	if err := tr.await(context.Background(), ps2, stop); !errors.As(err, &berr) {
+		t.Fatalf("await with stop closed and the commit failed: %v, want the reset", err)
+	}
+}
