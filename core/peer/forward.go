@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cellb/cellb/core/clock"
 )
@@ -21,6 +22,10 @@ type Forwarder struct {
 	Self   string // this node's id, recorded in HeaderForwarded
 	Client *http.Client
 	Clock  clock.Clock
+	// Timeout, when > 0, bounds a call until its answer starts, and a
+	// whole answer; a streamed answer (HeaderStreamed) is bounded only by
+	// its end. (Client.Timeout would cut every stream at that age.)
+	Timeout time.Duration
 }
 
 // ErrAlreadyForwarded: the call came from another node already; it is not
@@ -97,6 +102,15 @@ func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWrite
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var limit *time.Timer
+	if f.Timeout > 0 {
+		// Real time, as http.Client.Timeout was: a test's fake clock
+		// moving hours ahead must not cancel a call in flight.
+		limit = time.AfterFunc(f.Timeout, cancel)
+		defer limit.Stop()
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	out, err := Replay(ctx, r, "http://"+to.Addr, f.Self)
 	if err != nil {
@@ -137,8 +151,11 @@ func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWrite
 	}
 	defer resp.Body.Close()
 	if Streamed(resp) && resp.StatusCode != http.StatusUnauthorized {
-		// A streamed answer is copied through as it comes: the owner's
-		// cell already passed its output gate for each chunk.
+		// A streamed answer is copied through as it comes, for as long as
+		// it lasts: the owner's cell passed its output gate for each chunk.
+		if limit != nil && !limit.Stop() {
+			return &OwnerLostError{Addr: to.Addr, Err: context.DeadlineExceeded}
+		}
 		if err := CopyStreamed(w, resp); err != nil {
 			return &OwnerLostError{Addr: to.Addr, Err: err}
 		}

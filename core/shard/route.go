@@ -47,7 +47,9 @@ type Router struct {
 	// Self names this process in peer.HeaderForwarded, so a routed call is
 	// never routed again.
 	Self string
-	// Timeout bounds each routed call; zero means DefaultRouteTimeout.
+	// Timeout bounds each routed call until its answer starts, and a whole
+	// answer; a streamed answer is not bounded. Zero means
+	// DefaultRouteTimeout.
 	Timeout time.Duration
 }
 
@@ -105,8 +107,12 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 	if timeout <= 0 {
 		timeout = DefaultRouteTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	// The timeout bounds the call until its answer starts, and a whole
+	// answer; a streamed answer is bounded only by its own end.
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	limit := time.AfterFunc(timeout, cancel)
+	defer limit.Stop()
 	out, err := peer.Replay(ctx, r, "http://shard-holder", rt.Self)
 	if err != nil {
 		return err
@@ -160,7 +166,10 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 	}
 	if peer.Streamed(resp) {
 		// A streamed answer is copied through as it comes (see
-		// peer.CopyStreamed); the route's timeout still bounds it.
+		// peer.CopyStreamed), for as long as it lasts.
+		if !limit.Stop() {
+			return rt.lost(addr, context.DeadlineExceeded)
+		}
 		if err := peer.CopyStreamed(w, resp); err != nil {
 			return rt.lost(addr, err)
 		}
