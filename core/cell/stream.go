@@ -65,6 +65,9 @@ func (rt *Runtime) serveHTTP(ctx context.Context, cls *class, id ID, req *http.R
 // comes. A body that fails after the start aborts w's response
 // (http.ErrAbortHandler), so a truncated stream never looks complete.
 func copyStreamed(w http.ResponseWriter, body io.Reader) {
+	// Flushed before the first byte: a host's writer for a forwarded
+	// request then marks the answer as streamed for the node that sent it.
+	_ = http.NewResponseController(w).Flush()
 	if err := httpbuf.CopyFlushed(w, body); err != nil {
 		panic(http.ErrAbortHandler)
 	}

@@ -343,6 +343,7 @@ func (h *Host) routed(next http.Handler) http.Handler {
 		}
 		s.r = r2
 		next.ServeHTTP(s.out, r2)
+		s.out.end()
 	})
 }
 
@@ -360,6 +361,9 @@ type slot struct {
 	ran      bool // a cell call of the request ran (here, or a Fetch sent on)
 	claimed  bool // a call is being (or was) sent on: no other call runs here
 	answered bool // the answer is written: the handler's output is dropped
+	// aborted: the owner's streamed answer broke midway after part of it
+	// was written; the connection is aborted when the handler returns.
+	aborted bool
 	// claimedFor is the refusal the claim was made for.
 	claimedFor *lease.CellOwnedElsewhereError
 }
@@ -497,16 +501,78 @@ func (s *slot) sendRequest(oe *lease.CellOwnedElsewhereError) error {
 	}
 	r := s.r.WithContext(s.r.Context())
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	return s.h.forward(s.r.Context(), oe, s.w, r)
+	tw := &touchedWriter{ResponseWriter: s.w}
+	err := s.h.forward(s.r.Context(), oe, tw, r)
+	if err != nil && tw.touched {
+		// A streamed answer that broke midway: part of it went out, so
+		// the request was answered, and the connection must end broken.
+		s.mu.Lock()
+		s.aborted = true
+		s.mu.Unlock()
+		return nil
+	}
+	return err
 }
+
+// touchedWriter records whether anything was written through it.
+type touchedWriter struct {
+	http.ResponseWriter
+	touched bool
+}
+
+func (t *touchedWriter) WriteHeader(code int) {
+	t.touched = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *touchedWriter) Write(p []byte) (int, error) {
+	t.touched = true
+	return t.ResponseWriter.Write(p)
+}
+
+func (t *touchedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // slotWriter is the handler's http.ResponseWriter: it keeps the handler's
 // headers apart until its answer starts, and drops the handler's output
-// once the request was answered by the cell's owner.
+// once the request was answered by the cell's owner. For a forwarded
+// request the status goes out with the first Write or Flush (or when the
+// handler returns), so that an answer that flushes before its first byte
+// (a stream: Stub.ServeHTTP does so) is marked peer.HeaderStreamed, and
+// the node that sent it here copies it through as it comes.
 type slotWriter struct {
 	s       *slot
 	header  http.Header
-	started bool
+	started bool // WriteHeader was called (the handler's answer started)
+	code    int
+	sent    bool // the status went out on the connection
+}
+
+// send writes the status on the connection, once; streamed marks the
+// answer peer.HeaderStreamed when it is a forwarded request's.
+func (w *slotWriter) send(streamed bool) {
+	if w.sent {
+		return
+	}
+	w.sent = true
+	if streamed && w.s.forwarded {
+		w.s.w.Header().Set(peer.HeaderStreamed, "1")
+	}
+	w.s.w.WriteHeader(w.code)
+}
+
+// end runs when the handler returned: a status not sent yet goes out, and
+// a stream the owner broke midway aborts the connection.
+func (w *slotWriter) end() {
+	s := w.s
+	s.mu.Lock()
+	answered, started, aborted := s.answered, w.started, s.aborted
+	s.mu.Unlock()
+	if aborted {
+		panic(http.ErrAbortHandler)
+	}
+	if started && !answered {
+		w.send(false)
+	}
 }
 
 func (w *slotWriter) Header() http.Header { return w.header }
@@ -519,12 +585,17 @@ func (w *slotWriter) WriteHeader(code int) {
 		return
 	}
 	w.started = true
+	w.code = code
 	s.mu.Unlock()
 	dst := s.w.Header()
 	for k, vs := range w.header {
 		dst[k] = vs
 	}
-	s.w.WriteHeader(code)
+	if !s.forwarded || code < 200 {
+		// Only a forwarded request's answer may be marked streamed; a
+		// 1xx (a WebSocket's 101 before its hijack) goes at once.
+		w.send(false)
+	}
 }
 
 func (w *slotWriter) Write(p []byte) (int, error) {
@@ -538,6 +609,7 @@ func (w *slotWriter) Write(p []byte) (int, error) {
 	if !started {
 		w.WriteHeader(http.StatusOK)
 	}
+	w.send(false)
 	return s.w.Write(p)
 }
 
@@ -553,6 +625,7 @@ func (w *slotWriter) Flush() {
 	if !started {
 		w.WriteHeader(http.StatusOK)
 	}
+	w.send(true)
 	if f, ok := s.w.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/heaptest"
 	"github.com/cellb/cellb/core/host"
+	"github.com/cellb/cellb/core/httperr"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -61,6 +63,20 @@ func tickerRoutes(step chan struct{}) func(s *host.Setup) error {
 		s.Mux.HandleFunc("GET /ticker/{name}", func(w http.ResponseWriter, r *http.Request) {
 			ns.Get(ns.IDFromName(r.PathValue("name"))).ServeHTTP(w, r)
 		})
+		// The same after a typed call: on a node that does not own the
+		// cell the whole request goes to the owner (host routing).
+		s.Mux.HandleFunc("GET /typed/{name}", func(w http.ResponseWriter, r *http.Request) {
+			stub := ns.Get(ns.IDFromName(r.PathValue("name")))
+			_, err := cell.Call(r.Context(), stub, func(context.Context, *Ticker) (int, error) { return 0, nil })
+			if errors.Is(err, host.ErrAnsweredByOwner) {
+				return
+			}
+			if err != nil {
+				httperr.Write(w, err)
+				return
+			}
+			stub.ServeHTTP(w, r)
+		})
 		return nil
 	}
 }
@@ -69,10 +85,16 @@ func tickerRoutes(step chan struct{}) func(s *host.Setup) error {
 // by node a, asked of node b, reaches the client chunk by chunk: its first
 // chunk arrives while the owner's handler still runs (the peer port, or
 // the local socket, carries it through rather than reading it whole), and
-// the rest when the handler returns.
+// the rest when the handler returns. Both ways a request reaches the
+// owner: the stub's Fetch sent alone (/ticker), and the whole request sent
+// because of its typed call (/typed).
 func TestStreamedResponseThroughTheOwner(t *testing.T) {
-	for _, fleet := range []bool{true, false} {
-		t.Run(map[bool]string{true: "fleet", false: "single host"}[fleet], func(t *testing.T) {
+	for _, c := range []struct {
+		fleet bool
+		route string
+	}{{true, "/ticker/"}, {false, "/ticker/"}, {true, "/typed/"}, {false, "/typed/"}} {
+		fleet := c.fleet
+		t.Run(map[bool]string{true: "fleet", false: "single host"}[fleet]+c.route, func(t *testing.T) {
 			var bucket store.Store
 			if fleet {
 				bucket = memstore.New()
@@ -90,7 +112,7 @@ func TestStreamedResponseThroughTheOwner(t *testing.T) {
 			if got := get(t, a.url+"/ticker/s?warm=1"); got != "one\ntwo\n" {
 				t.Fatalf("through a: %q", got)
 			}
-			resp, err := http.Get(b.url + "/ticker/s")
+			resp, err := http.Get(b.url + c.route + "s")
 			if err != nil {
 				t.Fatal(err)
 			}
