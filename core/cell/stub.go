@@ -104,9 +104,10 @@ func (s *Stub[O]) fetchHere(ctx context.Context, req *http.Request) (*http.Respo
 
 // ServeHTTP makes a stub an http.Handler: it forwards r with Fetch and
 // writes the reply, a streamed one chunk by chunk, flushed (a stream that
-// fails after its start aborts the response: http.ErrAbortHandler). A failure is answered as HTTPStatus maps it (409 for a
-// cell owned elsewhere, 503 for a reset object or a closed runtime, 500 for
-// anything else), with the message as the body.
+// fails after its start aborts the response: http.ErrAbortHandler). A
+// failure is answered as HTTPStatus maps it (409 for a cell owned
+// elsewhere, 503 for a reset object or a closed runtime, 500 for anything
+// else), with the message as the body.
 func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.Fetch(r.Context(), r)
 	if err != nil {
