@@ -146,6 +146,8 @@ func allCases() []caseDef {
 	var all []caseDef
 	all = append(all, turnCases()...)
 	all = append(all, outputCases()...)
+	all = append(all, outgoingCases()...)
+	all = append(all, streamCases()...)
 	all = append(all, commitCases()...)
 	all = append(all, resetCases()...)
 	all = append(all, sqlCases()...)

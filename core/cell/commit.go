@@ -182,5 +182,5 @@ func (inst *instance) awaitDurable(ctx context.Context, ps pendingSet) (err erro
 		start := inst.rt.clk.Now()
 		defer func() { inst.rt.metrics.DurableWait(ctx, inst.cls.name, inst.rt.clk.Now().Sub(start), err) }()
 	}
-	return inst.commits.await(ctx, ps)
+	return inst.commits.await(ctx, ps, nil)
 }

@@ -15,7 +15,9 @@
 // A turn ends when the handler returns or yields: Await runs blocking work
 // outside the gate, and a stub call made from inside a handler yields that
 // handler for the duration of the call. BlockConcurrencyWhile keeps the
-// gate across yields.
+// gate across yields. What a yield sends out (Await's function, a stub
+// call, a chunk of a streamed response) waits behind the output gate too,
+// unless its context carries AllowUnconfirmed.
 //
 // Storage is reached through the State handed to the class's constructor:
 // SQL (State.SQL), key-value pairs over celld's _cf_KV table (State.KV) and

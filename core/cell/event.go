@@ -87,6 +87,11 @@ func eventFrom(ctx context.Context) *event {
 // the back of the gate. Outside a turn it just runs fn. Inside
 // BlockConcurrencyWhile the turn still commits but the gate is kept.
 //
+// fn is outgoing I/O (Await's function, a stub call): it runs only once
+// every commit the cell made before it — the turn's own included — is
+// durable (waitOutput), unless ctx allows unconfirmed I/O. If one of them
+// fails, fn is not run and yield returns the reset.
+//
 // Goroutines sharing the handler's context may yield at the same time (a
 // fan-out of stub calls): the first ends the turn, the last to come back
 // takes it again.
@@ -95,18 +100,24 @@ func yield(ctx context.Context, fn func(ctx context.Context) error) error {
 	if ev == nil {
 		return fn(ctx)
 	}
+	inst := ev.inst
+	gated := func(ps pendingSet) error {
+		if err := inst.waitOutput(ctx, ps); err != nil {
+			return err
+		}
+		return fn(ctx)
+	}
 	ev.mu.Lock()
 	switch {
 	case ev.yields > 0 && !ev.finished:
 		ev.yields++ // the turn is already yielded by a sibling goroutine
 		ev.mu.Unlock()
-		return ev.resume(ctx, fn(ctx))
+		return ev.resume(ctx, gated(inst.commits.snapshot()))
 	case ev.finished || !ev.active.Load():
 		// Not in a turn: the event ended, or ctx is used inside Await.
 		ev.mu.Unlock()
-		return fn(ctx)
+		return gated(inst.commits.snapshot())
 	}
-	inst := ev.inst
 	inst.mu.Lock()
 	inSavepoint := inst.db.spDepth > 0
 	inst.mu.Unlock()
@@ -118,6 +129,8 @@ func yield(ctx context.Context, fn func(ctx context.Context) error) error {
 		ev.mu.Unlock()
 		return err
 	}
+	// What the I/O waits for: every commit up to the turn's own.
+	ps := inst.commits.snapshot()
 	ev.active.Store(false)
 	ev.yields = 1
 	if ev.bcw == 0 {
@@ -125,7 +138,7 @@ func yield(ctx context.Context, fn func(ctx context.Context) error) error {
 		inst.releaseGate()
 	}
 	ev.mu.Unlock()
-	return ev.resume(ctx, fn(ctx))
+	return ev.resume(ctx, gated(ps))
 }
 
 // resume ends one yield; the last one back takes the turn again (waiting
@@ -157,6 +170,11 @@ func (ev *event) resume(ctx context.Context, ferr error) error {
 // again. Use it for any blocking I/O that is not a stub call (stub calls
 // yield by themselves). fn must not use the object's storage; called
 // outside a handler, Await just runs fn.
+//
+// fn is outgoing I/O: it starts only once every commit the cell made
+// before it, the turn's own writes included, is durable (the output gate),
+// unless ctx carries AllowUnconfirmed. If one of those commits fails, fn
+// is not run and Await returns the reset (*BrokenObjectError).
 //
 // Inside BlockConcurrencyWhile the gate is kept: no other event runs.
 func Await[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-
-	"github.com/cellb/cellb/core/internal/httpbuf"
 )
 
 // Stub calls one object. A call made with the context of another object's
@@ -81,10 +79,16 @@ func Call[O, R any](ctx context.Context, s *Stub[O], fn func(ctx context.Context
 }
 
 // Fetch delivers req to the object's ServeHTTP inside one event. The
-// response is buffered and returned only once every commit made before it
-// is durable. The handler's request carries the event's context (use
-// r.Context() for storage calls). Streaming and hijacking are not
-// supported: the whole response is buffered.
+// handler's request carries the event's context (use r.Context() for
+// storage calls). A handler that neither flushes nor writes more than
+// StreamChunk bytes is answered whole, once every commit made before the
+// answer is durable. One that flushes (http.Flusher) or writes more is
+// streamed: the response returns at the first flush, with a body
+// (ContentLength -1) that reads each chunk once every commit made before
+// that chunk is durable; each flush yields the handler's turn, as Await
+// does. A failure after the start ends the body with the error. Closing
+// the body early makes the handler's next flush fail. Hijacking is not
+// supported.
 //
 // With an Options.Router (a node core/host built), a Fetch for a cell
 // another node or process owns is delivered there and answered by the
@@ -105,28 +109,24 @@ func (s *Stub[O]) Fetch(ctx context.Context, req *http.Request) (*http.Response,
 	return s.fetchHere(ctx, req)
 }
 
-// fetchHere runs a Fetch on this runtime.
+// fetchHere runs a Fetch on this runtime. The caller's turn is yielded
+// (and its output gate passed) until the answer starts; the answer's body
+// may stream on after that (serveHTTP).
 func (s *Stub[O]) fetchHere(ctx context.Context, req *http.Request) (*http.Response, error) {
-	var rec *httpbuf.Buffer
-	err := s.ns.rt.dispatch(ctx, s.ns.cls, s.id, func(ctx context.Context, obj any) error {
-		h, ok := obj.(http.Handler)
-		if !ok {
-			return ErrNotHTTPHandler
-		}
-		rec = httpbuf.New()
-		h.ServeHTTP(rec, req.WithContext(ctx))
-		return nil
+	var resp *http.Response
+	err := yield(ctx, func(ctx context.Context) (err error) {
+		resp, err = s.ns.rt.serveHTTP(noEvent(ctx), s.ns.cls, s.id, req)
+		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rec.Response(req, true), nil
+	return resp, err
 }
 
 // ServeHTTP makes a stub an http.Handler: it forwards r with Fetch and
-// writes the reply. A failure is answered as HTTPStatus maps it (409 for a
-// cell owned elsewhere, 503 for a reset object or a closed runtime, 500 for
-// anything else), with the message as the body.
+// writes the reply, a streamed one chunk by chunk, flushed (a stream that
+// fails after its start aborts the response: http.ErrAbortHandler). A
+// failure is answered as HTTPStatus maps it (409 for a cell owned
+// elsewhere, 503 for a reset object or a closed runtime, 500 for anything
+// else), with the message as the body.
 func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.Fetch(r.Context(), r)
 	if err != nil {
@@ -142,5 +142,9 @@ func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.StatusCode)
+	if resp.ContentLength < 0 {
+		copyStreamed(w, resp.Body)
+		return
+	}
 	io.Copy(w, resp.Body)
 }

@@ -123,15 +123,23 @@ func (t *tracker) snapshot() pendingSet {
 	return pendingSet{slices.Clip(t.pending), t.tracked}
 }
 
+// errShutDown is await's answer when stop closed first.
+var errShutDown = errors.New("cell: the instance shut down")
+
 // await is the output gate: it returns once every commit in ps is durable
 // and the grant still allows acknowledging writes. A failed commit or a
-// refused grant resets the object (fail).
-func (t *tracker) await(ctx context.Context, ps pendingSet) error {
+// refused grant resets the object (fail). When stop (nil: never) closes
+// first it returns errShutDown.
+func (t *tracker) await(ctx context.Context, ps pendingSet, stop <-chan struct{}) error {
 	for _, d := range ps.wait {
 		select {
 		case <-d.Done():
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-stop:
+			if !isDone(d) {
+				return errShutDown
+			}
 		}
 		if err := d.Err(); err != nil {
 			return t.fail(failureReason(err), err)
@@ -233,6 +241,15 @@ func (t *tracker) durableUpToLocked() uint64 {
 		n++
 	}
 	return n
+}
+
+func isDone(d durability.Durable) bool {
+	select {
+	case <-d.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 func isDurable(d durability.Durable) bool {

@@ -162,7 +162,7 @@ func TestAckCheckCoalesced(t *testing.T) {
 				case wake <- struct{}{}:
 				default:
 				}
-				if err := tr.await(context.Background(), ps); err != nil {
+				if err := tr.await(context.Background(), ps, nil); err != nil {
 					errs <- err
 					return
 				}
@@ -199,14 +199,14 @@ func TestAckCheckStartedEarlyDoesNotRelease(t *testing.T) {
 	f1, ps1 := commitAndSnapshot(tr)
 	f1.Resolve(nil)
 	first := make(chan error, 1)
-	go func() { first <- tr.await(ctx, ps1) }()
+	go func() { first <- tr.await(ctx, ps1, nil) }()
 	<-g.entered // the first check is in flight, held
 
 	// A second commit becomes durable while the first check is held.
 	f2, ps2 := commitAndSnapshot(tr)
 	f2.Resolve(nil)
 	second := make(chan error, 1)
-	go func() { second <- tr.await(ctx, ps2) }()
+	go func() { second <- tr.await(ctx, ps2, nil) }()
 	// Wait until the second reply is queued for a check of its own.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		tr.mu.Lock()
@@ -245,7 +245,7 @@ func TestAckCheckStartedEarlyDoesNotRelease(t *testing.T) {
 
 	// A reply whose commits a successful check already covered is not
 	// checked again.
-	if err := tr.await(ctx, tr.snapshot()); err != nil {
+	if err := tr.await(ctx, tr.snapshot(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := g.calls.Load(); n != 2 {
@@ -267,10 +267,10 @@ func TestAckCheckCoversWhatIsDurableAtItsStart(t *testing.T) {
 	f1.Resolve(nil)
 	f2.Resolve(nil) // one upload made both durable
 	first := make(chan error, 1)
-	go func() { first <- tr.await(ctx, ps1) }()
+	go func() { first <- tr.await(ctx, ps1, nil) }()
 	<-g.entered // the first reply's check is in flight, held
 	second := make(chan error, 1)
-	go func() { second <- tr.await(ctx, ps2) }()
+	go func() { second <- tr.await(ctx, ps2, nil) }()
 	g.hold <- struct{}{}
 	for i := 0; i < 2; i++ {
 		select {
@@ -388,7 +388,7 @@ func TestTrackerFailedCommitResets(t *testing.T) {
 	tr.track(f2)
 	ps := tr.snapshot()
 	replied := make(chan error, 1)
-	go func() { replied <- tr.await(context.Background(), ps) }()
+	go func() { replied <- tr.await(context.Background(), ps, nil) }()
 	f2.Resolve(errors.New("bucket gone"))
 	var berr *BrokenObjectError
 	if err := <-replied; !errors.As(err, &berr) || berr.Reason != "a commit failed to become durable: bucket gone" {
@@ -441,13 +441,13 @@ func TestTrackerRefusedCheckResets(t *testing.T) {
 	f, ps := commitAndSnapshot(tr)
 	f.Resolve(nil)
 	var berr *BrokenObjectError
-	if err := tr.await(context.Background(), ps); !errors.As(err, &berr) || !errors.Is(err, g.err) {
+	if err := tr.await(context.Background(), ps, nil); !errors.As(err, &berr) || !errors.Is(err, g.err) {
 		t.Fatalf("reply: %v, want a reset for the refusal", err)
 	}
 	if reason := r.waitReset(t); reason != "the write was refused: own.json names another node" {
 		t.Fatalf("reset %q", reason)
 	}
-	if err := tr.await(context.Background(), tr.snapshot()); err == nil {
+	if err := tr.await(context.Background(), tr.snapshot(), nil); err == nil {
 		t.Fatal("a second reply was released although no check ever succeeded")
 	}
 	if n := g.calls.Load(); n != 2 {
@@ -466,11 +466,11 @@ func TestTrackerAwaitCancelled(t *testing.T) {
 	f, ps := commitAndSnapshot(tr)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := tr.await(ctx, ps); !errors.Is(err, context.Canceled) {
+	if err := tr.await(ctx, ps, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("reply: %v, want context.Canceled", err)
 	}
 	f.Resolve(nil)
-	if err := tr.await(context.Background(), tr.snapshot()); err != nil {
+	if err := tr.await(context.Background(), tr.snapshot(), nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -481,13 +481,13 @@ func TestTrackerAwaitCancelled(t *testing.T) {
 	f1, ps1 := commitAndSnapshot(tr)
 	f1.Resolve(nil)
 	first := make(chan error, 1)
-	go func() { first <- tr.await(context.Background(), ps1) }()
+	go func() { first <- tr.await(context.Background(), ps1, nil) }()
 	<-g.entered // the check is in flight, held
 	f2, ps2 := commitAndSnapshot(tr)
 	f2.Resolve(nil)
 	ctx, cancel = context.WithCancel(context.Background())
 	second := make(chan error, 1)
-	go func() { second <- tr.await(ctx, ps2) }()
+	go func() { second <- tr.await(ctx, ps2, nil) }()
 	for deadline := time.Now().Add(10 * time.Second); ; { // until it waits for the next check
 		tr.mu.Lock()
 		queued := tr.ackNext != nil
@@ -513,5 +513,31 @@ func TestTrackerAwaitCancelled(t *testing.T) {
 	defer r.mu.Unlock()
 	if len(r.reasons) != 0 {
 		t.Fatalf("resets %q, want none", r.reasons)
+	}
+}
+
+// Outgoing I/O waiting on an instance that shuts down stops waiting with
+// errShutDown while its commit is still open, and goes through the check
+// as usual when the commit resolved first.
+func TestTrackerAwaitStops(t *testing.T) {
+	r := newResets()
+	done := make(chan struct{})
+	defer close(done)
+	tr := &tracker{grant: &ackGrant{}, done: done, fail: r.fail}
+	f, ps := commitAndSnapshot(tr)
+	stop := make(chan struct{})
+	close(stop)
+	if err := tr.await(context.Background(), ps, stop); !errors.Is(err, errShutDown) {
+		t.Fatalf("await with stop closed and the commit open: %v, want errShutDown", err)
+	}
+	f.Resolve(nil)
+	if err := tr.await(context.Background(), ps, stop); err != nil {
+		t.Fatalf("await with stop closed and the commit durable: %v", err)
+	}
+	g, ps2 := commitAndSnapshot(tr)
+	g.Resolve(errors.New("upload failed"))
+	var berr *BrokenObjectError
+	if err := tr.await(context.Background(), ps2, stop); !errors.As(err, &berr) {
+		t.Fatalf("await with stop closed and the commit failed: %v, want the reset", err)
 	}
 }

@@ -276,7 +276,7 @@ func (h *Host) joinFleet(ctx context.Context, opts *cell.Options) (err error) {
 		return err
 	}
 	h.peerRcv = &peer.Receiver{Key: h.peerKey, Node: h.node.ID(), Incarnation: h.node.Generation(), Clock: h.cfg.Clock}
-	f := &peer.Forwarder{Key: h.peerKey, Self: h.name, Client: &http.Client{Timeout: 30 * time.Second}, Clock: h.cfg.Clock}
+	f := &peer.Forwarder{Key: h.peerKey, Self: h.name, Client: &http.Client{}, Timeout: 30 * time.Second, Clock: h.cfg.Clock}
 	h.forward = func(ctx context.Context, to *lease.CellOwnedElsewhereError, w http.ResponseWriter, r *http.Request) error {
 		return f.Forward(ctx, peer.Target{Node: to.Owner, Incarnation: to.Incarnation, Addr: to.Addr}, w, r)
 	}

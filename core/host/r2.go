@@ -1,10 +1,12 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 
+	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/r2"
 )
 
@@ -17,6 +19,12 @@ import (
 // by closure — or through Host.R2 afterwards. core/cell stays without a
 // bucket: the runtime's layering forbids it, and R2 is an environment
 // binding in Workers, not part of a Durable Object's state.
+//
+// A binding's writes (Put, Delete, multipart steps) made with a cell
+// handler's context are that cell's outgoing I/O: each runs through
+// cell.Await (cellWriteGate), so it ends the turn, waits until every commit
+// of the cell before it is durable, and is not made when one fails (the
+// reset); cell.AllowUnconfirmed lets it go at once. Reads are not gated.
 
 // ErrNoBinding is matched by the error of a lookup of a binding name
 // Config.R2 does not declare.
@@ -52,9 +60,16 @@ func openR2(cfg Config) (map[string]*r2.Bucket, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: R2 binding %s: %w", ErrConfig, binding, err)
 		}
-		out[binding] = b
+		out[binding] = b.WithWriteGate(cellWriteGate)
 	}
 	return out, nil
+}
+
+// cellWriteGate runs an R2 write as outgoing I/O of the cell whose handler
+// ctx belongs to (cell.Await); outside a handler it just runs it.
+func cellWriteGate(ctx context.Context, write func(ctx context.Context) error) error {
+	_, err := cell.Await(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, write(ctx) })
+	return err
 }
 
 // R2 returns the bucket bound to binding in Config.R2. An undeclared name

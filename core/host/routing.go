@@ -183,12 +183,8 @@ func (h *Host) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 		if err != nil {
 			return err
 		}
-		rec := httpbuf.New()
-		if err := h.forward(ctx, oe, rec, out); err != nil {
-			return err
-		}
-		resp = rec.Response(req, false)
-		return nil
+		resp, err = h.forwardFetch(ctx, oe, req, out)
+		return err
 	})
 	if sent {
 		return resp, nil
@@ -197,6 +193,32 @@ func (h *Host) fetch(ctx context.Context, class string, id cell.ID, req *http.Re
 		return nil, err
 	}
 	return resp, nil
+}
+
+// forwardFetch sends a Fetch's request to the owner and returns its
+// answer: whole, or, when the owner streams it (peer.HeaderStreamed), as
+// soon as it starts, with a body that reads the chunks as they come and
+// fails if the owner is lost midway.
+func (h *Host) forwardFetch(ctx context.Context, oe *lease.CellOwnedElsewhereError, req, out *http.Request) (*http.Response, error) {
+	st := httpbuf.NewStream()
+	done := make(chan error, 1)
+	go func() {
+		err := h.forward(ctx, oe, st, out)
+		st.Finish(err)
+		done <- err
+	}()
+	select {
+	case <-st.Head():
+		return st.StreamResponse(req), nil
+	case err := <-done:
+		if st.Started() {
+			return st.StreamResponse(req), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return st.Response(req), nil
+	}
 }
 
 // fetchRequest is req addressed to the owner's FetchPath for the object.
@@ -292,6 +314,16 @@ func (h *Host) serveFetch(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}
+	if resp.ContentLength < 0 {
+		// A streamed answer: the sender copies it through as it comes;
+		// one that fails midway is aborted, never ended as complete.
+		w.Header().Set(peer.HeaderStreamed, "1")
+		w.WriteHeader(resp.StatusCode)
+		if err := httpbuf.CopyFlushed(w, resp.Body); err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
 }
@@ -327,6 +359,7 @@ func (h *Host) routed(next http.Handler) http.Handler {
 		}
 		s.r = r2
 		next.ServeHTTP(s.out, r2)
+		s.out.end()
 	})
 }
 
@@ -344,6 +377,9 @@ type slot struct {
 	ran      bool // a cell call of the request ran (here, or a Fetch sent on)
 	claimed  bool // a call is being (or was) sent on: no other call runs here
 	answered bool // the answer is written: the handler's output is dropped
+	// aborted: the owner's streamed answer broke midway after part of it
+	// was written; the connection is aborted when the handler returns.
+	aborted bool
 	// claimedFor is the refusal the claim was made for.
 	claimedFor *lease.CellOwnedElsewhereError
 }
@@ -503,16 +539,78 @@ func (s *slot) sendRequest(oe *lease.CellOwnedElsewhereError) error {
 	}
 	r := s.r.WithContext(s.r.Context())
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	return s.h.forward(s.r.Context(), oe, s.w, r)
+	tw := &touchedWriter{ResponseWriter: s.w}
+	err := s.h.forward(s.r.Context(), oe, tw, r)
+	if err != nil && tw.touched {
+		// A streamed answer that broke midway: part of it went out, so
+		// the request was answered, and the connection must end broken.
+		s.mu.Lock()
+		s.aborted = true
+		s.mu.Unlock()
+		return nil
+	}
+	return err
 }
+
+// touchedWriter records whether anything was written through it.
+type touchedWriter struct {
+	http.ResponseWriter
+	touched bool
+}
+
+func (t *touchedWriter) WriteHeader(code int) {
+	t.touched = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *touchedWriter) Write(p []byte) (int, error) {
+	t.touched = true
+	return t.ResponseWriter.Write(p)
+}
+
+func (t *touchedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // slotWriter is the handler's http.ResponseWriter: it keeps the handler's
 // headers apart until its answer starts, and drops the handler's output
-// once the request was answered by the cell's owner.
+// once the request was answered by the cell's owner. For a forwarded
+// request the status goes out with the first Write or Flush (or when the
+// handler returns), so that an answer that flushes before its first byte
+// (a stream: Stub.ServeHTTP does so) is marked peer.HeaderStreamed, and
+// the node that sent it here copies it through as it comes.
 type slotWriter struct {
 	s       *slot
 	header  http.Header
-	started bool
+	started bool // WriteHeader was called (the handler's answer started)
+	code    int
+	sent    bool // the status went out on the connection
+}
+
+// send writes the status on the connection, once; streamed marks the
+// answer peer.HeaderStreamed when it is a forwarded request's.
+func (w *slotWriter) send(streamed bool) {
+	if w.sent {
+		return
+	}
+	w.sent = true
+	if streamed && w.s.forwarded {
+		w.s.w.Header().Set(peer.HeaderStreamed, "1")
+	}
+	w.s.w.WriteHeader(w.code)
+}
+
+// end runs when the handler returned: a status not sent yet goes out, and
+// a stream the owner broke midway aborts the connection.
+func (w *slotWriter) end() {
+	s := w.s
+	s.mu.Lock()
+	answered, started, aborted := s.answered, w.started, s.aborted
+	s.mu.Unlock()
+	if aborted {
+		panic(http.ErrAbortHandler)
+	}
+	if started && !answered {
+		w.send(false)
+	}
 }
 
 func (w *slotWriter) Header() http.Header { return w.header }
@@ -525,12 +623,17 @@ func (w *slotWriter) WriteHeader(code int) {
 		return
 	}
 	w.started = true
+	w.code = code
 	s.mu.Unlock()
 	dst := s.w.Header()
 	for k, vs := range w.header {
 		dst[k] = vs
 	}
-	s.w.WriteHeader(code)
+	if !s.forwarded || code < 200 {
+		// Only a forwarded request's answer may be marked streamed; a
+		// 1xx (a WebSocket's 101 before its hijack) goes at once.
+		w.send(false)
+	}
 }
 
 func (w *slotWriter) Write(p []byte) (int, error) {
@@ -544,6 +647,7 @@ func (w *slotWriter) Write(p []byte) (int, error) {
 	if !started {
 		w.WriteHeader(http.StatusOK)
 	}
+	w.send(false)
 	return s.w.Write(p)
 }
 
@@ -559,6 +663,7 @@ func (w *slotWriter) Flush() {
 	if !started {
 		w.WriteHeader(http.StatusOK)
 	}
+	w.send(true)
 	if f, ok := s.w.(http.Flusher); ok {
 		f.Flush()
 	}

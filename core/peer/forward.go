@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cellb/cellb/core/clock"
 )
@@ -21,6 +22,10 @@ type Forwarder struct {
 	Self   string // this node's id, recorded in HeaderForwarded
 	Client *http.Client
 	Clock  clock.Clock
+	// Timeout, when > 0, bounds a call until its answer starts, and a
+	// whole answer; a streamed answer (HeaderStreamed) is bounded only by
+	// its end. (Client.Timeout would cut every stream at that age.)
+	Timeout time.Duration
 }
 
 // ErrAlreadyForwarded: the call came from another node already; it is not
@@ -77,14 +82,18 @@ func (e *OwnerLostError) Unwrap() error { return e.Err }
 const errServerClosedIdle = "http: server closed idle connection"
 
 // maxAnswer bounds an owner's answer; it is read whole before any of it is
-// written, so an owner lost mid-answer never yields a truncated reply.
+// written, so an owner lost mid-answer never yields a truncated reply. A
+// streamed answer (HeaderStreamed) is the exception: it is copied through.
 const maxAnswer = 64 << 20
 
 // Forward sends r (method, path, query, headers, body of at most MaxBody
 // bytes) to the owner to, signed for that node and incarnation, and copies
 // the owner's answer to w. The owner's reply already waited for its output
 // gate, so it is final. On error w is untouched: *BodyTooLargeError (before
-// anything is sent), *NotAppliedError, *RefusedError or *OwnerLostError.
+// anything is sent), *NotAppliedError, *RefusedError or *OwnerLostError —
+// except for a streamed answer (HeaderStreamed), copied to w chunk by
+// chunk as it comes: an owner lost midway returns *OwnerLostError with w
+// written in part, and the caller must end w's response as broken.
 func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get(HeaderForwarded) != "" {
 		return ErrAlreadyForwarded
@@ -92,6 +101,15 @@ func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWrite
 	body, err := ReadBody(r, MaxBody)
 	if err != nil {
 		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var limit *time.Timer
+	if f.Timeout > 0 {
+		// Real time, as http.Client.Timeout was: a test's fake clock
+		// moving hours ahead must not cancel a call in flight.
+		limit = time.AfterFunc(f.Timeout, cancel)
+		defer limit.Stop()
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	out, err := Replay(ctx, r, "http://"+to.Addr, f.Self)
@@ -132,6 +150,17 @@ func (f *Forwarder) Forward(ctx context.Context, to Target, w http.ResponseWrite
 		return &OwnerLostError{Addr: to.Addr, Err: err}
 	}
 	defer resp.Body.Close()
+	if Streamed(resp) && resp.StatusCode != http.StatusUnauthorized {
+		// A streamed answer is copied through as it comes, for as long as
+		// it lasts: the owner's cell passed its output gate for each chunk.
+		if limit != nil && !limit.Stop() {
+			return &OwnerLostError{Addr: to.Addr, Err: context.DeadlineExceeded}
+		}
+		if err := CopyStreamed(w, resp); err != nil {
+			return &OwnerLostError{Addr: to.Addr, Err: err}
+		}
+		return nil
+	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err == nil && len(answer) > maxAnswer {
 		err = fmt.Errorf("answer larger than %d bytes", maxAnswer)

@@ -30,6 +30,7 @@ func keyPrefix(bucket string) string { return layout.R2BucketPrefix(bucket) }
 type Bucket struct {
 	s    store.Store
 	name string
+	gate WriteGate // nil: writes run as they are
 }
 
 // New returns the bucket name in s. The name is one path segment of the
@@ -206,6 +207,15 @@ const maxPutAttempts = 8
 // the exact version they were checked against (or on no object), and
 // re-checked if the object changed meanwhile.
 func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, opts PutOptions) (*Object, error) {
+	var o *Object
+	err := b.gated(ctx, func(ctx context.Context) (err error) {
+		o, err = b.put(ctx, key, body, opts)
+		return err
+	})
+	return o, err
+}
+
+func (b *Bucket) put(ctx context.Context, key string, body io.Reader, opts PutOptions) (*Object, error) {
 	if err := b.ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -425,6 +435,10 @@ func (c *checked) Read(p []byte) (int, error) {
 // Delete removes the objects; a missing key is not an error. Every key is
 // validated before anything is deleted.
 func (b *Bucket) Delete(ctx context.Context, keys ...string) error {
+	return b.gated(ctx, func(ctx context.Context) error { return b.delete(ctx, keys) })
+}
+
+func (b *Bucket) delete(ctx context.Context, keys []string) error {
 	for _, k := range keys {
 		if err := b.ValidateKey(k); err != nil {
 			return err

@@ -56,6 +56,15 @@ var ErrNoSuchUpload = errors.New("the specified multipart upload does not exist"
 // CreateMultipartUpload starts an upload of key with opts' metadata
 // (OnlyIf, Checksums and Size do not apply to multipart uploads).
 func (b *Bucket) CreateMultipartUpload(ctx context.Context, key string, opts PutOptions) (*MultipartUpload, error) {
+	var u *MultipartUpload
+	err := b.gated(ctx, func(ctx context.Context) (err error) {
+		u, err = b.createMultipartUpload(ctx, key, opts)
+		return err
+	})
+	return u, err
+}
+
+func (b *Bucket) createMultipartUpload(ctx context.Context, key string, opts PutOptions) (*MultipartUpload, error) {
 	if err := b.ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -97,6 +106,15 @@ func (u *MultipartUpload) record(ctx context.Context) (uploadRecord, error) {
 // UploadPart stores part partNumber (1..10000) from body, streamed; size
 // is its length when known (0 or negative: unknown).
 func (u *MultipartUpload) UploadPart(ctx context.Context, partNumber int, body io.Reader, size int64) (UploadedPart, error) {
+	var p UploadedPart
+	err := u.b.gated(ctx, func(ctx context.Context) (err error) {
+		p, err = u.uploadPart(ctx, partNumber, body, size)
+		return err
+	})
+	return p, err
+}
+
+func (u *MultipartUpload) uploadPart(ctx context.Context, partNumber int, body io.Reader, size int64) (UploadedPart, error) {
 	if partNumber < 1 || partNumber > 10000 {
 		return UploadedPart{}, &MetadataError{Bucket: u.b.name, Key: u.Key, Reason: fmt.Sprintf("part number %d is not between 1 and 10000", partNumber)}
 	}
@@ -115,6 +133,10 @@ func (u *MultipartUpload) UploadPart(ctx context.Context, partNumber int, body i
 
 // Abort deletes the upload and its parts.
 func (u *MultipartUpload) Abort(ctx context.Context) error {
+	return u.b.gated(ctx, u.abort)
+}
+
+func (u *MultipartUpload) abort(ctx context.Context) error {
 	page, err := store.ListAll(ctx, u.b.s, store.ListOptions{Prefix: uploadPrefix(u.b.name, u.UploadID)})
 	if err != nil {
 		return err
@@ -131,6 +153,15 @@ func (u *MultipartUpload) Abort(ctx context.Context) error {
 // UploadPart returned) into the object, streamed, and deletes the staged
 // parts. A part whose ETag differs fails with *PreconditionFailedError.
 func (u *MultipartUpload) Complete(ctx context.Context, parts []UploadedPart) (*Object, error) {
+	var o *Object
+	err := u.b.gated(ctx, func(ctx context.Context) (err error) {
+		o, err = u.complete(ctx, parts)
+		return err
+	})
+	return o, err
+}
+
+func (u *MultipartUpload) complete(ctx context.Context, parts []UploadedPart) (*Object, error) {
 	rec, err := u.record(ctx)
 	if err != nil {
 		return nil, err

@@ -47,7 +47,9 @@ type Router struct {
 	// Self names this process in peer.HeaderForwarded, so a routed call is
 	// never routed again.
 	Self string
-	// Timeout bounds each routed call; zero means DefaultRouteTimeout.
+	// Timeout bounds each routed call until its answer starts, and a whole
+	// answer; a streamed answer is not bounded. Zero means
+	// DefaultRouteTimeout.
 	Timeout time.Duration
 }
 
@@ -90,7 +92,9 @@ const max1xx = 5
 // holder on a SocketPrefix socket closed the connection before answering
 // 102 Processing — and a *lease.ShardOwnerLostError when the holder may
 // have run the call but did not answer in full (it went away, or the
-// route's timeout passed). Forward writes to w only on success.
+// route's timeout passed). Forward writes to w only on success, except
+// for a streamed answer (peer.HeaderStreamed), copied through as it comes:
+// a holder lost midway leaves w written in part.
 func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWriter, r *http.Request) error {
 	if r.Header.Get(peer.HeaderForwarded) != "" {
 		return peer.ErrAlreadyForwarded
@@ -103,8 +107,12 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 	if timeout <= 0 {
 		timeout = DefaultRouteTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	// The timeout bounds the call until its answer starts, and a whole
+	// answer; a streamed answer is bounded only by its own end.
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	limit := time.AfterFunc(timeout, cancel)
+	defer limit.Stop()
 	out, err := peer.Replay(ctx, r, "http://shard-holder", rt.Self)
 	if err != nil {
 		return err
@@ -155,6 +163,17 @@ func (rt *Router) Forward(ctx context.Context, addr string, w http.ResponseWrite
 		// 503 closing, or 409 owned elsewhere (the record that named
 		// the holder was stale): either way nothing ran there.
 		return fmt.Errorf("%w: it answered %s", ErrHolderGone, resp.Status)
+	}
+	if peer.Streamed(resp) {
+		// A streamed answer is copied through as it comes (see
+		// peer.CopyStreamed), for as long as it lasts.
+		if !limit.Stop() {
+			return rt.lost(addr, context.DeadlineExceeded)
+		}
+		if err := peer.CopyStreamed(w, resp); err != nil {
+			return rt.lost(addr, err)
+		}
+		return nil
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxRoutedAnswer+1))
 	if err == nil && len(answer) > maxRoutedAnswer {
