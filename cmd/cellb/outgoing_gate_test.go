@@ -128,19 +128,21 @@ func (f *firstRead) Read(p []byte) (int, error) {
 }
 
 // TestOutgoingIOWaitsForTheUpload: with the bucket upload of a cell's commit
-// held, an Await, a typed call into another cell, a Fetch of another cell
-// and an R2 write made after the write all wait; when the upload fails,
+// held, an Await, a call into another cell (cell.Call, and a registered
+// method), a Fetch of another cell and an R2 write made after the write
+// all wait; when the upload fails,
 // none of them is made and each handler gets the reset; with
 // cell.AllowUnconfirmed each goes while the upload is held.
 func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
-	drv, err := pickDriver("wasm", syncNone)
+	drv, err := pickDriver("wasm", syncPerGroup) // single host, LTX log
 	if err != nil {
 		t.Fatal(err)
 	}
 	hold := &uploadHold{}
 	bucket := faultstore.New(memstore.New(), faultstore.Config{BeforeCall: hold.before})
-	var doorMade atomic.Pointer[chan struct{}]
+	var doorMade, methodMade atomic.Pointer[chan struct{}]
 	var objs *cell.Namespace[*gateObj]
+	var touch *cell.Method[*gateObj, int, int]
 	var doors *cell.Namespace[*gateDoor]
 	var streams *cell.Namespace[*gateStream]
 	streamNext := make(chan struct{})
@@ -153,6 +155,15 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 			objs, err = cell.Register(su.Runtime, "Obj", func(ctx context.Context, st *cell.State) (*gateObj, error) {
 				_, err := st.SQL().Exec(ctx, "CREATE TABLE IF NOT EXISTS t(v INTEGER)")
 				return &gateObj{st}, err
+			})
+			if err != nil {
+				return err
+			}
+			touch, err = cell.RegisterMethod(objs, "touch", func(ctx context.Context, o *gateObj, _ int) (int, error) {
+				if m := methodMade.Swap(nil); m != nil {
+					close(*m)
+				}
+				return 0, nil
 			})
 			if err != nil {
 				return err
@@ -195,6 +206,11 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 		}},
 		{"typed call", func(ctx context.Context, made chan struct{}) error {
 			_, err := cell.Call(ctx, callee, func(ctx context.Context, o *gateObj) (int, error) { close(made); return 0, nil })
+			return err
+		}},
+		{"method call", func(ctx context.Context, made chan struct{}) error {
+			methodMade.Store(&made)
+			_, err := touch.Call(ctx, callee, 1)
 			return err
 		}},
 		{"Fetch", func(ctx context.Context, made chan struct{}) error {

@@ -232,6 +232,9 @@ func (e *echo) WebSocketMessage(ctx context.Context, ws *cell.WebSocket, data []
 	if _, err := ws.DeserializeAttachment(&att); err != nil {
 		return err
 	}
+	if strings.HasPrefix(string(data), "unconfirmed:") {
+		ctx = cell.AllowUnconfirmed(ctx) // the send does not wait for the write
+	}
 	return ws.SendText(ctx, fmt.Sprintf("%s|%s|%s", data, strings.Join(ws.Tags(), ","), att["who"]))
 }
 
@@ -353,6 +356,32 @@ func TestWebSocketSendWaitsForTheOutputGate(t *testing.T) {
 	if s := <-got; s != "held|tag-gate|gate" {
 		t.Fatalf("after release: %q", s)
 	}
+}
+
+// TestWebSocketSendAllowUnconfirmed: a send made with cell.AllowUnconfirmed
+// leaves while the commit before it is still held, as Durable Objects'
+// allowUnconfirmed does.
+func TestWebSocketSendAllowUnconfirmed(t *testing.T) {
+	w := newWSRuntime(t, -1)
+	ec := &echoClass{events: make(chan string, 10)}
+	ec.register(t, w)
+	c := w.dial(t, "/echo/gate")
+	ctx := context.Background()
+	wsWait(t, "the accepted socket", func() bool { return w.rt.OpenWebSockets() == 1 })
+	w.log.Hold()
+	defer w.log.Release()
+	before := w.log.Appended()
+	if err := c.Write(ctx, websocket.MessageText, []byte("unconfirmed:now")); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, b, err := c.Read(rctx)
+	if err != nil || string(b) != "unconfirmed:now|tag-gate|gate" {
+		t.Fatalf("while the commit is held: %q, %v", b, err)
+	}
+	// The write is committed all the same (and held by the log).
+	wsWait(t, "the message's commit", func() bool { return w.log.Appended() > before })
 }
 
 // TestWebSocketSendDroppedOnFailedCommit: the commit behind an answer

@@ -41,6 +41,8 @@ type outgoingRig struct {
 	door  *cell.Stub[*door]
 	hits  atomic.Int64
 	calls atomic.Int64 // calls that reached b
+	get   *cell.Method[*probe, string, int64]
+	made  atomic.Pointer[chan<- struct{}]
 }
 
 func (c *checkT) outgoingRig() *outgoingRig {
@@ -53,6 +55,16 @@ func (c *checkT) outgoingRig() *outgoingRig {
 		c.fatalf("Register(Door): %v", err)
 	}
 	g.door = ns.Get(ns.IDFromName("d"))
+	g.get, err = cell.RegisterMethod(g.pc.ns, "get", func(ctx context.Context, q *probe, k string) (int64, error) {
+		g.calls.Add(1)
+		if m := g.made.Swap(nil); m != nil {
+			close(*m)
+		}
+		return q.get(ctx, k)
+	})
+	if err != nil {
+		c.fatalf("RegisterMethod: %v", err)
+	}
 	// Activate everything before the log is held.
 	must(c, g.a, "warm up a", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
 	must(c, g.b, "warm up b", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
@@ -85,6 +97,11 @@ func outgoingKinds() []outgoing {
 				close(made)
 				return q.get(ctx, "n")
 			})
+			return err
+		}},
+		{"Method", func(ctx context.Context, g *outgoingRig, made chan<- struct{}) error {
+			g.made.Store(&made)
+			_, err := g.get.Call(ctx, g.b, "n")
 			return err
 		}},
 		{"Fetch", func(ctx context.Context, g *outgoingRig, made chan<- struct{}) error {

@@ -156,10 +156,13 @@ func (ws *WebSocket) enqueue(ctx context.Context, f *frame) error {
 	if ws.closed {
 		return ErrWebSocketClosed
 	}
+	// AllowUnconfirmed (of this cell) sends at once, as other outgoing I/O.
 	if ev := eventFrom(ctx); ev != nil && ev.active.Load() && ev.inst.key == ws.set.key {
-		f.ready = make(chan struct{})
-		ev.deferFrame(f)
-	} else if inst := ws.rt.liveInstance(ws.set.key); inst != nil {
+		if !unconfirmed(ctx, ev.inst) {
+			f.ready = make(chan struct{})
+			ev.deferFrame(f)
+		}
+	} else if inst := ws.rt.liveInstance(ws.set.key); inst != nil && !unconfirmed(ctx, inst) {
 		f.inst, f.ps = inst, inst.commits.snapshot()
 	}
 	ws.queue = append(ws.queue, f)
