@@ -140,14 +140,7 @@ func TestInspectAndRepairFiles(t *testing.T) {
 }
 
 func TestInspectAndRepairS3(t *testing.T) {
-	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
-	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("CELLB_TEST_S3_ACCESS_KEY"))
-	t.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("CELLB_TEST_S3_SECRET_KEY"))
-	t.Setenv("AWS_REGION", os.Getenv("CELLB_TEST_S3_REGION"))
-	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	useS3(t)
 	testInspectAndRepair(t, fmt.Sprintf("s3://%s/ops-admin-%d", os.Getenv("CELLB_TEST_S3_BUCKET"), time.Now().UnixNano()))
 }
 

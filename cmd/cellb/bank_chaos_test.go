@@ -30,15 +30,7 @@ func TestBankTransfersUnderChaosS3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos test skipped in -short mode")
 	}
-	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
-	// The processes inherit the test's environment.
-	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("CELLB_TEST_S3_ACCESS_KEY"))
-	t.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("CELLB_TEST_S3_SECRET_KEY"))
-	t.Setenv("AWS_REGION", os.Getenv("CELLB_TEST_S3_REGION"))
-	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	useS3(t)
 	bucket := fmt.Sprintf("s3://%s/bank-%d", os.Getenv("CELLB_TEST_S3_BUCKET"), time.Now().UnixNano())
 	runBankChaos(t, bucket, 20*time.Second)
 }

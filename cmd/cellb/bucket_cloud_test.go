@@ -23,6 +23,23 @@ func requireServer(t *testing.T, variable, script string) string {
 	return v
 }
 
+// useS3 points the AWS SDK, in this process and in the processes it
+// starts, at the S3 server of .ci/run with its credentials, and nothing
+// else (no shared config files, no instance metadata); it returns the
+// server's endpoint.
+func useS3(t *testing.T) string {
+	t.Helper()
+	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
+	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("CELLB_TEST_S3_ACCESS_KEY"))
+	t.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("CELLB_TEST_S3_SECRET_KEY"))
+	t.Setenv("AWS_REGION", os.Getenv("CELLB_TEST_S3_REGION"))
+	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return endpoint
+}
+
 // runDiagnose runs `cellb diagnose` in-process on bucketURL with a 20 MiB
 // large object (above the S3 multipart and Azure block thresholds) and
 // checks that every case passes.
@@ -40,15 +57,7 @@ func runDiagnose(t *testing.T, bucketURL string) {
 }
 
 func TestDiagnoseS3(t *testing.T) {
-	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
-	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("CELLB_TEST_S3_ACCESS_KEY"))
-	t.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("CELLB_TEST_S3_SECRET_KEY"))
-	t.Setenv("AWS_REGION", os.Getenv("CELLB_TEST_S3_REGION"))
-	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
-	// Keep the SDK away from shared config files and instance metadata.
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	useS3(t)
 	runDiagnose(t, "s3://"+os.Getenv("CELLB_TEST_S3_BUCKET")+"/diagnose-test")
 }
 
@@ -67,13 +76,7 @@ func TestDiagnoseAzure(t *testing.T) {
 // A wrong secret and a missing bucket are told as what they are, on one
 // short line naming what to check: never "outcome unknown".
 func TestRefusedBucketIsToldPlainly(t *testing.T) {
-	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
-	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("CELLB_TEST_S3_ACCESS_KEY"))
-	t.Setenv("AWS_REGION", os.Getenv("CELLB_TEST_S3_REGION"))
-	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	useS3(t) // each case sets its own secret
 	for _, c := range []struct {
 		name, secret, bucket, want, hint string
 	}{

@@ -499,14 +499,8 @@ func TestFleetHistoryIsLinearizableS3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos test skipped in -short mode")
 	}
-	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
-	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("CELLB_TEST_S3_ACCESS_KEY"))
-	t.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("CELLB_TEST_S3_SECRET_KEY"))
-	t.Setenv("AWS_REGION", os.Getenv("CELLB_TEST_S3_REGION"))
-	t.Setenv("AWS_ENDPOINT_URL_S3", "")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	endpoint := useS3(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", "") // each node is given its proxy's
 	hc := &historyChaos{name: "s3", bin: cellbBinary(t), duration: chaosDuration(60 * time.Second),
 		seed: chaosSeed(), serveArgs: chaosServeArgs(), kill: 4, pause: 4, shortPause: 2, dir: chaosDir(t)}
 	flags := strings.Fields(os.Getenv("CELLB_CHAOS_PROXY_ARGS"))

@@ -32,14 +32,7 @@ func TestFleetWebSocketChatRoomS3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test skipped in -short mode")
 	}
-	endpoint := requireServer(t, "CELLB_TEST_S3_ENDPOINT", "versitygw.sh")
-	t.Setenv("AWS_ACCESS_KEY_ID", os.Getenv("CELLB_TEST_S3_ACCESS_KEY"))
-	t.Setenv("AWS_SECRET_ACCESS_KEY", os.Getenv("CELLB_TEST_S3_SECRET_KEY"))
-	t.Setenv("AWS_REGION", os.Getenv("CELLB_TEST_S3_REGION"))
-	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	useS3(t)
 	runFleetWebSocketChatRoom(t, fmt.Sprintf("s3://%s/ws-%d", os.Getenv("CELLB_TEST_S3_BUCKET"), time.Now().UnixNano()))
 }
 
