@@ -190,7 +190,7 @@ func (inst *instance) alarmTurn(ctx context.Context, ev *event, obj any) error {
 		return fmt.Errorf("cell: alarm handler lost its turn: %v", ctx.Err())
 	}
 	if p != nil {
-		inst.rt.logger.Error("cell alarm handler panicked", "cell", inst.key, "panic", p.Value, "stack", string(p.Stack))
+		inst.logPanic("cell alarm handler panicked", p)
 		inst.rollbackTurn()
 		herr = p
 		ev.breakAfter = &BrokenObjectError{Key: inst.key, Reason: "the alarm handler panicked: " + fmt.Sprint(p.Value), Err: p}

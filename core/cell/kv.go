@@ -170,7 +170,9 @@ func (kv *KV) DeleteMany(ctx context.Context, keys []string) (int, error) {
 	return n, nil
 }
 
-// DeleteAll removes every key of the cell.
+// DeleteAll removes every key of the cell, and only them: SQL tables and
+// the alarm stay. State.DeleteAll deletes everything (Durable Objects'
+// storage.deleteAll()).
 func (kv *KV) DeleteAll(ctx context.Context) error {
 	inst := kv.inst
 	unlock, err := inst.lockTurn(ctx)

@@ -1,0 +1,328 @@
+package celltest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/store/memstore"
+)
+
+// The rest of Durable Objects' storage and state API (issue 23):
+// DeleteAll, Sync, Abort, exact cursors, transactions that yield, limits.
+func storageCases() []caseDef {
+	return []caseDef{
+		{"storage/delete-all", caseDeleteAll},
+		{"storage/sync", caseSync},
+		{"storage/abort", caseAbort},
+	}
+}
+
+// userSchema lists the object's own schema objects (celld's and SQLite's
+// left out).
+func userSchema(ctx context.Context, p *probe) ([]string, error) {
+	rows, err := p.st.SQL().Query(ctx, `SELECT type || ' ' || name FROM sqlite_schema WHERE name NOT LIKE '\_cf\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// DeleteAll deletes the SQL schema and rows, KV and the alarm in the
+// turn's one commit: a handler that panics after it keeps everything, one
+// that returns leaves an empty database, which is what the log restores
+// elsewhere. Inside SQL.Transaction it is refused and changes nothing.
+func caseDeleteAll(c *checkT) {
+	bucket := memstore.New()
+	m := bucketModes()[0] // the LTX log
+	ls := bucketWinsLease()
+	rt := c.runtime(rtConfig{log: c.bucketLog(m, bucket), lease: ls})
+	pc := c.probeClass(rt, "DeleteAll", nil)
+	s := pc.stub("a")
+	far := time.Now().Add(24 * time.Hour)
+	must(c, s, "fill the cell", func(ctx context.Context, p *probe) (int, error) {
+		sql := p.st.SQL()
+		for _, q := range []string{
+			"CREATE TABLE parent(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT)",
+			"CREATE TABLE child(id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent(id))",
+			"CREATE INDEX child_parent ON child(parent)",
+			"CREATE VIEW names AS SELECT name FROM parent",
+			"CREATE TRIGGER parent_ins AFTER INSERT ON parent BEGIN INSERT INTO child(parent) VALUES(NEW.id); END",
+			"PRAGMA foreign_keys = ON",
+			"INSERT INTO parent(name) VALUES('x'), ('y')",
+			"PRAGMA user_version = 7",
+		} {
+			if _, err := sql.Exec(ctx, q); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := p.incr(ctx, "n"); err != nil {
+			return 0, err
+		}
+		if err := p.st.KV().Put(ctx, "k", "v"); err != nil {
+			return 0, err
+		}
+		return 0, p.st.SetAlarm(ctx, far)
+	})
+
+	// Refused inside a transaction, changing nothing.
+	must(c, s, "DeleteAll inside a transaction", func(ctx context.Context, p *probe) (int, error) {
+		err := p.st.SQL().Transaction(ctx, func(ctx context.Context) error { return p.st.DeleteAll(ctx) })
+		if !errors.Is(err, cell.ErrDeleteAllInTransaction) {
+			c.errorf("DeleteAll inside SQL.Transaction: %v, want ErrDeleteAllInTransaction", err)
+		}
+		return 0, nil
+	})
+	// A panic after DeleteAll rolls the whole of it back.
+	_, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int, error) {
+		if err := p.st.DeleteAll(ctx); err != nil {
+			c.errorf("DeleteAll before the panic: %v", err)
+		}
+		panic("after DeleteAll")
+	})
+	if !isBroken(err) {
+		c.errorf("a handler that panicked after DeleteAll returned %v, want a reset", err)
+	}
+	must(c, s, "check that nothing was deleted", func(ctx context.Context, p *probe) (int, error) {
+		schema, err := userSchema(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		if len(schema) != 6 { // t, parent, child, child_parent, names, parent_ins
+			c.errorf("after DeleteAll and a panic the schema is %q: DeleteAll was not rolled back with the turn", schema)
+		}
+		if n, err := p.get(ctx, "n"); n != 1 || err != nil {
+			c.errorf("after DeleteAll and a panic n = %d (%v), want 1", n, err)
+		}
+		if _, ok, err := p.st.KV().Get(ctx, "k"); !ok || err != nil {
+			c.errorf("after DeleteAll and a panic KV k found=%v (%v), want kept", ok, err)
+		}
+		if _, ok, err := p.st.GetAlarm(ctx); !ok || err != nil {
+			c.errorf("after DeleteAll and a panic the alarm is set=%v (%v), want kept", ok, err)
+		}
+		return 0, nil
+	})
+
+	must(c, s, "DeleteAll", func(ctx context.Context, p *probe) (int, error) {
+		if err := p.st.DeleteAll(ctx); err != nil {
+			return 0, err
+		}
+		if schema, err := userSchema(ctx, p); len(schema) != 0 || err != nil {
+			c.errorf("after DeleteAll the schema is %q (%v), want empty", schema, err)
+		}
+		if es, err := p.st.KV().List(ctx, cell.ListOptions{}); len(es) != 0 || err != nil {
+			c.errorf("after DeleteAll KV lists %d entries (%v)", len(es), err)
+		}
+		if _, ok, err := p.st.GetAlarm(ctx); ok || err != nil {
+			c.errorf("after DeleteAll the alarm is set=%v (%v), want deleted", ok, err)
+		}
+		return 0, nil
+	})
+	c.closeRuntime(rt)
+
+	// What the log holds is the empty database: a fresh node restores it.
+	rt2 := c.runtime(rtConfig{log: c.bucketLog(m, bucket), lease: ls})
+	pc2 := c.probeClass(rt2, "DeleteAll", nil)
+	must(c, pc2.stub("a"), "read the restored cell", func(ctx context.Context, p *probe) (int, error) {
+		schema, err := userSchema(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		// The constructor created t again, nothing else.
+		if strings.Join(schema, ",") != "table t" {
+			c.errorf("the restored cell's schema is %q, want only the constructor's table t", schema)
+		}
+		if n, err := p.rows(ctx); n != 0 || err != nil {
+			c.errorf("the restored cell's t holds %d rows (%v), want 0", n, err)
+		}
+		if es, err := p.st.KV().List(ctx, cell.ListOptions{}); len(es) != 0 || err != nil {
+			c.errorf("the restored cell's KV lists %d entries (%v)", len(es), err)
+		}
+		if _, ok, err := p.st.GetAlarm(ctx); ok || err != nil {
+			c.errorf("the restored cell's alarm is set=%v (%v), want none", ok, err)
+		}
+		var uv int64
+		if err := p.st.SQL().QueryRow(ctx, "PRAGMA user_version").Scan(&uv); uv != 0 || err != nil {
+			c.errorf("the restored cell's user_version = %d (%v), want 0", uv, err)
+		}
+		return 0, nil
+	})
+}
+
+// Sync returns only once the commits made before it are durable, and the
+// handler's turn commits first (other events run meanwhile).
+func caseSync(c *checkT) {
+	log := c.controlLog()
+	rt := c.runtime(rtConfig{log: log})
+	pc := c.probeClass(rt, "Sync", nil)
+	s := pc.stub("a")
+	must(c, s, "warm up", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+
+	log.Hold()
+	synced := make(chan struct{})
+	wrote := make(chan struct{})
+	w := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		v, err := p.incr(ctx, "n")
+		if err != nil {
+			return 0, err
+		}
+		close(wrote) // the read below queues behind this turn
+		if err := p.st.Sync(ctx); err != nil {
+			return 0, err
+		}
+		close(synced)
+		return v, nil
+	})
+	wait(c, wrote, "the write before Sync")
+	// Sync ended the turn: another event runs and reads the commit (its
+	// reply waits for the commit, as any reply does).
+	readRan := make(chan int64, 1)
+	r := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		v, err := p.get(ctx, "n")
+		readRan <- v
+		return v, err
+	})
+	if v := wait(c, readRan, "a read while Sync waits"); v != 2 {
+		c.errorf("a read while Sync waits saw n=%d, want 2 (Sync commits the turn first)", v)
+	}
+	if !quiet(synced, settle) {
+		c.errorf("Sync returned while the commit before it was not durable")
+	}
+	if log.Pending() == 0 {
+		c.errorf("the write before Sync reached no pending commit in the log")
+	}
+	log.Release()
+	wait(c, synced, "Sync after the commit became durable")
+	if v := wait(c, w, "the syncing handler's reply"); v.err != nil || v.v != 2 {
+		c.errorf("the syncing handler returned %d (%v), want 2", v.v, v.err)
+	}
+	if v := wait(c, r, "the read's reply"); v.err != nil || v.v != 2 {
+		c.errorf("the read returned %d (%v), want 2", v.v, v.err)
+	}
+
+	// A failed commit: Sync reports the reset.
+	log.Hold()
+	failed := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		if _, err := p.incr(ctx, "n"); err != nil {
+			return 0, err
+		}
+		return 0, p.st.Sync(ctx)
+	})
+	c.eventually("the commit before Sync to be pending", func() bool { return log.Pending() > 0 })
+	log.Fail(errors.New("injected upload failure"))
+	if v := wait(c, failed, "Sync after a failed commit"); !isBroken(v.err) {
+		c.errorf("Sync behind a failed commit returned %v, want a reset", v.err)
+	}
+}
+
+// logBuffer is a slog handler's output, safe for concurrent writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Abort resets the object at once: the handler does not go on (even if it
+// recovers), its writes are discarded, its caller and the queued callers
+// get the reason, the next call reaches a fresh instance, and no panic is
+// logged.
+func caseAbort(c *checkT) {
+	var logs logBuffer
+	prev := c.h.Configure
+	c.h.Configure = func(o *cell.Options) {
+		if prev != nil {
+			prev(o)
+		}
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	}
+	rt := c.runtime(rtConfig{})
+	c.h.Configure = prev
+	pc := c.probeClass(rt, "Abort", nil)
+	s := pc.stub("a")
+	must(c, s, "write", func(ctx context.Context, p *probe) (int64, error) { return p.incr(ctx, "n") })
+
+	entered := make(chan struct{})
+	proceed := make(chan struct{})
+	wentOn := make(chan struct{}, 1)
+	a := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (v int64, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				v, err = 99, nil // try to swallow the abort
+			}
+		}()
+		if _, err := p.incr(ctx, "n"); err != nil {
+			return 0, err
+		}
+		close(entered)
+		<-proceed
+		p.st.Abort(ctx, "the test wants a fresh start")
+		wentOn <- struct{}{}
+		return 1, nil
+	})
+	wait(c, entered, "the aborting handler")
+	var queued []<-chan result[int64]
+	for range 3 {
+		queued = append(queued, callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") }))
+	}
+	time.Sleep(settle) // let the queued calls reach the gate (a late one reaches the fresh instance: also fine)
+	close(proceed)
+	v := wait(c, a, "the aborting handler's reply")
+	if !isBroken(v.err) || !strings.Contains(v.err.Error(), "the test wants a fresh start") {
+		c.errorf("the aborting handler's caller got (%d, %v), want a reset naming the reason", v.v, v.err)
+	}
+	var ae *cell.AbortError
+	if !errors.As(v.err, &ae) || ae.Reason != "the test wants a fresh start" {
+		c.errorf("the reset's cause is %v, want a *cell.AbortError with the reason", v.err)
+	}
+	select {
+	case <-wentOn:
+		c.errorf("the handler went on after Abort")
+	default:
+	}
+	for i, ch := range queued {
+		q := wait(c, ch, "a queued call")
+		if q.err == nil {
+			if q.v != 1 {
+				c.errorf("queued call %d reached a fresh instance and read n=%d, want 1 (the aborted write discarded)", i, q.v)
+			}
+			continue
+		}
+		if !isBroken(q.err) || !strings.Contains(q.err.Error(), "the test wants a fresh start") {
+			c.errorf("queued call %d got %v, want a reset naming the reason", i, q.err)
+		}
+	}
+	if n := must(c, s, "read after the abort", func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") }); n != 1 {
+		c.errorf("after Abort n=%d, want 1: the aborted turn's write was kept", n)
+	}
+	if g := must(c, s, "generation", func(ctx context.Context, p *probe) (int64, error) { return p.gen, nil }); g != 2 {
+		c.errorf("after Abort the object is generation %d, want 2 (a fresh instance)", g)
+	}
+	if out := logs.String(); strings.Contains(out, "panicked") || strings.Contains(out, "stack=") {
+		c.errorf("Abort logged a panic: %s", out)
+	}
+}
