@@ -20,6 +20,7 @@ func storageCases() []caseDef {
 		{"storage/delete-all", caseDeleteAll},
 		{"storage/sync", caseSync},
 		{"storage/abort", caseAbort},
+		{"storage/cursors", caseCursors},
 	}
 }
 
@@ -325,4 +326,67 @@ func caseAbort(c *checkT) {
 	if out := logs.String(); strings.Contains(out, "panicked") || strings.Contains(out, "stack=") {
 		c.errorf("Abort logged a panic: %s", out)
 	}
+}
+
+// One takes exactly one row (typed errors for none and several), QueryAll
+// every row, and statements report the rows they read and wrote where the
+// driver counts them.
+func caseCursors(c *checkT) {
+	rt := c.runtime(rtConfig{})
+	pc := c.probeClass(rt, "Cursors", nil)
+	s := pc.stub("a")
+	counts := c.h.Driver.Capabilities().StatementCounters
+	must(c, s, "cursors", func(ctx context.Context, p *probe) (int, error) {
+		sql := p.st.SQL()
+		res, err := sql.Exec(ctx, "INSERT INTO t(k, v) VALUES ('a', 1), ('b', 2), ('c', 3)")
+		if err != nil {
+			return 0, err
+		}
+		if res.Counted != counts || (counts && (res.RowsWritten != 3 || res.RowsRead != 0)) {
+			c.errorf("INSERT of 3 rows: counted=%v read=%d written=%d; want counted=%v (the driver's capability) and 0 read, 3 written", res.Counted, res.RowsRead, res.RowsWritten, counts)
+		}
+		var v int64
+		if err := sql.One(ctx, "SELECT v FROM t WHERE k = ?", "b").Scan(&v); err != nil || v != 2 {
+			c.errorf("One with one row: %d, %v; want 2", v, err)
+		}
+		var rce *cell.RowCountError
+		err = sql.One(ctx, "SELECT v FROM t WHERE k = ?", "zz").Scan(&v)
+		if !errors.As(err, &rce) || rce.Several || !errors.Is(err, cell.ErrNoRows) {
+			c.errorf("One with no row: %v, want a *cell.RowCountError matching ErrNoRows", err)
+		}
+		err = sql.One(ctx, "SELECT v FROM t WHERE v >= 2 ORDER BY v").Scan(&v)
+		if !errors.As(err, &rce) || !rce.Several || !errors.Is(err, cell.ErrMultipleRows) || errors.Is(err, cell.ErrNoRows) {
+			c.errorf("One with two rows: %v, want a *cell.RowCountError matching ErrMultipleRows", err)
+		}
+		cols, all, err := sql.QueryAll(ctx, "SELECT k, v FROM t ORDER BY k")
+		if err != nil {
+			return 0, err
+		}
+		if len(cols) != 2 || cols[0] != "k" || len(all) != 3 || all[2][0] != "c" || all[2][1] != int64(3) {
+			c.errorf("QueryAll = %v %v, want columns k, v and the rows a..c", cols, all)
+		}
+		rows, err := sql.Query(ctx, "SELECT k FROM t")
+		if err != nil {
+			return 0, err
+		}
+		rest, err := rows.All()
+		if err != nil || len(rest) != 3 {
+			c.errorf("Rows.All = %d rows (%v), want 3", len(rest), err)
+		}
+		read, written, ok := rows.Counters()
+		if ok != counts || (counts && (read != 3 || written != 0)) {
+			c.errorf("a full SELECT of 3 rows: Counters() = %d read, %d written, counted=%v; want 3, 0, %v", read, written, ok, counts)
+		}
+		rows, err = sql.Query(ctx, "UPDATE t SET v = v * 10 RETURNING v")
+		if err != nil {
+			return 0, err
+		}
+		if _, err := rows.All(); err != nil {
+			return 0, err
+		}
+		if _, written, _ := rows.Counters(); counts && written != 3 {
+			c.errorf("UPDATE ... RETURNING of 3 rows: %d written, want 3", written)
+		}
+		return 0, nil
+	})
 }

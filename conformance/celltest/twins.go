@@ -61,6 +61,7 @@ func Twins() []Twin {
 		// The storage API (issue 23), each on the twin that breaks it.
 		{"delete-all-per-statement", wrapDriver(CommitPerStatement), []string{"storage/delete-all", "storage/abort"}},
 		{"sync-before-durable", wrapLog(AckBeforeDurable), []string{"storage/sync"}},
+		{"first-row-only", wrapDriver(FirstRowOnly), []string{"storage/cursors"}},
 		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
 		{"blob-as-text", wrapDriver(BlobAsText), []string{"kv/v8-values"}},
 		{"sanitizes-utf8", wrapDriver(SanitizesUTF8), []string{"kv/list"}},

@@ -61,7 +61,8 @@ func (s *SQL) Query(ctx context.Context, query string, args ...any) (*Rows, erro
 	return r, nil
 }
 
-// QueryRow runs a query expected to return at most one row.
+// QueryRow runs a query expected to return at most one row; of several it
+// takes the first (One refuses them).
 func (s *SQL) QueryRow(ctx context.Context, query string, args ...any) *Row {
 	rows, err := s.Query(ctx, query, args...)
 	if err != nil {
@@ -160,6 +161,10 @@ type Rows struct {
 	query  string
 	closed bool
 	err    error
+	// read, written and counted are the statement counters kept at Close
+	// (cursor.go).
+	read, written int64
+	counted       bool
 }
 
 // Columns are the result's column names.
@@ -240,6 +245,7 @@ func (r *Rows) closeLocked() error {
 	if r.closed {
 		return nil
 	}
+	r.readCountersLocked()
 	r.closed = true
 	delete(r.inst.db.rows, r)
 	return r.rows.Close()
