@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ func storageCases() []caseDef {
 		{"storage/sync", caseSync},
 		{"storage/abort", caseAbort},
 		{"storage/cursors", caseCursors},
+		{"storage/transaction", caseTransactionAwait},
 	}
 }
 
@@ -389,4 +391,64 @@ func caseCursors(c *checkT) {
 		}
 		return 0, nil
 	})
+}
+
+// A transaction may yield: it keeps the gate (no other event runs while
+// its Await blocks) and its writes (none commits at the yield); an error
+// returned from it rolls every write back and resets nothing.
+func caseTransactionAwait(c *checkT) {
+	rt := c.runtime(rtConfig{})
+	pc := c.probeClass(rt, "Txn", nil)
+	s := pc.stub("a")
+	errRefused := errors.New("the transfer was refused")
+	for i, fail := range []bool{true, false} {
+		inAwait := make(chan struct{})
+		release := make(chan struct{})
+		t := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+			sql := p.st.SQL()
+			err := sql.Transaction(ctx, func(ctx context.Context) error {
+				if _, err := sql.Exec(ctx, "INSERT INTO t(k, v) VALUES(?, 1)", fmt.Sprint("debit", i)); err != nil {
+					return err
+				}
+				if _, err := cell.Await(ctx, func(ctx context.Context) (int, error) {
+					close(inAwait)
+					<-release
+					return 0, nil
+				}); err != nil {
+					return err
+				}
+				if _, err := sql.Exec(ctx, "INSERT INTO t(k, v) VALUES(?, 1)", fmt.Sprint("credit", i)); err != nil {
+					return err
+				}
+				if fail {
+					return errRefused
+				}
+				return nil
+			})
+			return p.gen, err
+		})
+		wait(c, inAwait, "the transaction's Await")
+		other := callAsync(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.rows(ctx) })
+		if !quiet(other, settle) {
+			c.errorf("another event ran while a transaction's Await blocked (the transaction must keep the gate)")
+		}
+		close(release)
+		v := wait(c, t, "the transaction's handler")
+		n := wait(c, other, "the event queued behind the transaction")
+		if fail {
+			if !errors.Is(v.err, errRefused) || isBroken(v.err) {
+				c.errorf("a transaction that returned an error: the handler got %v, want that error (no reset)", v.err)
+			}
+			if n.err != nil || n.v != 0 {
+				c.errorf("after a failed transaction t holds %d rows (%v), want 0: its writes, across the Await, were kept", n.v, n.err)
+			}
+			if g := must(c, s, "generation", func(ctx context.Context, p *probe) (int64, error) { return p.gen, nil }); g != 1 {
+				c.errorf("a failed transaction reset the object (generation %d)", g)
+			}
+			continue
+		}
+		if v.err != nil || n.err != nil || n.v != 2 {
+			c.errorf("a transaction that succeeded: handler %v; t then holds %d rows (%v), want 2", v.err, n.v, n.err)
+		}
+	}
 }

@@ -62,6 +62,7 @@ func Twins() []Twin {
 		{"delete-all-per-statement", wrapDriver(CommitPerStatement), []string{"storage/delete-all", "storage/abort"}},
 		{"sync-before-durable", wrapLog(AckBeforeDurable), []string{"storage/sync"}},
 		{"first-row-only", wrapDriver(FirstRowOnly), []string{"storage/cursors"}},
+		{"transaction-keeps-writes", wrapDriver(NoSavepointRollback), []string{"storage/transaction"}},
 		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
 		{"blob-as-text", wrapDriver(BlobAsText), []string{"kv/v8-values"}},
 		{"sanitizes-utf8", wrapDriver(SanitizesUTF8), []string{"kv/list"}},

@@ -82,8 +82,16 @@ func (s *SQL) QueryRow(ctx context.Context, query string, args ...any) *Row {
 // Transaction runs fn as a nested transaction (a SQLite savepoint inside
 // the turn's implicit transaction): if fn returns an error or panics,
 // everything fn wrote through this cell's storage is rolled back and the
-// error (or panic) is passed on. Transactions nest. fn may not yield
-// (Await and stub calls fail with ErrYieldInTransaction).
+// error (or panic) is passed on; an error resets nothing, the object goes
+// on. Transactions nest.
+//
+// fn may yield (Await, stub calls, Sync): the transaction is then a
+// critical section, as Durable Objects' async transaction() is. The turn
+// keeps the input gate and its open transaction across the yield, so no
+// other event of the object runs until fn returns, and nothing fn wrote
+// commits before the turn does. A stub call from inside it to an object
+// that calls back into this one waits for ever (as inside
+// BlockConcurrencyWhile).
 func (s *SQL) Transaction(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	inst := s.inst
 	unlock, err := inst.lockTurn(ctx)

@@ -8,8 +8,9 @@ import "context"
 // first. Called with the handler's context it ends the turn as Await
 // does: the turn's transaction commits, other events may run while the
 // commit uploads, and the handler continues in a new turn. Inside
-// BlockConcurrencyWhile the gate is kept; inside SQL.Transaction it fails
-// as any yield there does.
+// BlockConcurrencyWhile the gate is kept. Inside SQL.Transaction nothing
+// commits and the gate is kept: it waits for the commits made before the
+// turn (the transaction's own writes commit with the turn, later).
 //
 // If a commit it waits for fails, the object is reset and Sync returns
 // the *BrokenObjectError (the handler's later storage calls fail too).
