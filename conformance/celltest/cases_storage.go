@@ -23,6 +23,7 @@ func storageCases() []caseDef {
 		{"storage/abort", caseAbort},
 		{"storage/cursors", caseCursors},
 		{"storage/transaction", caseTransactionAwait},
+		{"storage/limits", caseLimits},
 	}
 }
 
@@ -450,5 +451,104 @@ func caseTransactionAwait(c *checkT) {
 		if v.err != nil || n.err != nil || n.v != 2 {
 			c.errorf("a transaction that succeeded: handler %v; t then holds %d rows (%v), want 2", v.err, n.v, n.err)
 		}
+	}
+}
+
+// Durable Objects' limits are the defaults, each refused with a
+// *cell.LimitError naming it, and what was refused is not stored; the
+// database size limit is SQLite's own (a write past it fails and is
+// undone, the turn's earlier writes stay).
+func caseLimits(c *checkT) {
+	prev := c.h.Configure
+	c.h.Configure = func(o *cell.Options) {
+		o.Limits.MaxDatabaseBytes = 512 << 10 // the others keep their defaults
+		if prev != nil {
+			prev(o) // a twin's settings win
+		}
+	}
+	rt := c.runtime(rtConfig{})
+	c.h.Configure = prev
+	pc := c.probeClass(rt, "Limits", nil)
+	s := pc.stub("a")
+	expect := func(what string, err error, limit cell.Limit) {
+		var le *cell.LimitError
+		if !errors.As(err, &le) || le.Limit != limit || !strings.Contains(err.Error(), string(limit)) {
+			c.errorf("%s: %v, want a *cell.LimitError naming %q", what, err, limit)
+		}
+	}
+	must(c, s, "limits", func(ctx context.Context, p *probe) (int, error) {
+		sql := p.st.SQL()
+		long := "SELECT 1 /*" + strings.Repeat("x", cell.DefaultMaxStatementBytes) + "*/"
+		_, err := sql.Exec(ctx, long)
+		expect("a statement over 100 KB", err, cell.LimitStatementSize)
+		if _, err := sql.Exec(ctx, "SELECT 1 /*"+strings.Repeat("x", 1000)+"*/"); err != nil {
+			c.errorf("a 1 KB statement: %v", err)
+		}
+		args := make([]any, cell.DefaultMaxBoundParameters+1)
+		marks := make([]string, len(args))
+		for i := range args {
+			args[i], marks[i] = i, "?"
+		}
+		_, err = sql.Query(ctx, "SELECT "+strings.Join(marks, ","), args...)
+		expect("101 bound parameters", err, cell.LimitBoundParameters)
+		rows, err := sql.Query(ctx, "SELECT "+strings.Join(marks[:100], ","), args[:100]...)
+		if err != nil {
+			c.errorf("100 bound parameters: %v", err)
+		} else {
+			rows.Close()
+		}
+		big := strings.Repeat("v", cell.DefaultMaxValueBytes+1)
+		_, err = sql.Exec(ctx, "INSERT INTO t(k, v) VALUES('big', ?)", big)
+		expect("a value over 2 MB", err, cell.LimitValueSize)
+		half := strings.Repeat("h", cell.DefaultMaxValueBytes/2+1)
+		_, err = sql.Exec(ctx, "INSERT INTO t(k, v) VALUES(?, ?)", half, half)
+		expect("a row over 2 MB", err, cell.LimitRowSize)
+		err = p.st.KV().Put(ctx, "big", big)
+		expect("a KV value over 2 MB", err, cell.LimitValueSize)
+		cols := make([]string, cell.DefaultMaxColumns+1)
+		for i := range cols {
+			cols[i] = fmt.Sprintf("c%d", i)
+		}
+		_, err = sql.Exec(ctx, "CREATE TABLE wide("+strings.Join(cols, ", ")+")")
+		expect("a table of 101 columns", err, cell.LimitColumns)
+		if _, err := sql.Exec(ctx, "CREATE TABLE wide("+strings.Join(cols[:100], ", ")+")"); err != nil {
+			c.errorf("a table of 100 columns: %v", err)
+		}
+		_, err = sql.Exec(ctx, "ALTER TABLE wide ADD COLUMN c100")
+		expect("a column added past 100", err, cell.LimitColumns)
+		if n, err := p.rows(ctx); n != 0 || err != nil {
+			c.errorf("t holds %d rows (%v) after refused writes, want 0", n, err)
+		}
+		return 0, nil
+	})
+
+	// Database size: SQLite refuses the write that would pass it. If it
+	// cancels the turn's transaction doing so, the object is reset (the
+	// cause still names the limit); rows committed before stay.
+	must(c, s, "rows before the size limit", func(ctx context.Context, p *probe) (int, error) {
+		_, err := p.st.SQL().Exec(ctx, "CREATE TABLE blobs(b BLOB); INSERT INTO blobs VALUES(zeroblob(32768)), (zeroblob(32768))")
+		return 0, err
+	})
+	_, full := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int, error) {
+		for range 40 {
+			if _, err := p.st.SQL().Exec(ctx, "INSERT INTO blobs VALUES(zeroblob(32768))"); err != nil {
+				return 0, err
+			}
+		}
+		return 0, nil
+	})
+	expect("writes past a 512 KiB database", full, cell.LimitDatabaseSize)
+	if n, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) {
+		var n int64
+		err := p.st.SQL().One(ctx, "SELECT count(*) FROM blobs").Scan(&n)
+		return n, err
+	}); err != nil || n < 2 || n > 16 {
+		c.errorf("after the size limit refused a write, blobs holds %d rows of 32 KiB (%v), want the 2 committed before and no more than fit in 512 KiB", n, err)
+	}
+	if _, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int, error) {
+		_, err := p.st.SQL().Exec(ctx, "SELECT 1 FROM wide WHERE c100 IS NULL")
+		return 0, err
+	}); err == nil {
+		c.errorf("the column the limit refused exists")
 	}
 }

@@ -63,6 +63,7 @@ func Twins() []Twin {
 		{"sync-before-durable", wrapLog(AckBeforeDurable), []string{"storage/sync"}},
 		{"first-row-only", wrapDriver(FirstRowOnly), []string{"storage/cursors"}},
 		{"transaction-keeps-writes", wrapDriver(NoSavepointRollback), []string{"storage/transaction"}},
+		{"no-limits", configure(NoLimits), []string{"storage/limits"}},
 		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
 		{"blob-as-text", wrapDriver(BlobAsText), []string{"kv/v8-values"}},
 		{"sanitizes-utf8", wrapDriver(SanitizesUTF8), []string{"kv/list"}},

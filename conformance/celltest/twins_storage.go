@@ -3,6 +3,7 @@ package celltest
 import (
 	"context"
 
+	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 )
 
@@ -59,4 +60,10 @@ func (r *firstRow) Counters() (int64, int64) {
 		return cr.Counters()
 	}
 	return 0, 0
+}
+
+// NoLimits sets every one of Options.Limits negative: nothing is limited,
+// as in a runtime that does not enforce Durable Objects' limits.
+func NoLimits(o *cell.Options) {
+	o.Limits = cell.Limits{MaxValueBytes: -1, MaxStatementBytes: -1, MaxBoundParameters: -1, MaxColumns: -1, MaxDatabaseBytes: -1}
 }

@@ -110,13 +110,17 @@ func (kv *KV) Put(ctx context.Context, key string, value any) error {
 		return fmt.Errorf("cell: KV key %q: %w", key, err)
 	}
 	inst := kv.inst
+	if err := inst.rt.limits().checkKV(key, col); err != nil {
+		return err
+	}
 	unlock, err := inst.lockWrite(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	inTx := inst.db.conn.InTransaction()
 	_, err = inst.db.conn.Exec(ctx, sqlKVPut, inst.key, key, col)
-	return err
+	return inst.writeFailed(inTx, err)
 }
 
 // PutMany stores several entries in one go (in key order).

@@ -24,6 +24,9 @@ type Result = driver.Result
 // that has parameters.
 func (s *SQL) Exec(ctx context.Context, query string, args ...any) (Result, error) {
 	inst := s.inst
+	if err := inst.rt.limits().checkStatement(query, args); err != nil {
+		return Result{}, err
+	}
 	unlock, err := inst.lockTurn(ctx)
 	if err != nil {
 		return Result{}, err
@@ -42,6 +45,9 @@ func (s *SQL) Exec(ctx context.Context, query string, args ...any) (Result, erro
 // before the turn ends; the runtime closes any left open when it does.
 func (s *SQL) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
 	inst := s.inst
+	if err := inst.rt.limits().checkStatement(query, args); err != nil {
+		return nil, err
+	}
 	unlock, err := inst.lockTurn(ctx)
 	if err != nil {
 		return nil, err
