@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/cellb/cellb/core/driver"
@@ -212,11 +213,14 @@ func (inst *instance) writeFailed(inTx bool, err error) error {
 }
 
 // mayAddColumns reports whether a statement may create or widen a table
-// (a CREATE or ALTER anywhere in its text): only those are checked for
-// the column limit, inside a savepoint.
+// (CREATE [TEMP|VIRTUAL] TABLE or ALTER TABLE in its text): only those are
+// checked for the column limit, inside a savepoint. The cheap test for
+// "table" spares the pattern most statements.
 func mayAddColumns(query string) bool {
-	return containsFold(query, "create") || containsFold(query, "alter")
+	return containsFold(query, "table") && tableDDL.MatchString(query)
 }
+
+var tableDDL = regexp.MustCompile(`(?i)\b(create\s+((temp|temporary|virtual)\s+)?table|alter\s+table)\b`)
 
 // containsFold is strings.Contains ignoring ASCII case, without copying
 // the statement (it runs for every user statement).
