@@ -17,6 +17,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -171,4 +172,22 @@ func Alarm[O any](t testing.TB, s *cell.Stub[O]) (at time.Time, set bool) {
 		t.Fatalf("cellbtest: alarm of %s: %v", s.Key(), err)
 	}
 	return at, set
+}
+
+// Fetch sends a request to an object that implements http.Handler
+// (Stub.Fetch) without a network: method and target as for
+// httptest.NewRequest, body may be nil. It returns the status and the
+// whole body.
+func Fetch[O any](t testing.TB, s *cell.Stub[O], method, target string, body io.Reader) (status int, out []byte) {
+	t.Helper()
+	resp, err := s.Fetch(context.Background(), httptest.NewRequest(method, target, body))
+	if err != nil {
+		t.Fatalf("cellbtest: %s %s on %s: %v", method, target, s.Key(), err)
+	}
+	defer resp.Body.Close()
+	out, err = io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("cellbtest: read the answer of %s %s: %v", method, target, err)
+	}
+	return resp.StatusCode, out
 }

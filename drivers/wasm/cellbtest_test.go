@@ -3,6 +3,8 @@ package wasm_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,5 +64,41 @@ func TestCellbtestAdvanceRunsRetries(t *testing.T) {
 	}
 	if _, set := cellbtest.Alarm(t, s); set {
 		t.Fatal("the alarm is still set after it succeeded")
+	}
+}
+
+// hello is an http.Handler object that counts its requests in KV.
+type hello struct{ st *cell.State }
+
+func (h *hello) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var n int64
+	if _, err := h.st.KV().GetInto(r.Context(), "n", &n); err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	n++
+	if err := h.st.KV().Put(r.Context(), "n", n); err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	fmt.Fprintf(w, "hello %s #%d", r.URL.Query().Get("who"), n)
+}
+
+func TestCellbtestFetch(t *testing.T) {
+	node := cellbtest.New(t, wasm.New())
+	ns, err := cell.Register(node.Runtime, "Hello", func(ctx context.Context, st *cell.State) (*hello, error) { return &hello{st: st}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ns.Get(ns.IDFromName("h"))
+	for i := 1; i <= 2; i++ {
+		if status, body := cellbtest.Fetch(t, s, "GET", "/?who=test", nil); status != 200 || string(body) != fmt.Sprintf("hello test #%d", i) {
+			t.Fatalf("request %d: %d %q", i, status, body)
+		}
+	}
+	if v, ok := cellbtest.KV(t, s, "n"); !ok {
+		t.Fatal("KV n missing")
+	} else if n, _ := v.Any(); n != 2.0 {
+		t.Fatalf("KV n = %v, want 2", n)
 	}
 }
