@@ -92,6 +92,13 @@ func TestCounterContract(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// DELETE is deleteAll: the value reads 0 (and the alarm is gone).
+	if a := call(t, "DELETE", hs.URL+"/counter/alpha"); a.status != 200 || a.value != 0 || a.body != "{\"value\":0}\n" {
+		t.Fatalf("DELETE: %+v", a)
+	}
+	if a := call(t, "GET", hs.URL+"/counter/alpha"); a.status != 200 || a.value != 0 {
+		t.Fatalf("GET after DELETE: %+v", a)
+	}
 	for _, bad := range []string{"/counter/alpha/alarm?in=abc", "/counter/alpha/alarm", "/counter/alpha/alarm?in=-5", "/counter/" + strings.Repeat("n", 300)} {
 		a := call(t, "POST", hs.URL+bad)
 		if a.status != 400 || strings.TrimSpace(a.body) == "" {

@@ -152,6 +152,7 @@ func allCases() []caseDef {
 	all = append(all, resetCases()...)
 	all = append(all, sqlCases()...)
 	all = append(all, kvCases()...)
+	all = append(all, storageCases()...)
 	all = append(all, alarmCases()...)
 	all = append(all, wakeCases()...)
 	all = append(all, lifecycleCases()...)

@@ -60,6 +60,12 @@ func Twins() []Twin {
 		{"lease-never-lost", configure(LeaseNeverLost), []string{"reset/lease-lost", "lifecycle/reset-while-yielded"}},
 		{"close-always-final", wrapLog(CloseAlwaysFinal), []string{"lifecycle/log-close-final"}},
 		{"no-rows-affected", wrapDriver(NoRowsAffected), []string{"sql/exec-query-scan", "kv/basic"}},
+		// The storage API (issue 23), each on the twin that breaks it.
+		{"delete-all-per-statement", wrapDriver(CommitPerStatement), []string{"storage/delete-all", "storage/abort"}},
+		{"sync-before-durable", wrapLog(AckBeforeDurable), []string{"storage/sync"}},
+		{"first-row-only", wrapDriver(FirstRowOnly), []string{"storage/cursors"}},
+		{"transaction-keeps-writes", wrapDriver(NoSavepointRollback), []string{"storage/transaction"}},
+		{"no-limits", configure(NoLimits), []string{"storage/limits"}},
 		{"text-as-blob", wrapDriver(TextAsBlob), []string{"sql/celld-schema"}},
 		{"blob-as-text", wrapDriver(BlobAsText), []string{"kv/v8-values"}},
 		{"sanitizes-utf8", wrapDriver(SanitizesUTF8), []string{"kv/list"}},

@@ -163,6 +163,7 @@ type caseDef struct {
 func allCases() []caseDef {
 	var all []caseDef
 	all = append(all, sqlCases()...)
+	all = append(all, counterCases()...)
 	all = append(all, authCases()...)
 	all = append(all, imageCases()...)
 	all = append(all, captureCases()...)

@@ -34,6 +34,8 @@ func withSessions(c driver.Capabilities) bool { return c.Sessions }
 
 func withCheckpoint(c driver.Capabilities) bool { return c.Checkpoint }
 
+func withCounters(c driver.Capabilities) bool { return c.StatementCounters }
+
 // Twins lists every shipped twin.
 func Twins() []Twin {
 	return []Twin{
@@ -65,6 +67,8 @@ func Twins() []Twin {
 		{"rollback-is-commit", RollbackIsCommit, always, []string{"sql/transactions"}},
 		{"ignore-rollback-to", IgnoreRollbackTo, always, []string{"sql/savepoints"}},
 		{"page-count-plus-one", PageCountPlusOne, always, []string{"sql/page-size-count"}},
+		{"misdeclared-counters", Misdeclared(func(c *driver.Capabilities) { c.StatementCounters = !c.StatementCounters }, "misdeclared-counters"), always, []string{"counters/declared"}},
+		{"stale-counters", StaleCounters, withCounters, []string{"counters/values"}},
 		{"accepts-garbage", AcceptsGarbage, always, []string{"image/rejects-garbage"}},
 		{"bumps-change-counter", BumpsChangeCounter, always, []string{"image/deterministic"}},
 		{"ignore-as-allow", IgnoreAsAllow, always, []string{"auth/ignore"}},

@@ -244,3 +244,52 @@ func PassiveCheckpointOnly(d driver.Driver) driver.Driver {
 		}
 	})
 }
+
+// StaleCounters never resets the statement counters of a statement run
+// again (a driver that reads sqlite3_stmt_status without resetting it on
+// a cached statement): each run of the same SQL text reports the rows
+// read by every earlier run too.
+func StaleCounters(d driver.Driver) driver.Driver {
+	return wrapDriver(d, "stale-counters", nil, func(c *twinConn) {
+		read := map[string]int64{}
+		c.exec = func(ctx context.Context, sql string, args ...any) (driver.Result, error) {
+			res, err := c.Conn.Exec(ctx, sql, args...)
+			read[sql] += res.RowsRead
+			res.RowsRead = read[sql]
+			return res, err
+		}
+		c.query = func(ctx context.Context, sql string, args ...any) (driver.Rows, error) {
+			rows, err := c.Conn.Query(ctx, sql, args...)
+			if err != nil {
+				return nil, err
+			}
+			cr, ok := rows.(driver.CountedRows)
+			if !ok {
+				return rows, nil
+			}
+			return &staleCountRows{Rows: rows, cr: cr, before: read[sql], add: func(n int64) { read[sql] += n }}, nil
+		}
+	})
+}
+
+type staleCountRows struct {
+	driver.Rows
+	cr     driver.CountedRows
+	before int64
+	add    func(int64)
+	added  bool
+}
+
+func (r *staleCountRows) Counters() (int64, int64) {
+	read, written := r.cr.Counters()
+	return r.before + read, written
+}
+
+func (r *staleCountRows) Close() error {
+	if !r.added {
+		r.added = true
+		read, _ := r.cr.Counters()
+		r.add(read)
+	}
+	return r.Rows.Close()
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
@@ -190,7 +191,7 @@ func (inst *instance) alarmTurn(ctx context.Context, ev *event, obj any) error {
 		return fmt.Errorf("cell: alarm handler lost its turn: %v", ctx.Err())
 	}
 	if p != nil {
-		inst.rt.logger.Error("cell alarm handler panicked", "cell", inst.key, "panic", p.Value, "stack", string(p.Stack))
+		inst.logPanic("cell alarm handler panicked", p)
 		inst.rollbackTurn()
 		herr = p
 		ev.breakAfter = &BrokenObjectError{Key: inst.key, Reason: "the alarm handler panicked: " + fmt.Sprint(p.Value), Err: p}
@@ -238,6 +239,10 @@ type alarmScheduler struct {
 	mu      sync.Mutex
 	stopped bool
 	entries map[string]*alarmEntry
+
+	// inflight counts the runs whose timer fired and that have not
+	// finished (Runtime.AlarmsInFlight).
+	inflight atomic.Int64
 }
 
 type alarmEntry struct {
@@ -304,7 +309,16 @@ func (s *alarmScheduler) armLocked(key string, e *alarmEntry, at time.Time, has 
 		return
 	}
 	d := max(at.Sub(s.rt.clk.Now()), 0)
-	e.timer = s.rt.clk.AfterFunc(d, func() { go s.fire(key) })
+	e.timer = s.rt.clk.AfterFunc(d, func() { s.goFire(key) })
+}
+
+// goFire runs fire on its own goroutine, counted in flight from now.
+func (s *alarmScheduler) goFire(key string) {
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Add(-1)
+		s.fire(key)
+	}()
 }
 
 // fire runs a cell's due alarm; one run at a time per cell.
@@ -346,7 +360,7 @@ func (s *alarmScheduler) fire(key string) {
 	e.internal = 0
 	if e.refire {
 		e.refire = false
-		go s.fire(key)
+		s.goFire(key)
 		return
 	}
 	if !e.has && e.timer == nil {

@@ -52,6 +52,9 @@ type database struct {
 	mark    changeMark // change counters after the last commit (no page capture)
 	rows    map[*Rows]struct{}
 	spDepth int // savepoints open (SQL.Transaction)
+	// limited is the connection that has the database size limit
+	// (limits.go): a new one needs it set.
+	limited driver.Conn
 }
 
 // holdsState reports whether the cell may hold anything: a local database

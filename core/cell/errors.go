@@ -119,9 +119,12 @@ var (
 	// context from outside the handler, from a goroutine the handler
 	// started, or used while the handler is yielded in Await.
 	ErrNotInTurn = errors.New("cell: storage used outside the object's turn (pass the context the handler received)")
-	// ErrYieldInTransaction is returned by Await and by stub calls made
-	// inside SQL.Transaction: a yield would commit the enclosing
-	// transaction half way.
+	// ErrYieldInTransaction was returned by Await and stub calls made
+	// inside SQL.Transaction.
+	//
+	// Deprecated: since issue 23 a yield inside SQL.Transaction keeps the
+	// gate and the open transaction (a critical section), so nothing
+	// returns it.
 	ErrYieldInTransaction = errors.New("cell: cannot yield inside SQL.Transaction")
 	// ErrNotHTTPHandler is returned by Stub.Fetch when the object does not
 	// implement http.Handler.

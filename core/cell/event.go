@@ -122,8 +122,7 @@ func yield(ctx context.Context, fn func(ctx context.Context) error) error {
 	inSavepoint := inst.db.spDepth > 0
 	inst.mu.Unlock()
 	if inSavepoint {
-		ev.mu.Unlock()
-		return ErrYieldInTransaction
+		return ev.yieldInTransaction(ctx, fn) // unlocks ev.mu
 	}
 	if err := inst.endTurn(ctx, ev); err != nil {
 		ev.mu.Unlock()

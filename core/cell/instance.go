@@ -293,7 +293,7 @@ func (inst *instance) turn(ctx context.Context, ev *event, fn func(ctx context.C
 // panicked handles a panic in user code: roll back the turn's open
 // transaction and reset the object.
 func (inst *instance) panicked(ev *event, reason string, p *PanicError) error {
-	inst.rt.logger.Error("cell handler panicked", "cell", inst.key, "panic", p.Value, "stack", string(p.Stack))
+	inst.logPanic("cell handler panicked", p)
 	if !ev.finishing() {
 		return inst.breakNow(reason, p)
 	}

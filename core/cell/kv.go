@@ -110,13 +110,17 @@ func (kv *KV) Put(ctx context.Context, key string, value any) error {
 		return fmt.Errorf("cell: KV key %q: %w", key, err)
 	}
 	inst := kv.inst
+	if err := inst.rt.limits().checkKV(key, col); err != nil {
+		return err
+	}
 	unlock, err := inst.lockWrite(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	inTx := inst.db.conn.InTransaction()
 	_, err = inst.db.conn.Exec(ctx, sqlKVPut, inst.key, key, col)
-	return err
+	return inst.writeFailed(inTx, err)
 }
 
 // PutMany stores several entries in one go (in key order).
@@ -170,7 +174,9 @@ func (kv *KV) DeleteMany(ctx context.Context, keys []string) (int, error) {
 	return n, nil
 }
 
-// DeleteAll removes every key of the cell.
+// DeleteAll removes every key of the cell, and only them: SQL tables and
+// the alarm stay. State.DeleteAll deletes everything (Durable Objects'
+// storage.deleteAll()).
 func (kv *KV) DeleteAll(ctx context.Context) error {
 	inst := kv.inst
 	unlock, err := inst.lockTurn(ctx)

@@ -76,6 +76,10 @@ func (inst *instance) lockWrite(ctx context.Context) (unlock func(), err error) 
 		unlock()
 		return nil, fmt.Errorf("cell: create the database: %w", err)
 	}
+	if err := inst.applyDatabaseLimitLocked(ctx); err != nil {
+		unlock()
+		return nil, err
+	}
 	return unlock, nil
 }
 
@@ -84,7 +88,7 @@ func (inst *instance) lockWrite(ctx context.Context) (unlock func(), err error) 
 // it creates first. The caller holds inst.mu inside a turn.
 func (inst *instance) userWrite(ctx context.Context, query string, fn func() error) error {
 	if !inst.db.virgin {
-		return inst.guard.asUser(query, fn)
+		return inst.runUser(ctx, query, fn)
 	}
 	writes, err := inst.guard.probe(query, fn)
 	if !writes {
@@ -93,7 +97,7 @@ func (inst *instance) userWrite(ctx context.Context, query string, fn func() err
 	if err := inst.materializeLocked(ctx); err != nil {
 		return fmt.Errorf("cell: create the database: %w", err)
 	}
-	return inst.guard.asUser(query, fn)
+	return inst.runUser(ctx, query, fn)
 }
 
 // writesState reports whether an authorizer action stores something (or

@@ -83,6 +83,10 @@ type Options struct {
 	// cell. Zero means DefaultBlockConcurrencyTimeout; negative means no
 	// limit.
 	BlockConcurrencyTimeout time.Duration
+	// Limits caps what each cell stores and runs (value and row size,
+	// statement size, bound parameters, columns, database size); the zero
+	// value is Durable Objects' limits. See Limits.
+	Limits Limits
 	// Wake publishes every committed alarm change to a fleet's wake index
 	// (the contract is core/wakeport's); replies wait for the publication
 	// as they wait for durability. Nil (a single host) publishes nothing

@@ -24,6 +24,9 @@ type Result = driver.Result
 // that has parameters.
 func (s *SQL) Exec(ctx context.Context, query string, args ...any) (Result, error) {
 	inst := s.inst
+	if err := inst.rt.limits().checkStatement(query, args); err != nil {
+		return Result{}, err
+	}
 	unlock, err := inst.lockTurn(ctx)
 	if err != nil {
 		return Result{}, err
@@ -42,6 +45,9 @@ func (s *SQL) Exec(ctx context.Context, query string, args ...any) (Result, erro
 // before the turn ends; the runtime closes any left open when it does.
 func (s *SQL) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
 	inst := s.inst
+	if err := inst.rt.limits().checkStatement(query, args); err != nil {
+		return nil, err
+	}
 	unlock, err := inst.lockTurn(ctx)
 	if err != nil {
 		return nil, err
@@ -61,7 +67,8 @@ func (s *SQL) Query(ctx context.Context, query string, args ...any) (*Rows, erro
 	return r, nil
 }
 
-// QueryRow runs a query expected to return at most one row.
+// QueryRow runs a query expected to return at most one row; of several it
+// takes the first (One refuses them).
 func (s *SQL) QueryRow(ctx context.Context, query string, args ...any) *Row {
 	rows, err := s.Query(ctx, query, args...)
 	if err != nil {
@@ -81,8 +88,16 @@ func (s *SQL) QueryRow(ctx context.Context, query string, args ...any) *Row {
 // Transaction runs fn as a nested transaction (a SQLite savepoint inside
 // the turn's implicit transaction): if fn returns an error or panics,
 // everything fn wrote through this cell's storage is rolled back and the
-// error (or panic) is passed on. Transactions nest. fn may not yield
-// (Await and stub calls fail with ErrYieldInTransaction).
+// error (or panic) is passed on; an error resets nothing, the object goes
+// on. Transactions nest.
+//
+// fn may yield (Await, stub calls, Sync): the transaction is then a
+// critical section, as Durable Objects' async transaction() is. The turn
+// keeps the input gate and its open transaction across the yield, so no
+// other event of the object runs until fn returns, and nothing fn wrote
+// commits before the turn does. A stub call from inside it to an object
+// that calls back into this one waits for ever (as inside
+// BlockConcurrencyWhile).
 func (s *SQL) Transaction(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	inst := s.inst
 	unlock, err := inst.lockTurn(ctx)
@@ -160,6 +175,10 @@ type Rows struct {
 	query  string
 	closed bool
 	err    error
+	// read, written and counted are the statement counters kept at Close
+	// (cursor.go).
+	read, written int64
+	counted       bool
 }
 
 // Columns are the result's column names.
@@ -240,6 +259,7 @@ func (r *Rows) closeLocked() error {
 	if r.closed {
 		return nil
 	}
+	r.readCountersLocked()
 	r.closed = true
 	delete(r.inst.db.rows, r)
 	return r.rows.Close()

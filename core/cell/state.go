@@ -71,8 +71,10 @@ func (inst *instance) blockWhile(ctx context.Context, ev *event, fn func(ctx con
 	}
 	switch {
 	case p != nil:
-		inst.rt.logger.Error("cell blockConcurrencyWhile panicked", "cell", inst.key, "panic", p.Value, "stack", string(p.Stack))
-		return inst.breakNow("blockConcurrencyWhile() panicked: "+errString(p), p)
+		inst.logPanic("cell blockConcurrencyWhile panicked", p)
+		berr := inst.breakNow("blockConcurrencyWhile() panicked: "+errString(p), p)
+		reAbort(p) // Abort ends the handler, not only fn
+		return berr
 	case err != nil:
 		return inst.breakNow("blockConcurrencyWhile() failed: "+err.Error(), err)
 	}

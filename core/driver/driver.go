@@ -40,6 +40,10 @@ type Capabilities struct {
 	// Checkpoint: Conn implements Checkpointer (the database runs in WAL
 	// mode).
 	Checkpoint bool
+	// StatementCounters: Exec reports the rows its statements read and
+	// wrote (Result.Counted), and Rows implement CountedRows (see
+	// counters.go for what is counted).
+	StatementCounters bool
 }
 
 // Config says which database to open and how.
@@ -60,6 +64,11 @@ type Config struct {
 type Result struct {
 	RowsAffected int64
 	LastInsertID int64
+	// RowsRead and RowsWritten are what the statements read and wrote,
+	// summed over every statement of the Exec; Counted says the driver
+	// counted them (Capabilities.StatementCounters), else both are 0.
+	RowsRead, RowsWritten int64
+	Counted               bool
 }
 
 // Conn is one open database.

@@ -33,6 +33,10 @@ type Conn struct {
 	auth     driver.Authorizer
 	wal      *walCapture // nil without page capture
 
+	// read is the rows the Exec in progress read (statement counters,
+	// counters.go).
+	read int64
+
 	// internal is set while the driver runs SQL of its own, which the
 	// authorizer lets through (see execInternal).
 	internal bool

@@ -76,7 +76,7 @@ func (d *Driver) Name() string { return "modernc" }
 
 // Capabilities: page capture (file databases), sessions and checkpoints.
 func (d *Driver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{PageCapture: true, Sessions: true, Checkpoint: true}
+	return driver.Capabilities{PageCapture: true, Sessions: true, Checkpoint: true, StatementCounters: true}
 }
 
 // Open opens or creates the database cfg names. The connection is a

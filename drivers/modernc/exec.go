@@ -21,12 +21,17 @@ func (c *Conn) Exec(ctx context.Context, sql string, args ...any) (driver.Result
 	if err != nil {
 		return driver.Result{}, err
 	}
+	before := sqlite3.Xsqlite3_total_changes64(c.tls, c.db)
+	c.read = 0
 	if err := c.run(ctx, stmtKey{sql: sql}, vals); err != nil {
 		return driver.Result{}, err
 	}
 	return driver.Result{
 		RowsAffected: sqlite3.Xsqlite3_changes64(c.tls, c.db),
 		LastInsertID: sqlite3.Xsqlite3_last_insert_rowid(c.tls, c.db),
+		RowsRead:     c.read,
+		RowsWritten:  sqlite3.Xsqlite3_total_changes64(c.tls, c.db) - before,
+		Counted:      true,
 	}, nil
 }
 
@@ -107,6 +112,7 @@ func (c *Conn) exec(key stmtKey, vals []any) error {
 // finalizes it.
 func (c *Conn) runStmt(key stmtKey, st uintptr, args []any, keep bool) error {
 	buf, err := c.bind(st, args)
+	sqlite3.Xsqlite3_stmt_status(c.tls, st, sqlite3.SQLITE_STMTSTATUS_FULLSCAN_STEP, 1) // a cached statement counts afresh
 	if err == nil {
 		for {
 			var row bool
@@ -116,6 +122,7 @@ func (c *Conn) runStmt(key stmtKey, st uintptr, args []any, keep bool) error {
 			}
 		}
 	}
+	c.read += scanned(c, st)
 	c.done(key, st, buf, keep)
 	if err == nil && c.wal != nil {
 		err = c.wal.freshError()

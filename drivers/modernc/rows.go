@@ -43,6 +43,8 @@ func (c *Conn) query(ctx context.Context, key stmtKey, vals []any) (*rows, error
 		return nil, err
 	}
 	r.readColumns()
+	sqlite3.Xsqlite3_stmt_status(c.tls, st, sqlite3.SQLITE_STMTSTATUS_FULLSCAN_STEP, 1) // a cached statement counts afresh
+	r.changesBefore = sqlite3.Xsqlite3_total_changes64(c.tls, c.db)
 	r.stop = c.watch(ctx)
 	c.rows[r] = struct{}{}
 	return r, nil
@@ -106,6 +108,9 @@ type rows struct {
 	stepped  bool
 	finished bool
 	closed   bool
+
+	// The statement counters (counters.go).
+	returned, changesBefore, written, scanned int64
 }
 
 func (r *rows) Columns() []string { return r.cols }
@@ -124,6 +129,7 @@ func (r *rows) Next() bool {
 	}
 	if !row {
 		r.finished = true
+		r.countDone()
 		if r.c.wal != nil {
 			r.err = r.c.wal.freshError()
 		}
@@ -138,6 +144,7 @@ func (r *rows) Next() bool {
 			r.readColumns()
 		}
 	}
+	r.returned++
 	r.load()
 	return true
 }
@@ -208,6 +215,7 @@ func (r *rows) Close() error {
 	}
 	r.stop()
 	delete(r.c.rows, r)
+	r.scanned = max(r.scanned, scanned(r.c, r.st))
 	r.c.done(r.key, r.st, r.buf, r.keep)
 	r.st, r.buf = 0, 0
 	if w := r.c.wal; w != nil && !r.finished {

@@ -35,6 +35,7 @@ type Conn struct {
 	rows  map[*Rows]struct{}
 	cache stmtCache
 	ctl   map[string]*sqlite3.Stmt // prepared transaction control
+	read  int64                    // rows the Exec in progress read (statement counters)
 	// broken is set when a Restore failed after closing the old database
 	// and could not reopen: the connection is unusable.
 	broken error
@@ -257,6 +258,7 @@ func (c *Conn) Exec(ctx context.Context, sql string, args ...any) (driver.Result
 	}
 	defer c.bind(ctx)()
 	before := c.db.TotalChanges()
+	c.read = 0
 	// A cached statement is a single statement: binding checks the
 	// arguments before anything runs.
 	if cs := c.cache.get(sql); cs != nil {
@@ -314,7 +316,10 @@ func (c *Conn) execStmt(ctx context.Context, s *sqlite3.Stmt, args []any) error 
 	if err := bindArgs(s, args); err != nil {
 		return err
 	}
-	if err := s.Exec(); err != nil {
+	s.Status(sqlite3.STMTSTATUS_FULLSCAN_STEP, true) // a cached statement counts afresh
+	err := s.Exec()
+	c.read += scanned(s)
+	if err != nil {
 		return c.userError(ctx, err)
 	}
 	return nil
@@ -323,7 +328,7 @@ func (c *Conn) execStmt(ctx context.Context, s *sqlite3.Stmt, args []any) error 
 // result reports what the Exec that started at totalChanges before did:
 // SQLite's row count of the last change, only if the Exec changed rows.
 func (c *Conn) result(before int64) driver.Result {
-	var res driver.Result
+	res := driver.Result{Counted: true, RowsRead: c.read, RowsWritten: c.db.TotalChanges() - before}
 	if c.db.TotalChanges() != before {
 		res.RowsAffected = c.db.Changes()
 	}

@@ -110,7 +110,7 @@ func (d *Driver) Name() string { return Name }
 
 // Capabilities declares page capture, and checkpoints in WAL mode.
 func (d *Driver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{PageCapture: true, Checkpoint: d.journal == JournalWAL}
+	return driver.Capabilities{PageCapture: true, Checkpoint: d.journal == JournalWAL, StatementCounters: true}
 }
 
 // Open opens (creating if needed) the database at cfg.Path, or a private

@@ -21,6 +21,12 @@ type Rows struct {
 	err     error
 	stepped bool
 	closed  bool
+
+	// The statement counters (driver.CountedRows): rows returned, the
+	// connection's total changes when the statement started, and the rows
+	// written, known once it ran to completion.
+	returned, changesBefore, written, scanned int64
+	done                                      bool
 }
 
 // columnsChanged compares the names (a DROP and an ADD may keep the count).
@@ -41,7 +47,31 @@ func newRows(c *Conn, s *sqlite3.Stmt, cs *cachedStmt, ctx context.Context) *Row
 	}
 	r := &Rows{c: c, s: s, cs: cs, ctx: ctx}
 	r.readColumns()
+	s.Status(sqlite3.STMTSTATUS_FULLSCAN_STEP, true) // a cached statement counts afresh
+	r.changesBefore = c.db.TotalChanges()
 	return r
+}
+
+var _ driver.CountedRows = (*Rows)(nil)
+
+// Counters are the rows the statement read and wrote so far (see
+// driver.CountedRows).
+func (r *Rows) Counters() (read, written int64) {
+	read = r.returned
+	if !r.closed && r.c.db != nil {
+		r.scanned = max(r.scanned, scanned(r.s))
+	}
+	return max(read, r.scanned), r.written
+}
+
+// scanned is the rows a statement's full-table scans visited: SQLite
+// counts the moves to a next row, so the row a scan starts on is added.
+func scanned(s *sqlite3.Stmt) int64 {
+	n := int64(s.Status(sqlite3.STMTSTATUS_FULLSCAN_STEP, false))
+	if n > 0 {
+		n++
+	}
+	return n
 }
 
 // readColumns (re)reads the statement's column names.
@@ -68,6 +98,15 @@ func (r *Rows) Next() bool {
 	restore := r.c.bind(r.ctx)
 	ok := r.s.Step()
 	restore()
+	if ok {
+		r.returned++
+	} else if !r.done {
+		r.done = true
+		r.scanned = max(r.scanned, scanned(r.s))
+		if !r.s.ReadOnly() {
+			r.written = r.c.db.TotalChanges() - r.changesBefore
+		}
+	}
 	if !ok {
 		if err := r.s.Err(); err != nil {
 			r.err = r.c.userError(r.ctx, err)
@@ -123,6 +162,7 @@ func (r *Rows) Close() error {
 	if r.c.db == nil {
 		return nil
 	}
+	r.scanned = max(r.scanned, scanned(r.s))
 	var err error
 	if r.cs != nil && r.c.cache.byText[r.cs.sql] == r.cs {
 		r.cs.inUse = false

@@ -87,7 +87,7 @@ func New(ctx context.Context, st *cell.State) (*Room, error) {
 // sends it to every socket of the room (each send leaves once the post is
 // durable). It returns the message's id and expiry (Unix ms).
 func (r *Room) Post(ctx context.Context, text string, ttl time.Duration) (id, expires int64, err error) {
-	now := time.Now()
+	now := r.st.Now() // the runtime's clock: a test moves it (core/cellbtest)
 	expires = now.Add(ttl).UnixMilli()
 	res, err := r.st.SQL().Exec(ctx, "INSERT INTO messages(at_ms, expires_ms, text) VALUES (?, ?, ?)", now.UnixMilli(), expires, text)
 	if err != nil {
@@ -145,7 +145,7 @@ func (r *Room) armForNext(ctx context.Context) error {
 
 // Alarm deletes expired messages and arms for the next expiry.
 func (r *Room) Alarm(ctx context.Context, info cell.AlarmInfo) error {
-	if _, err := r.st.SQL().Exec(ctx, deleteExpired, time.Now().UnixMilli()); err != nil {
+	if _, err := r.st.SQL().Exec(ctx, deleteExpired, r.st.Now().UnixMilli()); err != nil {
 		return err
 	}
 	return r.armForNext(ctx)
@@ -160,7 +160,7 @@ type Message struct {
 
 // List returns the messages that have not expired, oldest first.
 func (r *Room) List(ctx context.Context) ([]Message, error) {
-	rows, err := r.st.SQL().Query(ctx, listLive, time.Now().UnixMilli())
+	rows, err := r.st.SQL().Query(ctx, listLive, r.st.Now().UnixMilli())
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@
 //	POST /counter/<name>             increment; 200 {"value":N} once durable
 //	GET  /counter/<name>             200 {"value":N}
 //	POST /counter/<name>/alarm?in=MS set the alarm; when it fires, +1000
+//	DELETE /counter/<name>           delete everything the cell stores (its
+//	                                 value and its alarm); 200 {"value":0}
 //
 // Errors are answered as core/httperr maps them (400 for bad input, 409 for
 // a cell owned elsewhere, 503 for a reset object or a refused write, ...),
@@ -60,6 +62,10 @@ func (c *Counter) Add(ctx context.Context, n int64) (int64, error) {
 	return v, c.st.KV().Put(ctx, valueKey, v)
 }
 
+// DeleteAll deletes everything the cell stores: the value and the alarm
+// (State.DeleteAll).
+func (c *Counter) DeleteAll(ctx context.Context) error { return c.st.DeleteAll(ctx) }
+
 // SetAlarm sets the cell's alarm.
 func (c *Counter) SetAlarm(ctx context.Context, at time.Time) error {
 	return c.st.SetAlarm(ctx, at)
@@ -114,6 +120,13 @@ func (a *App) Routes(mux *http.ServeMux) {
 		return reply{Value: v, Epoch: c.Epoch()}, err
 	}))
 	mux.HandleFunc("GET /counter/{name}", a.handle(false, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+		v, err := c.Value(ctx)
+		return reply{Value: v, Epoch: c.Epoch()}, err
+	}))
+	mux.HandleFunc("DELETE /counter/{name}", a.handle(false, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+		if err := c.DeleteAll(ctx); err != nil {
+			return reply{}, err
+		}
 		v, err := c.Value(ctx)
 		return reply{Value: v, Epoch: c.Epoch()}, err
 	}))
