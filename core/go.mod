@@ -10,6 +10,4 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0
 )
 
-require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-)
+require github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -9,6 +9,14 @@ require (
 )
 
 require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.23 // indirect
+	github.com/superfly/ltx v0.5.3 // indirect
+	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+)
+
+require (
 	github.com/cellb/cellb/conformance v0.1.0
 	golang.org/x/text v0.28.0 // indirect
 )
