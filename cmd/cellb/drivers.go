@@ -9,10 +9,8 @@ import (
 	"github.com/cellb/cellb/drivers/wasm"
 )
 
-// optional holds the drivers a build tag brings in, by name
-// (driver_cgo.go, driver_modernc.go), each made for a synchronous pragma.
-// The default build has neither, so that a first build compiles only what
-// the embedded default uses (docs/drivers.md).
+// optional holds the drivers a build tag brings in (driver_cgo.go,
+// driver_modernc.go); a default build has neither (docs/drivers.md).
 var optional = map[string]func(pragma string) driver.Driver{}
 
 // errNoCgo and errNoModernc are what a binary without the driver answers.
