@@ -111,9 +111,41 @@ func TestBookmarksRestoreExactly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer cl2.Close(ctx, true)
 			if b, ok := cl2.(durability.DurableBookmarker).DurableBookmark(); !ok || b != (durability.Bookmark{Epoch: 3, TXID: 24}) {
 				t.Fatalf("a restored log names %+v (%v), want the state it restored", b, ok)
+			}
+			// Two commits in epoch 4; the bookmarks of epoch 3 still
+			// restore their states (RestoreOptions.Epoch).
+			var newest []byte
+			for i := uint64(1); i <= 2; i++ {
+				d2.mutate(r)
+				newest = d2.image()
+				if err := wait(t, appendCommit(t, cl2, d2, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := cl2.Close(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			old := []uint64{24}
+			if tc.compact < 0 && !withNodeLog {
+				old = append(old, 1, 10)
+			}
+			for _, txid := range old {
+				res, err := Restore(ctx, s, cell, RestoreOptions{Epoch: 3, TXID: ltx.TXID(txid)})
+				if err != nil || !bytes.Equal(res.Image, images[txid]) || res.Epoch != 3 {
+					t.Fatalf("restore bookmark epoch 3 TXID %d after epoch 4 began: %v", txid, err)
+				}
+			}
+			if res, err := Restore(ctx, s, cell, RestoreOptions{Epoch: 4, TXID: 2}); err != nil || !bytes.Equal(res.Image, newest) {
+				t.Fatalf("restore bookmark epoch 4 TXID 2: %v", err)
+			}
+			for _, e := range []uint64{2, 7} {
+				_, err := Restore(ctx, s, cell, RestoreOptions{Epoch: e, TXID: 1})
+				var ne *EpochNotRestorableError
+				if !errors.As(err, &ne) {
+					t.Fatalf("restore a bookmark of epoch %d, which the bucket never held: %v, want *EpochNotRestorableError", e, err)
+				}
 			}
 		})
 	}
