@@ -63,6 +63,10 @@ func TestBookmarkRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := serveOn(t, log)
+	// A cell never written: the state before any commit.
+	if b := bookmarkOf(t, hs.URL+"/counter/b/bookmark"); b != "0000000000000000-0000000000000000" {
+		t.Fatalf("a never-written cell's bookmark is %q, want the zero bookmark", b)
+	}
 	for i := 0; i < 5; i++ {
 		do(t, "POST", hs.URL+"/counter/b")
 	}
