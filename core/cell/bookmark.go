@@ -12,7 +12,9 @@ import (
 // the epoch and TXID of that commit (durability.Bookmark, whose text sorts
 // in commit order across epochs). It first waits, as Sync does, for every
 // commit made before it to be durable, so called with the handler's
-// context it ends the turn (its writes commit and are included). A cell
+// context it ends the turn (its writes commit and are included; inside
+// SQL.Transaction nothing commits, so the transaction's own writes are
+// not). A cell
 // that has committed nothing in this activation is named by the newest
 // state its log restored, or the bucket holds (the zero bookmark for a
 // cell never written).
