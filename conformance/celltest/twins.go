@@ -47,6 +47,8 @@ func Twins() []Twin {
 		{"restore-ignored", wrapLog(IgnoreRestore), bucketCaseNames("bucket-replaces-local")},
 		{"every-page-every-commit", wrapLog(UploadEveryPage), []string{"bucket/ltx/delta-pages"}},
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
+		{"bookmark-any-time", wrapLog(BookmarkAnyTime), []string{"storage/bookmarks"}},
+		{"stale-bookmark", wrapLog(StaleBookmark), []string{"storage/bookmarks"}},
 		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
 		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},
 		{"no-alarm-residency", configure(NoAlarmResidency), []string{"alarm/residency"}},

@@ -141,7 +141,7 @@ func (ms Modes) RestoreToFile(ctx context.Context, s store.Store, cell, path str
 	if err != nil {
 		return m, Restored{}, 0, err
 	}
-	if !m.PointInTime && (r.Request.TXID != 0 || !r.Request.Time.IsZero()) {
+	if !m.PointInTime && (r.Request.TXID != 0 || r.Request.Epoch != 0 || !r.Request.Time.IsZero()) {
 		return m, Restored{}, 0, &NoPointInTimeError{Mode: m.Name}
 	}
 	req := r.Request

@@ -53,6 +53,9 @@ type RestoreRequest struct {
 	// mode with PointInTime takes them, the others refuse them.
 	TXID uint64
 	Time time.Time
+	// Epoch, with TXID, restores a bookmark's state (Bookmark): TXID of
+	// that epoch's chain rather than of the newest (0: the newest).
+	Epoch uint64
 	// Progress, if set, is called with the bytes read so far and the bytes
 	// the restore will read, when the mode knows them.
 	Progress func(done, total int64)

@@ -81,6 +81,11 @@ type cellLog struct {
 	l0Files  []ltx.FileInfo // this epoch's level-0 files not yet compacted
 	chain    l1Chain        // what compaction made of the chain (compact.go)
 	uploaded ltx.TXID
+	// durable is the newest TXID of the epoch that is durable (stored, or
+	// with a node log credited); restored, the state Open restored
+	// (bookmark.go).
+	durable  ltx.TXID
+	restored *durability.Bookmark
 	// compactDone is closed when the running compactor exits (nil: none
 	// has run); stopped, set by Close, starts no other. stopCompact
 	// cancels a running one.
@@ -418,6 +423,7 @@ func (c *cellLog) putLevel0(data []byte, h ltx.Header) error {
 	c.mu.Lock()
 	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: h.MinTXID, MaxTXID: h.MaxTXID, Size: int64(len(data))})
 	c.uploaded = h.MaxTXID
+	c.markDurableLocked(h.MaxTXID)
 	c.mu.Unlock()
 	return nil
 }

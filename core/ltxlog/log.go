@@ -196,6 +196,7 @@ func restoreInto(ctx context.Context, s store.Store, cell string, epoch uint64, 
 // from a guessed state.
 func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
 	cellKey, epoch, conn := req.Cell, req.Epoch, req.Conn
+	var restored *durability.Bookmark
 	if req.Restore {
 		res, err := restoreInto(ctx, l.opts.Store, cellKey, epoch, conn)
 		switch {
@@ -206,6 +207,7 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 			return nil, fmt.Errorf("restore %s: %w", cellKey, err)
 		default:
 			l.opts.Logger.Info("restored cell from bucket", "cell", cellKey, "txid", res.TXID, "epoch", res.Epoch, "files", len(res.Files))
+			restored = &durability.Bookmark{Epoch: res.Epoch, TXID: uint64(res.TXID)}
 		}
 	}
 	pageSize, err := conn.PageSize(ctx)
@@ -219,6 +221,7 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 	// no copy while it stays open. Without capture, the first commit's
 	// image is the snapshot.
 	c := newCellLog(l.opts, cellKey, epoch, nil, pageSize, req.PagesCaptured, req.SyncLocal)
+	c.restored = restored
 	if req.PagesCaptured {
 		c.baseConn = conn
 	}

@@ -41,7 +41,7 @@ func NodeLogMode(nl *nodelog.Log) durability.Mode {
 // restoreMode restores straight into out: pages land at their offsets as
 // they are decoded, so no image-sized buffer is needed.
 func restoreMode(ctx context.Context, s store.Store, cell string, req durability.RestoreRequest, out durability.RestoreSink) (durability.Restored, error) {
-	opts := WithOverlay(s, cell, RestoreOptions{TXID: ltx.TXID(req.TXID), Time: req.Time, Progress: req.Progress})
+	opts := WithOverlay(s, cell, RestoreOptions{TXID: ltx.TXID(req.TXID), Epoch: req.Epoch, Time: req.Time, Progress: req.Progress})
 	res, err := RestoreTo(ctx, s, cell, opts, out)
 	if err != nil {
 		return durability.Restored{}, err

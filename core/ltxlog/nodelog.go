@@ -124,6 +124,7 @@ func (c *cellLog) credited(rows []nodelog.Row) {
 	c.untiered = append(c.untiered, rows...)
 	for _, r := range rows {
 		c.untBytes += len(r.Data)
+		c.markDurableLocked(r.TXID)
 	}
 	full := len(c.untiered) >= c.opts.TierAfterRows || c.untBytes >= c.opts.TierAfterBytes
 	if wasEmpty && !full {

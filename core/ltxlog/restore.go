@@ -24,6 +24,11 @@ type RestoreOptions struct {
 	// newest). A TXID inside a merged file fails with
 	// *ltx.TXIDNotRestorableError naming the nearest one below.
 	TXID ltx.TXID
+	// Epoch, with TXID, restores the state a bookmark names
+	// (durability.Bookmark): TXID of this epoch's chain, which need not be
+	// the newest (0: the newest chain). A bookmark whose epoch the bucket
+	// no longer holds as a chain fails with *EpochNotRestorableError.
+	Epoch uint64
 	// Time restores the newest state whose file timestamp is at or before
 	// it (zero: the newest). Compacted files carry their newest
 	// transaction's time, so older points inside them are not reachable.
@@ -117,13 +122,18 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 			return nil, fmt.Errorf("read the node log of %s's owner: %w", cell, err)
 		}
 	}
-	chain, err := findChain(ctx, s, cell, writer, overlay)
+	chain, err := findChainUpTo(ctx, s, cell, writer, opts.Epoch, overlay)
 	if err != nil {
 		return nil, err
 	}
 	plan, err := ltx.PlanTo(chain, opts.TXID)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Epoch != 0 && plan[len(plan)-1].Epoch != opts.Epoch {
+		// The walk found no chain of the bookmark's epoch and fell to an
+		// older one, whose same TXID is another state.
+		return nil, &EpochNotRestorableError{Cell: cell, Epoch: opts.Epoch}
 	}
 	var total, done int64
 	for _, f := range plan {
@@ -249,6 +259,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 //
 // overlay files (bundle rows) join their epoch's listing.
 func findChain(ctx context.Context, s store.Store, cell string, writer uint64, overlay []ltx.FileInfo) ([]ltx.FileInfo, error) {
+	return findChainUpTo(ctx, s, cell, writer, 0, overlay)
+}
+
+// findChainUpTo is findChain ignoring the epochs above upTo (0: none
+// ignored), after the writer's check (which looks at every epoch).
+func findChainUpTo(ctx context.Context, s store.Store, cell string, writer, upTo uint64, overlay []ltx.FileInfo) ([]ltx.FileInfo, error) {
 	epochs, err := listEpochs(ctx, s, cell)
 	if err != nil {
 		return nil, err
@@ -266,6 +282,18 @@ func findChain(ctx context.Context, s store.Store, cell string, writer uint64, o
 			key = page.Objects[0].Key
 		}
 		return nil, &durability.EpochInUseError{Cell: cell, Epoch: writer, Key: key, Newest: epochs[0]}
+	}
+	if upTo != 0 {
+		kept := epochs[:0:0]
+		for _, e := range epochs {
+			if e <= upTo {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) == 0 || kept[0] != upTo {
+			return nil, &EpochNotRestorableError{Cell: cell, Epoch: upTo}
+		}
+		epochs = kept
 	}
 	var files []ltx.FileInfo
 	var lastErr error
@@ -330,6 +358,18 @@ func listEpochFiles(ctx context.Context, s store.Store, cell string, epoch uint6
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// EpochNotRestorableError: a restore to a bookmark whose epoch the
+// bucket holds no chain of (its files moved aside or never written).
+type EpochNotRestorableError struct {
+	Cell  string
+	Epoch uint64
+}
+
+func (e *EpochNotRestorableError) Error() string {
+	return fmt.Sprintf("no chain of epoch %d of %s to restore (the bucket holds no restorable files of %s)",
+		e.Epoch, e.Cell, ltx.EpochPrefix(e.Cell, e.Epoch))
 }
 
 // withKey names the object in a corruption error.

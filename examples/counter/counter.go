@@ -6,6 +6,16 @@
 //	POST /counter/<name>/alarm?in=MS set the alarm; when it fires, +1000
 //	DELETE /counter/<name>           delete everything the cell stores (its
 //	                                 value and its alarm); 200 {"value":0}
+//	GET  /counter/<name>/bookmark    200 {"bookmark":B}: the state after the
+//	                                 cell's latest commit (State.CurrentBookmark)
+//	GET  /counter/<name>/bookmark?at=MS
+//	                                 200 {"bookmark":B}: the newest state
+//	                                 committed at or before Unix ms MS
+//	                                 (State.BookmarkForTime); 404 before the
+//	                                 history kept
+//
+// Bookmarks need the LTX log (cellb serve's default): on another log the
+// bookmark routes answer 501.
 //
 // Errors are answered as core/httperr maps them (400 for bad input, 409 for
 // a cell owned elsewhere, 503 for a reset object or a refused write, ...),
@@ -19,11 +29,13 @@ package counter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/httperr"
 )
 
@@ -71,6 +83,15 @@ func (c *Counter) SetAlarm(ctx context.Context, at time.Time) error {
 	return c.st.SetAlarm(ctx, at)
 }
 
+// Bookmark names the cell's state after its latest commit; with at
+// non-zero, its newest state committed at or before at.
+func (c *Counter) Bookmark(ctx context.Context, at time.Time) (string, error) {
+	if at.IsZero() {
+		return c.st.CurrentBookmark(ctx)
+	}
+	return c.st.BookmarkForTime(ctx, at)
+}
+
 // Epoch is the epoch of the writer this call runs under.
 func (c *Counter) Epoch() uint64 { return c.st.Epoch() }
 
@@ -108,29 +129,30 @@ func Register(rt *cell.Runtime, o Options) (*App, error) {
 
 // reply is what a counter call returns through the output gate.
 type reply struct {
-	Value int64
-	Alarm int64 // Unix ms of the alarm set, for the alarm route
-	Epoch uint64
+	Value    int64
+	Alarm    int64  // Unix ms of the alarm set, for the alarm route
+	Bookmark string // for the bookmark route, whose body holds only it
+	Epoch    uint64
 }
 
 // Routes adds the app's routes to mux.
 func (a *App) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /counter/{name}", a.handle(false, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+	mux.HandleFunc("POST /counter/{name}", a.handle(nil, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
 		v, err := c.Add(ctx, 1)
 		return reply{Value: v, Epoch: c.Epoch()}, err
 	}))
-	mux.HandleFunc("GET /counter/{name}", a.handle(false, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+	mux.HandleFunc("GET /counter/{name}", a.handle(nil, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
 		v, err := c.Value(ctx)
 		return reply{Value: v, Epoch: c.Epoch()}, err
 	}))
-	mux.HandleFunc("DELETE /counter/{name}", a.handle(false, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+	mux.HandleFunc("DELETE /counter/{name}", a.handle(nil, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
 		if err := c.DeleteAll(ctx); err != nil {
 			return reply{}, err
 		}
 		v, err := c.Value(ctx)
 		return reply{Value: v, Epoch: c.Epoch()}, err
 	}))
-	mux.HandleFunc("POST /counter/{name}/alarm", a.handle(true, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+	mux.HandleFunc("POST /counter/{name}/alarm", a.handle(checkAlarm, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
 		in, _ := strconv.ParseInt(r.URL.Query().Get("in"), 10, 64)
 		at := time.Now().Add(time.Duration(in) * time.Millisecond)
 		if err := c.SetAlarm(ctx, at); err != nil {
@@ -139,26 +161,80 @@ func (a *App) Routes(mux *http.ServeMux) {
 		v, err := c.Value(ctx)
 		return reply{Value: v, Alarm: at.UnixMilli(), Epoch: c.Epoch()}, err
 	}))
+	mux.HandleFunc("GET /counter/{name}/bookmark", a.handle(checkAt, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+		var at time.Time
+		if q := r.URL.Query().Get("at"); q != "" {
+			ms, _ := strconv.ParseInt(q, 10, 64)
+			at = time.UnixMilli(ms)
+		}
+		b, err := c.Bookmark(ctx, at)
+		if err != nil {
+			return reply{}, bookmarkError(err)
+		}
+		return reply{Bookmark: b, Epoch: c.Epoch()}, nil
+	}))
 }
 
-func validate(r *http.Request, alarm bool) error {
+// statusError answers err with its own status (httperr.StatusError).
+type statusError struct {
+	status int
+	err    error
+}
+
+func (e *statusError) Error() string   { return e.err.Error() }
+func (e *statusError) Unwrap() error   { return e.err }
+func (e *statusError) HTTPStatus() int { return e.status }
+
+// bookmarkError gives the bookmark errors their statuses: a time before
+// the history kept is 404 (nothing is there), a log without bookmarks 501.
+func bookmarkError(err error) error {
+	var tooOld *durability.BookmarkTooOldError
+	var none *durability.NoBookmarksError
+	switch {
+	case errors.As(err, &tooOld):
+		return &statusError{http.StatusNotFound, err}
+	case errors.As(err, &none):
+		return &statusError{http.StatusNotImplemented, err}
+	}
+	return err
+}
+
+func validate(r *http.Request, check func(*http.Request) error) error {
 	name := r.PathValue("name")
 	if name == "" || len(name) > MaxNameLen {
 		return httperr.BadInput("counter name must be 1 to %d bytes", MaxNameLen)
 	}
-	if alarm {
-		in := r.URL.Query().Get("in")
-		ms, err := strconv.ParseInt(in, 10, 64)
-		if err != nil || ms < 0 || ms > 366*24*3600*1000 {
-			return httperr.BadInput("in must be a whole number of milliseconds from 0 to one year, not %q", in)
-		}
+	if check != nil {
+		return check(r)
 	}
 	return nil
 }
 
-func (a *App) handle(alarm bool, fn func(ctx context.Context, c *Counter, r *http.Request) (reply, error)) http.HandlerFunc {
+// checkAlarm checks the alarm route's in.
+func checkAlarm(r *http.Request) error {
+	in := r.URL.Query().Get("in")
+	ms, err := strconv.ParseInt(in, 10, 64)
+	if err != nil || ms < 0 || ms > 366*24*3600*1000 {
+		return httperr.BadInput("in must be a whole number of milliseconds from 0 to one year, not %q", in)
+	}
+	return nil
+}
+
+// checkAt checks the bookmark route's optional at.
+func checkAt(r *http.Request) error {
+	if !r.URL.Query().Has("at") {
+		return nil
+	}
+	at := r.URL.Query().Get("at")
+	if ms, err := strconv.ParseInt(at, 10, 64); err != nil || ms <= 0 {
+		return httperr.BadInput("at must be a time in Unix milliseconds, not %q", at)
+	}
+	return nil
+}
+
+func (a *App) handle(check func(*http.Request) error, fn func(ctx context.Context, c *Counter, r *http.Request) (reply, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := validate(r, alarm); err != nil {
+		if err := validate(r, check); err != nil {
 			httperr.Write(w, err)
 			return
 		}
@@ -176,6 +252,10 @@ func (a *App) handle(alarm bool, fn func(ctx context.Context, c *Counter, r *htt
 		w.Header().Set("X-Cellb-Node", a.node)
 		w.Header().Set("X-Cellb-Epoch", strconv.FormatUint(out.Epoch, 10))
 		w.Header().Set("Content-Type", "application/json")
+		if out.Bookmark != "" {
+			_ = json.NewEncoder(w).Encode(map[string]string{"bookmark": out.Bookmark})
+			return
+		}
 		body := map[string]int64{"value": out.Value}
 		if out.Alarm != 0 {
 			body["alarm"] = out.Alarm

@@ -1,0 +1,236 @@
+package ltxlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/nodelog"
+	"github.com/cellb/cellb/core/store"
+)
+
+// Bookmarks name the states a restore of the LTX log reaches: the end of
+// a file of an epoch's chain (durability.Bookmark: epoch, TXID). A
+// bookmark taken of a commit inside a group or a merged file (a later
+// compaction) is restorable only as far as a file still ends there, as
+// RestoreOptions.TXID is.
+
+var (
+	_ durability.Bookmarks         = (*Log)(nil)
+	_ durability.DurableBookmarker = (*cellLog)(nil)
+)
+
+// NewestBookmark is the bookmark of the end of the cell's newest chain
+// (the state Restore rebuilds), with the rows of its owner's node log not
+// yet tiered; the zero bookmark when the bucket holds nothing for it. It
+// lists the bucket and reads no file.
+func (l *Log) NewestBookmark(ctx context.Context, cell string) (durability.Bookmark, error) {
+	return NewestBookmark(ctx, l.opts.Store, cell)
+}
+
+// NewestBookmark is Log.NewestBookmark on a bucket.
+func NewestBookmark(ctx context.Context, s store.Store, cell string) (durability.Bookmark, error) {
+	overlay, err := nodelog.Overlay(ctx, s, cell)
+	if err != nil {
+		return durability.Bookmark{}, fmt.Errorf("read the node log of %s's owner: %w", cell, err)
+	}
+	chain, err := findChain(ctx, s, cell, 0, overlay)
+	if errors.Is(err, ErrNothingToRestore) {
+		return durability.Bookmark{}, nil
+	}
+	if err != nil {
+		return durability.Bookmark{}, err
+	}
+	plan, err := ltx.Plan(chain)
+	if err != nil {
+		return durability.Bookmark{}, err
+	}
+	last := plan[len(plan)-1]
+	return durability.Bookmark{Epoch: last.Epoch, TXID: uint64(last.MaxTXID)}, nil
+}
+
+// BookmarkForTime is the bookmark of the newest state whose file
+// timestamp (its last commit's time, as a restore by time reads it) is at
+// or before t. It walks the epochs from the newest: in each it plans the
+// chain a restore would read and reads the headers of a few of its files
+// (a binary search: their timestamps rise along the chain); an epoch whose
+// chain starts after t sends it to the one before. A t before every chain
+// kept is a *durability.BookmarkTooOldError.
+func (l *Log) BookmarkForTime(ctx context.Context, cell string, t time.Time) (durability.Bookmark, error) {
+	return BookmarkForTime(ctx, l.opts.Store, cell, t)
+}
+
+// BookmarkForTime is Log.BookmarkForTime on a bucket.
+func BookmarkForTime(ctx context.Context, s store.Store, cell string, t time.Time) (durability.Bookmark, error) {
+	for attempt := 1; ; attempt++ {
+		b, err := bookmarkForTimeOnce(ctx, s, cell, t)
+		// A file compacted away between the listing and its read: list
+		// again, as a restore does.
+		if err != nil && store.IsNotFound(err) && attempt < 5 {
+			continue
+		}
+		return b, err
+	}
+}
+
+func bookmarkForTimeOnce(ctx context.Context, s store.Store, cell string, t time.Time) (durability.Bookmark, error) {
+	overlay, err := nodelog.Overlay(ctx, s, cell)
+	if err != nil {
+		return durability.Bookmark{}, fmt.Errorf("read the node log of %s's owner: %w", cell, err)
+	}
+	epochs, err := listEpochs(ctx, s, cell)
+	if err != nil {
+		return durability.Bookmark{}, err
+	}
+	limit := t.UnixMilli()
+	var oldest int64
+	var files []ltx.FileInfo // the files of the epochs listed so far
+	// pending are epochs whose chain continues an older one not listed
+	// yet (celld's continuation epochs), newest first: each is searched
+	// once the walk has listed enough to plan it.
+	var pending []uint64
+	for _, e := range epochs {
+		fs, err := listEpochFiles(ctx, s, cell, e)
+		if err != nil {
+			return durability.Bookmark{}, err
+		}
+		for _, f := range overlay {
+			if f.Epoch == e {
+				fs = append(fs, f)
+			}
+		}
+		files = append(files, fs...)
+		var still []uint64
+		for _, ce := range append(pending, e) {
+			chain, err := ltx.PlanEpochs(epochFilesFrom(files, ce))
+			var me *ltx.MissingSnapshotError
+			switch {
+			case errors.As(err, &me):
+				return durability.Bookmark{}, err
+			case err != nil:
+				still = append(still, ce)
+				continue
+			}
+			b, first, found, err := searchChain(ctx, s, chain, limit)
+			if err != nil || found {
+				return b, err
+			}
+			if first != 0 {
+				oldest = first
+			}
+		}
+		pending = still
+	}
+	tooOld := &durability.BookmarkTooOldError{Cell: cell, Time: t}
+	if oldest != 0 {
+		tooOld.Oldest = time.UnixMilli(oldest)
+	}
+	return durability.Bookmark{}, tooOld
+}
+
+// searchChain finds, in the plan of chain, the last file whose timestamp
+// is at or before limit (Unix ms): found is false when the first file is
+// already after it (first is then that file's timestamp).
+func searchChain(ctx context.Context, s store.Store, chain []ltx.FileInfo, limit int64) (b durability.Bookmark, first int64, found bool, err error) {
+	plan, err := ltx.Plan(chain)
+	if err != nil {
+		return b, 0, false, err
+	}
+	stamps := make([]int64, len(plan))
+	read := func(i int) (int64, error) {
+		if stamps[i] == 0 {
+			h, err := readFileHeader(ctx, s, plan[i])
+			if err != nil {
+				return 0, err
+			}
+			stamps[i] = h.Timestamp
+		}
+		return stamps[i], nil
+	}
+	var rerr error
+	// The first file whose timestamp is after limit.
+	n := sort.Search(len(plan), func(i int) bool {
+		ts, err := read(i)
+		if err != nil && rerr == nil {
+			rerr = err
+		}
+		return err != nil || ts > limit
+	})
+	if rerr != nil {
+		return b, 0, false, rerr
+	}
+	if n == 0 {
+		first, err := read(0)
+		return b, first, false, err
+	}
+	f := plan[n-1]
+	return durability.Bookmark{Epoch: f.Epoch, TXID: uint64(f.MaxTXID)}, 0, true, nil
+}
+
+// epochFilesFrom keeps the files of epoch e and older.
+func epochFilesFrom(files []ltx.FileInfo, e uint64) []ltx.FileInfo {
+	var out []ltx.FileInfo
+	for _, f := range files {
+		if f.Epoch <= e {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// readFileHeader reads f's header alone (one ranged read).
+func readFileHeader(ctx context.Context, s store.Store, f ltx.FileInfo) (ltx.Header, error) {
+	off := int64(0)
+	if f.InBundle {
+		off = f.Offset
+	}
+	r, err := store.NewRangeReader(ctx, s, f.Key, off, ltx.HeaderSize)
+	if errors.Is(err, store.ErrInvalidRange) {
+		err = fmt.Errorf("%w: %s changed since it was listed", store.ErrNotFound, f.Key)
+	}
+	if err != nil {
+		return ltx.Header{}, fmt.Errorf("read %s: %w", f.Key, err)
+	}
+	defer r.Close()
+	hb := make([]byte, ltx.HeaderSize)
+	if _, err := io.ReadFull(r, hb); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return ltx.Header{}, &ltx.CorruptError{Key: f.Key, Reason: "shorter than a header"}
+		}
+		return ltx.Header{}, fmt.Errorf("read %s: %w", f.Key, err)
+	}
+	h, err := ltx.DecodeHeader(hb)
+	if err != nil {
+		return ltx.Header{}, withKey(err, f.Key)
+	}
+	return h, nil
+}
+
+// DurableBookmark is the bookmark of the newest commit of this epoch that
+// is durable, or, before the epoch's first, of the state Open restored;
+// ok is false when the log has neither (a local database continued
+// without a restore: the bucket's newest state is then the cell's).
+func (c *cellLog) DurableBookmark() (durability.Bookmark, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.durable > 0 {
+		return durability.Bookmark{Epoch: c.epoch, TXID: uint64(c.durable)}, true
+	}
+	if c.restored != nil {
+		return *c.restored, true
+	}
+	return durability.Bookmark{}, false
+}
+
+// markDurable records txid as durable (the newest wins). Caller holds
+// c.mu.
+func (c *cellLog) markDurableLocked(txid ltx.TXID) {
+	if txid > c.durable {
+		c.durable = txid
+	}
+}
