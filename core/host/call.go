@@ -208,13 +208,7 @@ func (h *Host) serveCall(w http.ResponseWriter, r *http.Request) {
 		httperr.Write(w, httperr.BadInput("%v", err))
 		return
 	}
-	if n := r.Header.Get(headerCellName); n != "" {
-		if name, err := url.PathUnescape(n); err == nil {
-			if named := ns.IDFromName(name); named.Equal(id) {
-				id = named
-			}
-		}
-	}
+	id = namedID(ns, id, r)
 	codec, err := ns.MethodCodec(method)
 	if err != nil {
 		writeCallError(w, err)

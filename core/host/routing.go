@@ -286,13 +286,7 @@ func (h *Host) serveFetch(w http.ResponseWriter, r *http.Request) {
 		httperr.Write(w, httperr.BadInput("%v", err))
 		return
 	}
-	if n := r.Header.Get(headerCellName); n != "" {
-		if name, err := url.PathUnescape(n); err == nil {
-			if named := ns.IDFromName(name); named.Equal(id) {
-				id = named
-			}
-		}
-	}
+	id = namedID(ns, id, r)
 	in := r.Clone(r.Context())
 	in.Header.Del(headerCellName)
 	u := *r.URL
@@ -714,4 +708,18 @@ func (c *captureBody) all(limit int64) ([]byte, error) {
 		}
 	}
 	return c.buf.Bytes(), nil
+}
+
+// namedID gives id back with the name a forwarding node sent beside it
+// (headerCellName), when that name is the one id was derived from, so a
+// forwarded call keeps State.ID().Name() as it had at the caller.
+func namedID(ns *cell.Namespace[any], id cell.ID, r *http.Request) cell.ID {
+	if n := r.Header.Get(headerCellName); n != "" {
+		if name, err := url.PathUnescape(n); err == nil {
+			if named := ns.IDFromName(name); named.Equal(id) {
+				return named
+			}
+		}
+	}
+	return id
 }
