@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cellb/cellb/core/layout"
@@ -134,6 +136,30 @@ func TestYourAdapterCellb(t *testing.T) {
 	code, out, errs = mycellb("inspect", "--quiet", "mybucket://"+dir, "Counter:healthy")
 	if code != 0 || !strings.Contains(out, "Counter:healthy") {
 		t.Fatalf("inspect mybucket:// Counter:healthy: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+
+	// serve runs a fleet node on the new scheme; once it has stopped,
+	// inspect finds the cell healthy and restore rebuilds it by name.
+	served := t.TempDir()
+	node := startNode(t, bin, "mybucket://"+served, "n1")
+	for i := 1; i <= 2; i++ {
+		if a := call(t, "POST", node.url+"/counter/apples"); a.status != 200 || a.value != int64(i) {
+			t.Fatalf("POST %d on mybucket://: %+v", i, a)
+		}
+	}
+	node.signal(syscall.SIGTERM)
+	if err := node.cmd.Wait(); err != nil {
+		t.Fatalf("serve --bucket mybucket:// after SIGTERM: %v", err)
+	}
+	if code, out, errs := mycellb("inspect", "--quiet", "mybucket://"+served, "Counter:apples", "--name"); code != 0 || !strings.Contains(out, "healthy") {
+		t.Fatalf("inspect the served cell: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	restored := filepath.Join(t.TempDir(), "apples.db")
+	if code, out, errs := mycellb("restore", "--quiet", "--name", "mybucket://"+served, "Counter:apples", restored); code != 0 {
+		t.Fatalf("restore from mybucket://: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if got := queryFile(t, restored, "SELECT v FROM _cf_KV WHERE k = 'value'"); fmt.Sprint(got) != "[2]" {
+		t.Errorf("restored counter %v, want [2]", got)
 	}
 
 	// Without the adapter (cellb's own main) the scheme is unknown.
