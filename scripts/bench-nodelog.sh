@@ -35,8 +35,8 @@ trap cleanup EXIT
 	echo "# bench-nodelog $(date -u +%FT%TZ) commit $(git -C "$root" rev-parse --short HEAD) $(nproc) CPUs"
 	cd "$root"
 	echo "# processes on S3 behind the latency proxy" >&2
-	go test -run '^$' -bench '^BenchmarkNodeLog(BusyCells|OneClient|Takeover)$' -benchtime 1x -timeout 40m ./cmd/cellb
+	go test -run '^$' -bench '^BenchmarkNodeLog(BusyCells|OneClient|Takeover)$' -benchtime 1x -timeout 40m ./cmd/cellb/app
 	echo "# in-process: embedded default and 64 callers" >&2
 	go test -run '^$' -bench 'AckFloor/durable-new-file|AckedWrites/(local-primary|fleet|fleet-nodelog)/callers=(1|64)$' \
-		-benchtime 2s -count "${COUNT:-3}" ./cmd/cellb
+		-benchtime 2s -count "${COUNT:-3}" ./cmd/cellb/app
 } 2>&1 | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok \)' | tee -a "$out"

@@ -33,13 +33,13 @@ trap 'kill $sampler 2>/dev/null || true' EXIT
 	cd "$root"
 	echo "# acknowledged writes" >&2
 	go test -run '^$' -bench 'AckedWrites/(raw-sqlite-full|local-primary|fleet)/callers=(1|64)$|AckFloor' \
-		-benchtime 2s -count "$count" ./cmd/cellb
+		-benchtime 2s -count "$count" ./cmd/cellb/app
 	echo "# activations" >&2
-	go test -run '^$' -bench '^BenchmarkActivationsByKind$' -benchtime 2000x -count "${ACT_COUNT:-2}" ./cmd/cellb
+	go test -run '^$' -bench '^BenchmarkActivationsByKind$' -benchtime 2000x -count "${ACT_COUNT:-2}" ./cmd/cellb/app
 	echo "# idle cells" >&2
-	CELLB_IDLE_CELLS=1000 go test -run '^$' -bench '^BenchmarkIdleCellsByKind$' -benchtime 1x ./cmd/cellb
+	CELLB_IDLE_CELLS=1000 go test -run '^$' -bench '^BenchmarkIdleCellsByKind$' -benchtime 1x ./cmd/cellb/app
 	echo "# memory and restore" >&2
-	go test -run '^$' -bench '^Benchmark(LargeCell|RestoreVsLitestream)$' -benchtime 1x ./cmd/cellb
+	go test -run '^$' -bench '^Benchmark(LargeCell|RestoreVsLitestream)$' -benchtime 1x ./cmd/cellb/app
 } 2>&1 | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok \)' | tee -a "$out"
 kill $sampler 2>/dev/null || true
 summarize "$out"

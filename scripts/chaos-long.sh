@@ -29,7 +29,7 @@ mkdir -p "$CELLB_CHAOS_LOGS"
 
 bin=$CELLB_CHAOS_LOGS/cellb.test
 echo "== building the test binary of cmd/cellb"
-(cd "$root" && go test -c -o "$bin" ./cmd/cellb)
+(cd "$root" && go test -c -o "$bin" ./cmd/cellb/app)
 
 failed=0
 for seed in $seeds; do
@@ -42,7 +42,7 @@ for seed in $seeds; do
 		out=$CELLB_CHAOS_LOGS/$bucket-seed$seed.out
 		echo "== $bucket, seed $seed, $CELLB_CHAOS_DURATION of chaos, serve args '${CELLB_CHAOS_SERVE_ARGS:-}' ($out)"
 		# The test finds bucket.go and scripts/ from the package directory.
-		if (cd "$root/cmd/cellb" && CELLB_CHAOS_SEED=$seed "$bin" -test.run "^$test\$" -test.v -test.timeout 0 -test.count 1) >"$out" 2>&1; then
+		if (cd "$root/cmd/cellb/app" && CELLB_CHAOS_SEED=$seed "$bin" -test.run "^$test\$" -test.v -test.timeout 0 -test.count 1) >"$out" 2>&1; then
 			grep -o 'history-check:.*' "$out" || { echo "   no history-check line (skipped?):"; grep -E -- '--- (SKIP|PASS)|SKIP' "$out" | head -3; }
 		else
 			failed=1
