@@ -111,7 +111,7 @@ func Fold(ctx context.Context, s store.Store, node, generation string, opts Fold
 	}
 	groups := map[cellEpoch]map[ltx.TXID][]byte{}
 	for _, b := range bundles {
-		data, rows, err := readBundle(ctx, s, b.Key)
+		data, rows, err := readBundleRetrying(ctx, s, b.Key, clk)
 		if err != nil {
 			return res, fmt.Errorf("recover %s: read %s: %w", layout.SessionLeader(node, generation), b.Key, err)
 		}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/store"
@@ -55,6 +57,42 @@ func readBundle(ctx context.Context, s store.Store, key string) ([]byte, []ltx.B
 		return nil, nil, withKey(err, key)
 	}
 	return obj.Data, rows, nil
+}
+
+// bundleReadAttempts is how many times a recovery reads a bundle over
+// transient failures before it gives up.
+const bundleReadAttempts = 4
+
+// readBundleRetrying is readBundle tried again over transient failures (a
+// failed or ambiguous read, a 5xx), waiting 25, 50 then 100 ms on clk: a
+// recovery reads every bundle of a session, and one failed read among
+// thousands must not fail it (and with it the start of a node that must
+// recover its previous session first). A missing bundle, a corrupt one, a
+// refused bucket and the end of ctx are not retried.
+func readBundleRetrying(ctx context.Context, s store.Store, key string, clk clock.Clock) ([]byte, []ltx.BundleRow, error) {
+	var err error
+	for attempt := 0; attempt < bundleReadAttempts; attempt++ {
+		if attempt > 0 {
+			t := clk.NewTimer((25 * time.Millisecond) << (attempt - 1))
+			select {
+			case <-t.C():
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil, ctx.Err()
+			}
+		}
+		var data []byte
+		var rows []ltx.BundleRow
+		data, rows, err = readBundle(ctx, s, key)
+		var be *ltx.BundleError
+		switch {
+		case err == nil:
+			return data, rows, nil
+		case store.IsNotFound(err), store.IsRefused(err), errors.As(err, &be), errors.Is(err, ltx.ErrCorruptBundle), ctx.Err() != nil:
+			return nil, nil, err
+		}
+	}
+	return nil, nil, err
 }
 
 // readFooter reads a bundle's rows without its payloads: its trailer, then
