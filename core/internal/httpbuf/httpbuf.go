@@ -15,24 +15,30 @@ import (
 // Buffer is an http.ResponseWriter kept in memory. The first WriteHeader
 // (or Write, as 200) sets the status; later ones are ignored.
 type Buffer struct {
+	responseHead
+	body bytes.Buffer
+}
+
+// responseHead is the status and header part of an http.ResponseWriter,
+// shared by Buffer and Stream: the first WriteHeader wins.
+type responseHead struct {
 	header      http.Header
 	status      int
 	wroteHeader bool
-	body        bytes.Buffer
+}
+
+func (h *responseHead) Header() http.Header { return h.header }
+
+func (h *responseHead) WriteHeader(code int) {
+	if h.wroteHeader {
+		return
+	}
+	h.wroteHeader = true
+	h.status = code
 }
 
 // New returns an empty Buffer.
-func New() *Buffer { return &Buffer{header: http.Header{}} }
-
-func (b *Buffer) Header() http.Header { return b.header }
-
-func (b *Buffer) WriteHeader(code int) {
-	if b.wroteHeader {
-		return
-	}
-	b.wroteHeader = true
-	b.status = code
-}
+func New() *Buffer { return &Buffer{responseHead: responseHead{header: http.Header{}}} }
 
 func (b *Buffer) Write(p []byte) (int, error) {
 	if !b.wroteHeader {

@@ -28,32 +28,20 @@ type Stream struct {
 	// have sent, from its first bytes.
 	Sniff bool
 
-	header      http.Header
-	status      int
-	wroteHeader bool
-	buf         bytes.Buffer
-	started     bool // the head went out: the rest goes through the pipe
-	sentHeader  http.Header
-	err         error
-	head        chan struct{}
-	pr          *io.PipeReader
-	pw          *io.PipeWriter
+	responseHead
+	buf        bytes.Buffer
+	started    bool // the head went out: the rest goes through the pipe
+	sentHeader http.Header
+	err        error
+	head       chan struct{}
+	pr         *io.PipeReader
+	pw         *io.PipeWriter
 }
 
 // NewStream returns an empty Stream.
 func NewStream() *Stream {
 	pr, pw := io.Pipe()
-	return &Stream{header: http.Header{}, head: make(chan struct{}), pr: pr, pw: pw}
-}
-
-func (s *Stream) Header() http.Header { return s.header }
-
-func (s *Stream) WriteHeader(code int) {
-	if s.wroteHeader {
-		return
-	}
-	s.wroteHeader = true
-	s.status = code
+	return &Stream{responseHead: responseHead{header: http.Header{}}, head: make(chan struct{}), pr: pr, pw: pw}
 }
 
 func (s *Stream) Write(p []byte) (int, error) {
@@ -172,7 +160,7 @@ func (s *Stream) Finish(err error) {
 // Response is the whole answer of a response that did not start, as
 // Buffer.Response gives it.
 func (s *Stream) Response(req *http.Request) *http.Response {
-	b := &Buffer{header: s.header, status: s.status, wroteHeader: s.wroteHeader, body: *bytes.NewBuffer(s.buf.Bytes())}
+	b := &Buffer{responseHead: s.responseHead, body: *bytes.NewBuffer(s.buf.Bytes())}
 	return b.Response(req, s.Sniff)
 }
 
