@@ -331,31 +331,36 @@ func TestWebSocketSendWaitsForTheOutputGate(t *testing.T) {
 	ec := &echoClass{events: make(chan string, 10)}
 	ec.register(t, w)
 	c := w.dial(t, "/echo/gate")
-	ctx := context.Background()
 	wsWait(t, "the accepted socket", func() bool { return w.rt.OpenWebSockets() == 1 })
+	if s := replyWhileHeld(t, w, c, "held", "the message's commit", "arrived before its commit was durable"); s != "held|tag-gate|gate" {
+		t.Fatalf("after release: %q", s)
+	}
+}
+
+// replyWhileHeld sends msg on c with the log's commits held, waits for the
+// commit it makes, checks that no answer arrives while the commit is held
+// (a pause long enough for a send that ignored the gate to show; it
+// cannot fail a correct runtime), releases the log and returns the answer.
+func replyWhileHeld(t *testing.T, w *wsRuntime, c *websocket.Conn, msg, commit, early string) string {
+	t.Helper()
 	w.log.Hold()
 	before := w.log.Appended()
-	if err := c.Write(ctx, websocket.MessageText, []byte("held")); err != nil {
+	if err := c.Write(context.Background(), websocket.MessageText, []byte(msg)); err != nil {
 		t.Fatal(err)
 	}
-	wsWait(t, "the message's commit", func() bool { return w.log.Appended() > before })
+	wsWait(t, commit, func() bool { return w.log.Appended() > before })
 	got := make(chan string, 1)
 	go func() {
 		_, b, _ := c.Read(context.Background())
 		got <- string(b)
 	}()
-	// Nothing may arrive while the commit is held (a pause long enough for
-	// a send that ignored the gate to show; it cannot fail a correct
-	// runtime).
 	select {
 	case s := <-got:
-		t.Fatalf("%q arrived before its commit was durable", s)
+		t.Fatalf("%q %s", s, early)
 	case <-time.After(200 * time.Millisecond):
 	}
 	w.log.Release()
-	if s := <-got; s != "held|tag-gate|gate" {
-		t.Fatalf("after release: %q", s)
-	}
+	return <-got
 }
 
 // TestWebSocketSendAllowUnconfirmed: a send made with cell.AllowUnconfirmed
@@ -543,24 +548,7 @@ func TestWebSocketHandlerCallWaitsForTheCallee(t *testing.T) {
 	}
 	c := w.dial(t, "/caller/a")
 	wsWait(t, "the accepted socket", func() bool { return w.rt.OpenWebSockets() == 1 })
-	w.log.Hold()
-	before := w.log.Appended()
-	if err := c.Write(context.Background(), websocket.MessageText, []byte("go")); err != nil {
-		t.Fatal(err)
-	}
-	wsWait(t, "the callee's commit", func() bool { return w.log.Appended() > before })
-	got := make(chan string, 1)
-	go func() {
-		_, b, _ := c.Read(context.Background())
-		got <- string(b)
-	}()
-	select {
-	case s := <-got:
-		t.Fatalf("%q: the call returned before the callee's write was durable", s)
-	case <-time.After(200 * time.Millisecond):
-	}
-	w.log.Release()
-	if s := <-got; s != "called" {
+	if s := replyWhileHeld(t, w, c, "go", "the callee's commit", "came back: the call returned before the callee's write was durable"); s != "called" {
 		t.Fatalf("after release: %q", s)
 	}
 }
