@@ -185,10 +185,13 @@ func caseWebSocketOrder(c *checkT) {
 	}
 }
 
-// hibernate waits for the object to be evicted with its socket open.
+// hibernate waits for the object to be evicted with its socket open. It
+// moves the clock on at every look: a turn that ends after a move (the
+// accept's, racing the caller) sets its idle deadline from the moved
+// clock, which a single move would never reach.
 func (c *checkT) hibernate(rt *cell.Runtime, clk *clock.Fake, key string) {
-	clk.Advance(time.Minute)
 	c.eventually("the idle object to hibernate", func() bool {
+		clk.Advance(time.Minute)
 		for _, k := range rt.ActiveCells() {
 			if k == key {
 				return false
