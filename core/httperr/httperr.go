@@ -78,9 +78,10 @@ func Status(err error) (status int, msg string) {
 		broken    *cellerr.BrokenObjectError
 		act       *cellerr.ActivationError
 	)
-	switch {
-	case err == nil:
+	if err == nil {
 		return http.StatusOK, ""
+	}
+	switch {
 	case errors.As(err, &bad):
 		return http.StatusBadRequest, bad.Error()
 	case errors.As(err, &se):

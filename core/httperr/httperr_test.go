@@ -212,3 +212,22 @@ type statusErr struct{}
 
 func (statusErr) Error() string   { return "not routed: the handler already answered" }
 func (statusErr) HTTPStatus() int { return 409 }
+
+// TestIsDiskFull: SQLITE_FULL is recognised by its primary code or by the
+// low byte of its extended code alone, whatever the driver's message says;
+// another SQLite error is not a full disk.
+func TestIsDiskFull(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&driver.SQLiteError{Code: driver.CodeFull, Msg: "write failed"}, true},
+		{&driver.SQLiteError{Code: 1, ExtendedCode: driver.CodeFull | 2<<8, Msg: "write failed"}, true},
+		{fmt.Errorf("commit: %w", &driver.SQLiteError{Code: 1, ExtendedCode: 1 | 2<<8, Msg: "write failed"}), false},
+		{nil, false},
+	} {
+		if got := httperr.IsDiskFull(c.err); got != c.want {
+			t.Errorf("IsDiskFull(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
