@@ -33,7 +33,7 @@ import (
 // per-cell mode (--node-log=false) beside the node log in the same run.
 //
 //	bash .ci/servers/versitygw.sh start /tmp/s3 && source /tmp/s3/env
-//	go test ./cmd/cellb -run '^$' -bench NodeLog -benchtime 1x -timeout 30m
+//	go test ./cmd/cellb/app -run '^$' -bench NodeLog -benchtime 1x -timeout 30m
 //
 // CELLB_BENCH_DURATION (20 s) is each round's load, CELLB_BENCH_ROUNDS (2)
 // the rounds per mode (alternated), CELLB_BENCH_LATENCY (10ms) the proxy's

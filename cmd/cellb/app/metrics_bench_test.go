@@ -15,7 +15,7 @@ import (
 // and Prometheus exporter that serve --admin-listen wires, in the same
 // run:
 //
-//	go test -run '^$' -bench CallMetrics ./cmd/cellb
+//	go test -run '^$' -bench CallMetrics ./cmd/cellb/app
 func BenchmarkCallMetrics(b *testing.B) {
 	pm, err := newPrometheusMetrics()
 	if err != nil {
