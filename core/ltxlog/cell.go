@@ -77,12 +77,12 @@ type cellLog struct {
 	// Chain state, shared by the uploader (which appends level-0 files)
 	// and the compactor (which replaces a prefix of them with a level-1
 	// file), under mu.
-	mu       sync.Mutex
-	l0Files  []ltx.FileInfo // this epoch's level-0 files not yet compacted
-	chain    l1Chain        // what compaction made of the chain (compact.go)
+	mu      sync.Mutex
+	l0Files []ltx.FileInfo // this epoch's level-0 files not yet compacted
+	chain   l1Chain        // what compaction made of the chain (compact.go)
 	// ret, with a retention window, is the ladder's bookkeeping
 	// (retain.go); nil without one.
-	ret *retention
+	ret      *retention
 	uploaded ltx.TXID
 	// durable is the newest TXID of the epoch that is durable (stored, or
 	// with a node log credited); restored, the state Open restored
