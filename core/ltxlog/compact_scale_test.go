@@ -330,7 +330,7 @@ func TestRangeCompactionRestoresIdentically(t *testing.T) {
 }
 
 // waitCompactor waits until no compactor runs.
-func waitCompactor(t *testing.T, c *cellLog) {
+func waitCompactor(t testing.TB, c *cellLog) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
 		c.mu.Lock()

@@ -100,6 +100,9 @@ type Options struct {
 	// system's temporary directory). The snapshot is that image with the
 	// first commit's pages laid over it.
 	SpoolDir string
+
+	// eraPositions, when set (tests), replaces ladderMaxPositions.
+	eraPositions int
 }
 
 // DefaultRetention is Options.Retention's default: Durable Objects keep

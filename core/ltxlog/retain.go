@@ -174,7 +174,11 @@ func (c *cellLog) compactLadder(ctx context.Context, full *ltx.FileInfo, fullCom
 		c.deleteReplaced(ctx, []ltx.FileInfo{f}, nr.Key)
 		c.log.Debug("compacted LTX block", "key", nr.Key, "inputs", len(inputs), "pages", n, "bytes", nr.Size)
 	}
-	if c.fullMergeDue(full, ranges, nil) || cur.positions() >= ladderMaxPositions {
+	maxPos := ladderMaxPositions
+	if c.opts.eraPositions > 0 {
+		maxPos = c.opts.eraPositions
+	}
+	if c.fullMergeDue(full, ranges, nil) || cur.positions() >= maxPos {
 		if err := c.compactFull(ctx, full, ranges, nil); err != nil {
 			return err
 		}

@@ -1,0 +1,341 @@
+package ltxlog
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/store/memstore"
+)
+
+// countingStore counts, since its last reset, the distinct objects read
+// (whole or ranged GETs), the reads, the listings, and the bytes written
+// per LTX level.
+type countingStore struct {
+	store.Store
+	mu      sync.Mutex
+	keys    map[string]bool
+	reads   int
+	lists   int
+	written map[int]int64 // by level
+}
+
+func newCountingStore() *countingStore {
+	return &countingStore{Store: memstore.New(), keys: map[string]bool{}, written: map[int]int64{}}
+}
+
+func (c *countingStore) read(key string) {
+	c.mu.Lock()
+	c.keys[key] = true
+	c.reads++
+	c.mu.Unlock()
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (*store.Object, error) {
+	c.read(key)
+	return c.Store.Get(ctx, key)
+}
+
+func (c *countingStore) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
+	c.read(key)
+	return store.NewRangeReader(ctx, c.Store, key, offset, length)
+}
+
+func (c *countingStore) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
+	c.wrote(key, int64(len(data)))
+	return c.Store.Put(ctx, key, data, opts)
+}
+
+func (c *countingStore) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	data, err := store.ReadBody(ctx, "put", key, r, size)
+	if err != nil {
+		return "", err
+	}
+	return c.Put(ctx, key, data, opts)
+}
+
+func (c *countingStore) wrote(key string, n int64) {
+	if f, ok := ltx.ParseKey(key); ok {
+		c.mu.Lock()
+		c.written[f.Level] += n
+		c.mu.Unlock()
+	}
+}
+
+func (c *countingStore) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+	c.mu.Lock()
+	c.lists++
+	c.mu.Unlock()
+	return c.Store.List(ctx, opts)
+}
+
+// reset returns the distinct objects read, the reads and the listings
+// since the last reset.
+func (c *countingStore) reset() (objects, reads, lists int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	objects, reads, lists = len(c.keys), c.reads, c.lists
+	c.keys, c.reads, c.lists = map[string]bool{}, 0, 0
+	return objects, reads, lists
+}
+
+// kept is the bytes and objects of the cell's LTX files in the bucket.
+func (c *countingStore) kept(t testing.TB, prefix string) (bytes int64, objects int) {
+	page, err := store.ListAll(context.Background(), c.Store, store.ListOptions{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range page.Objects {
+		bytes += o.Size
+		objects++
+	}
+	return bytes, objects
+}
+
+// retainedState is one durable state of a simulated history.
+type retainedState struct {
+	b   durability.Bookmark
+	at  time.Time
+	sum [32]byte
+}
+
+// retainHistory is a simulated history: a database of 64 pages and
+// more, whose commits each change a few pages, written by epoch 3 for
+// its first two days and by epoch 4 (which restores epoch 3's state)
+// after, over days days; commits are spread evenly.
+type retainHistory struct {
+	s        *countingStore
+	states   []retainedState
+	end      time.Time
+	l0Bytes  int64 // level-0 bytes uploaded
+	commits  int
+	l1Writes int64
+}
+
+var retainStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func runRetainHistory(t testing.TB, opts Options, commits int, days int) *retainHistory {
+	ctx := context.Background()
+	s := newCountingStore()
+	clk := clock.NewFake(retainStart)
+	opts.Logger, opts.Store, opts.Clock = quiet, s, clk
+	if opts.SpoolDir == "" {
+		opts.SpoolDir = t.TempDir()
+	}
+	lg, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &retainHistory{s: s, commits: commits}
+	r := rand.New(rand.NewPCG(23, 6))
+	step := time.Duration(days) * 24 * time.Hour / time.Duration(commits)
+	epoch3 := commits * 2 / days // two days of epoch 3
+	d := newPageDB(512, true)
+	var cl durability.CellLog
+	var seq uint64
+	for i := 0; i < commits; i++ {
+		if i == 0 || i == epoch3 {
+			epoch := uint64(3)
+			if i > 0 {
+				if err := cl.Close(ctx, true); err != nil {
+					t.Fatal(err)
+				}
+				epoch = 4
+				d = newPageDB(512, true)
+			}
+			cl, err = lg.Open(ctx, openReq(cell, epoch, d, i > 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seq = 0
+		}
+		clk.Set(retainStart.Add(time.Duration(i) * step))
+		retainMutate(d, r)
+		seq++
+		if err := wait(t, appendCommit(t, cl, d, seq)); err != nil {
+			t.Fatal(err)
+		}
+		if i%64 == 0 {
+			waitCompactor(t, cl.(*cellLog))
+		}
+		b, ok := cl.(durability.DurableBookmarker).DurableBookmark()
+		if !ok {
+			t.Fatal("no durable bookmark after a commit")
+		}
+		h.states = append(h.states, retainedState{b: b, at: clk.Now(), sum: sha256.Sum256(d.image())})
+	}
+	if err := cl.Close(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	h.end = clk.Now()
+	h.l0Bytes, h.l1Writes = s.written[0], s.written[1]
+	s.reset()
+	return h
+}
+
+// retainMutate changes one or two pages and page 1; now and then the
+// database grows by a page, or shrinks by one or two.
+func retainMutate(d *pageDB, r *rand.Rand) {
+	if len(d.pages) == 0 {
+		for i := 0; i < 64; i++ {
+			d.pages = append(d.pages, make([]byte, d.pageSize))
+			d.touch(uint32(len(d.pages)), r)
+		}
+	}
+	switch n := len(d.pages); {
+	case r.IntN(40) == 0:
+		d.pages = append(d.pages, make([]byte, d.pageSize))
+		d.touch(uint32(n+1), r)
+	case n > 48 && r.IntN(150) == 0:
+		d.pages = d.pages[:n-1-r.IntN(2)]
+	}
+	for k := 0; k < 1+r.IntN(2); k++ {
+		d.touch(uint32(1+r.IntN(len(d.pages))), r)
+	}
+	d.touch(1, r)
+	d.commit()
+}
+
+// restoreCounted restores b and reports the objects it read and the
+// listings it made.
+func (h *retainHistory) restoreCounted(t testing.TB, b durability.Bookmark) (sum [32]byte, objects, lists int, err error) {
+	h.s.reset()
+	res, err := Restore(context.Background(), h.s, cell, RestoreOptions{Epoch: b.Epoch, TXID: ltx.TXID(b.TXID)})
+	objects, _, lists = h.s.reset()
+	if err != nil {
+		return sum, objects, lists, err
+	}
+	return sha256.Sum256(res.Image), objects, lists, nil
+}
+
+// stateAt is the newest state at or before t.
+func (h *retainHistory) stateAt(t time.Time) (retainedState, bool) {
+	i := sort.Search(len(h.states), func(i int) bool { return h.states[i].at.After(t) })
+	if i == 0 {
+		return retainedState{}, false
+	}
+	return h.states[i-1], true
+}
+
+// TestRetentionRestoresEveryBookmarkOfTheWindow: 40 simulated days of
+// commits (a fake clock; an epoch change on day 2; thousands of
+// compactions), then every bookmark the log gave within the 30-day
+// window — sampled, and those of 1 hour, 1 day and 29 days ago —
+// restores its exact state from at most 20 objects, and BookmarkForTime
+// names the state of each of those times; states older than the window
+// are gone, and so is the older epoch. Eras end by size (the default
+// full-merge rule) or only by position count (a deep ladder).
+func TestRetentionRestoresEveryBookmarkOfTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"size-eras", Options{}},
+		{"deep-ladder", Options{FullMergePercent: 1 << 20, eraPositions: 1500}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := runRetainHistory(t, tc.opts, 4000, 40)
+			windowStart := h.end.Add(-DefaultRetention)
+			maxObjects, maxLists, checked := 0, 0, 0
+			check := func(st retainedState, what string) int {
+				sum, objects, lists, err := h.restoreCounted(t, st.b)
+				if err != nil || sum != st.sum {
+					t.Fatalf("%s: bookmark %s of %s does not restore its state: %v", what, st.b, st.at, err)
+				}
+				if objects > 20 {
+					t.Fatalf("%s: bookmark %s read %d objects, want at most 20", what, st.b, objects)
+				}
+				maxObjects, maxLists = max(maxObjects, objects), max(maxLists, lists)
+				checked++
+				return objects
+			}
+			for i, st := range h.states {
+				if st.at.Before(windowStart) {
+					continue
+				}
+				if i%9 == 0 || i == len(h.states)-1 {
+					check(st, "sampled")
+				}
+			}
+			for _, age := range []time.Duration{time.Hour, 24 * time.Hour, 29 * 24 * time.Hour} {
+				at := h.end.Add(-age)
+				want, _ := h.stateAt(at)
+				h.s.reset()
+				b, err := BookmarkForTime(ctx, h.s, cell, at)
+				_, reads, lists := h.s.reset()
+				if err != nil || b != want.b {
+					t.Fatalf("bookmark for %v ago: %s, %v; want %s", age, b, err, want.b)
+				}
+				n := check(want, "for "+age.String()+" ago")
+				t.Logf("%v ago: BookmarkForTime %d reads %d listings; restore of %s read %d objects", age, reads, lists, b, n)
+			}
+			// The state at the window's start is kept; older ones of
+			// epoch 4 are gone, and epoch 3 with them.
+			first, _ := h.stateAt(windowStart)
+			check(first, "the window's start")
+			gone := 0
+			for _, st := range h.states {
+				if st.at.Before(windowStart.Add(-24*time.Hour)) && st.b.Epoch == 4 && st.b.TXID%17 == 0 {
+					if _, _, _, err := h.restoreCounted(t, st.b); err == nil {
+						t.Fatalf("bookmark %s of %s, older than the window, still restores", st.b, st.at)
+					}
+					gone++
+				}
+			}
+			if gone == 0 {
+				t.Fatal("no state older than the window was checked")
+			}
+			if _, n := h.s.kept(t, ltx.EpochPrefix(cell, 3)); n != 0 {
+				t.Fatalf("epoch 3 still holds %d files, all older than the window", n)
+			}
+			bytesKept, objectsKept := h.s.kept(t, ltx.CellPrefix(cell))
+			t.Logf("%d states checked: at most %d objects and %d listings a restore; %d objects (%d bytes) kept; level-1 bytes written per level-0 byte %.2f",
+				checked, maxObjects, maxLists, objectsKept, bytesKept, float64(h.l1Writes)/float64(h.l0Bytes))
+		})
+	}
+}
+
+// Without a retention window (the compaction that deletes what it
+// merges) a bookmark of 29 days ago no longer restores: the test above
+// depends on the window.
+func TestWithoutRetentionOldBookmarksAreGone(t *testing.T) {
+	h := runRetainHistory(t, Options{Retention: -1, CompactAfter: 2}, 1200, 40)
+	want, _ := h.stateAt(h.end.Add(-29 * 24 * time.Hour))
+	_, _, _, err := h.restoreCounted(t, want.b)
+	var ne *ltx.TXIDNotRestorableError
+	if !errors.As(err, &ne) {
+		t.Fatalf("restore of a bookmark of 29 days ago without retention: %v, want *ltx.TXIDNotRestorableError", err)
+	}
+}
+
+// A history shorter than the window deletes nothing but the level-0
+// files the ladder's blocks replace: every state restores.
+func TestRetentionKeepsEveryStateOfAShortHistory(t *testing.T) {
+	h := runRetainHistory(t, Options{CompactAfter: 2}, 600, 6)
+	for _, st := range h.states {
+		sum, objects, _, err := h.restoreCounted(t, st.b)
+		if err != nil || sum != st.sum || objects > 20 {
+			t.Fatalf("bookmark %s of %s: %v (%d objects)", st.b, st.at, err, objects)
+		}
+	}
+	if _, n := h.s.kept(t, ltx.EpochPrefix(cell, 3)); n == 0 {
+		t.Fatal("epoch 3 was deleted within the window")
+	}
+	// Every level-0 file at an even position of an era was replaced by
+	// a block ending where it ends, and deleted.
+	page, _ := store.ListAll(context.Background(), h.s.Store, store.ListOptions{Prefix: ltx.LevelPrefix(cell, 4, 0)})
+	if l0 := len(page.Objects); l0 > 300 || l0 < 200 {
+		t.Fatalf("%d level-0 files of epoch 4 kept, want about half its %d commits", l0, 600-200)
+	}
+}
