@@ -83,6 +83,11 @@ func bookmarkForTimeOnce(ctx context.Context, s store.Store, cell string, t time
 	if err != nil {
 		return durability.Bookmark{}, fmt.Errorf("read the node log of %s's owner: %w", cell, err)
 	}
+	return bookmarkForTimeIn(ctx, s, cell, t, overlay)
+}
+
+// bookmarkForTimeIn is BookmarkForTime with the node log's overlay given.
+func bookmarkForTimeIn(ctx context.Context, s store.Store, cell string, t time.Time, overlay []ltx.FileInfo) (durability.Bookmark, error) {
 	epochs, err := listEpochs(ctx, s, cell)
 	if err != nil {
 		return durability.Bookmark{}, err

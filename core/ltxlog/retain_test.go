@@ -279,6 +279,11 @@ func TestRetentionRestoresEveryBookmarkOfTheWindow(t *testing.T) {
 					t.Fatalf("bookmark for %v ago: %s, %v; want %s", age, b, err, want.b)
 				}
 				n := check(want, "for "+age.String()+" ago")
+				// A restore by time (cellb restore --time) reaches it too.
+				res, err := Restore(ctx, h.s, cell, RestoreOptions{Time: at})
+				if err != nil || res.TXID != ltx.TXID(want.b.TXID) || res.Epoch != want.b.Epoch || sha256.Sum256(res.Image) != want.sum {
+					t.Fatalf("restore by the time of %v ago: %v", age, err)
+				}
 				t.Logf("%v ago: BookmarkForTime %d reads %d listings; restore of %s read %d objects", age, reads, lists, b, n)
 			}
 			// The state at the window's start is kept; older ones of
