@@ -95,7 +95,7 @@ func (c *cellLog) retaining() bool { return c.ret != nil }
 // noteL0Locked records a level-0 file's header data for the ladder
 // (caller holds c.mu).
 func (c *cellLog) noteL0Locked(h ltx.Header) {
-	if c.ret != nil {
+	if c.ret != nil && c.opts.CompactAfter > 0 {
 		c.ret.meta[h.MaxTXID] = l0Meta{commit: h.Commit, ts: h.Timestamp}
 	}
 }
@@ -120,7 +120,14 @@ func (c *cellLog) compactLadder(ctx context.Context, full *ltx.FileInfo, fullCom
 	}
 	cur := c.ret.eras[len(c.ret.eras)-1]
 	c.mu.Unlock()
+	maxPos := ladderMaxPositions
+	if c.opts.eraPositions > 0 {
+		maxPos = c.opts.eraPositions
+	}
 	for _, f := range l0 {
+		if cur.positions() >= maxPos {
+			break // the era is full: the rest waits for the next one
+		}
 		c.mu.Lock()
 		m, ok := c.ret.meta[f.MaxTXID]
 		c.mu.Unlock()
@@ -173,10 +180,6 @@ func (c *cellLog) compactLadder(ctx context.Context, full *ltx.FileInfo, fullCom
 		// the level-0 file any more.
 		c.deleteReplaced(ctx, []ltx.FileInfo{f}, nr.Key)
 		c.log.Debug("compacted LTX block", "key", nr.Key, "inputs", len(inputs), "pages", n, "bytes", nr.Size)
-	}
-	maxPos := ladderMaxPositions
-	if c.opts.eraPositions > 0 {
-		maxPos = c.opts.eraPositions
 	}
 	if c.fullMergeDue(full, ranges, nil) || cur.positions() >= maxPos {
 		if err := c.compactFull(ctx, full, ranges, nil); err != nil {

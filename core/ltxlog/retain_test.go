@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"sort"
@@ -426,5 +427,101 @@ func TestRetentionWithTheNodeLog(t *testing.T) {
 		if err != nil || sum != st.sum || objects > 20 {
 			t.Fatalf("bookmark %s: %v (%d objects)", st.b, err, objects)
 		}
+	}
+}
+
+// checkingStore checks, before every third deletion of an LTX file, that
+// the cell's newest chain plans and that sampled file ends of the epoch
+// being written still plan exactly (PlanTo): a crash before any deletion
+// would leave a bucket every listed state restores from.
+type checkingStore struct {
+	*countingStore
+	t       testing.TB
+	epoch   uint64
+	n       int
+	checked int
+	r       *rand.Rand
+	failed  error
+}
+
+func (c *checkingStore) Delete(ctx context.Context, key string) error {
+	c.mu.Lock()
+	c.n++
+	due := c.n%3 == 0 && c.failed == nil
+	c.mu.Unlock()
+	if due {
+		if err := c.check(ctx); err != nil {
+			c.mu.Lock()
+			c.failed = fmt.Errorf("before deleting %s: %w", key, err)
+			c.mu.Unlock()
+		}
+	}
+	return c.countingStore.Delete(ctx, key)
+}
+
+func (c *checkingStore) check(ctx context.Context) error {
+	files, err := listEpochFiles(ctx, c.countingStore.Store, cell, c.epoch)
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	if _, err := ltx.Plan(files); err != nil {
+		return fmt.Errorf("the newest chain: %w", err)
+	}
+	c.mu.Lock()
+	picks := make([]int, 8)
+	for i := range picks {
+		picks[i] = c.r.IntN(len(files))
+	}
+	c.checked++
+	c.mu.Unlock()
+	for _, i := range picks {
+		if _, err := ltx.PlanTo(files, files[i].MaxTXID); err != nil {
+			return fmt.Errorf("the end of %s: %w", files[i].Key, err)
+		}
+	}
+	return nil
+}
+
+// Every deletion — of a level-0 file a block replaced, of a block or full
+// file that aged out — leaves a bucket whose newest chain and listed file
+// ends all restore: the log deletes nothing a listed state needs before
+// it, whatever step a crash stops at.
+func TestRetentionDeletesLeaveEveryListedStateRestorable(t *testing.T) {
+	ctx := context.Background()
+	cs := &checkingStore{countingStore: newCountingStore(), t: t, epoch: 5, r: rand.New(rand.NewPCG(5, 5))}
+	clk := clock.NewFake(retainStart)
+	lg, _ := New(Options{Logger: quiet, Store: cs, Clock: clk, SpoolDir: t.TempDir(), Retention: 5 * 24 * time.Hour})
+	d := newPageDB(512, true)
+	cl, err := lg.Open(ctx, openReq(cell, 5, d, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 1; i <= 900; i++ {
+		clk.Set(retainStart.Add(time.Duration(i) * 15 * time.Minute))
+		retainMutate(d, r)
+		if err := wait(t, appendCommit(t, cl, d, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		if i%16 == 0 {
+			waitCompactor(t, cl.(*cellLog))
+		}
+	}
+	if err := cl.Close(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if cs.failed != nil {
+		t.Fatal(cs.failed)
+	}
+	if cs.checked < 100 {
+		t.Fatalf("only %d checks ran", cs.checked)
+	}
+	// The window (5 days of the 9.4 simulated) did age files out.
+	res, err := Restore(ctx, cs.countingStore, cell, RestoreOptions{})
+	if err != nil || res.TXID != 900 {
+		t.Fatalf("newest restore: %v", err)
+	}
+	if _, err := Restore(ctx, cs.countingStore, cell, RestoreOptions{Epoch: 5, TXID: 11}); err == nil {
+		t.Fatal("a state older than the window still restores: nothing aged out")
 	}
 }
