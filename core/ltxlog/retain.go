@@ -40,9 +40,9 @@ import (
 //     (the state at the window's start). With c that state's position in
 //     its era, a block (j-w, j] is needed by some state at or after c
 //     exactly when j+w > c; everything of older eras goes, and so do the
-//     epoch's older epochs once this epoch's snapshot is older than the
-//     window (see retireEpochs). Deletions go newest first, so every
-//     file still listed restores exactly whatever step a crash stops at.
+//     epochs below the newest one that began before the window (see
+//     retireEpochs). Deletions go newest first, so every file still
+//     listed restores exactly whatever step a crash stops at.
 
 // ladderMaxPositions is when an era's next compaction is a full merge
 // whatever its size: below it, a state restores from at most 19 objects.
@@ -235,10 +235,11 @@ func (c *cellLog) retire(ctx context.Context) {
 		c.ret.eras = slices.Clone(c.ret.eras[ec:])
 	}
 	now := c.opts.Clock.Now()
-	checkEpochs := c.ret.start <= cutoff && now.Sub(c.ret.epochsChecked) >= time.Hour
+	checkEpochs := now.Sub(c.ret.epochsChecked) >= time.Hour
 	if checkEpochs {
 		c.ret.epochsChecked = now
 	}
+	selfOld := c.ret.start <= cutoff
 	c.mu.Unlock()
 	for _, key := range gone {
 		if err := c.opts.Store.Delete(ctx, key); err != nil {
@@ -252,22 +253,48 @@ func (c *cellLog) retire(ctx context.Context) {
 		c.log.Debug("retired LTX files older than the retention window", "files", len(gone))
 	}
 	if checkEpochs {
-		c.retireEpochs(ctx)
+		c.retireEpochs(ctx, cutoff, selfOld)
 	}
 }
 
-// retireEpochs deletes the cell's epochs below this one: called once this
-// epoch's snapshot is older than the window, every state of theirs is
-// older than the window's start, which this epoch holds. Each goes
-// newest file first, so what is left of it still restores exactly.
-func (c *cellLog) retireEpochs(ctx context.Context) {
+// retireEpochs deletes the cell's epochs below the newest epoch that
+// began at or before cutoff (this one when selfOld): that epoch's first
+// state is older than the window's start, so every state of the epochs
+// below is too, and its chain starts at its own snapshot, needing none of
+// them. An older epoch's beginning is its snapshot's timestamp (one ranged
+// read), found by a binary search over the epochs (they begin in order);
+// an epoch whose snapshot is gone (or a celld epoch that continues an
+// older one) counts as not begun in time, which only deletes less. Each
+// epoch goes newest file first, so what is left of it still restores
+// exactly.
+func (c *cellLog) retireEpochs(ctx context.Context, cutoff int64, selfOld bool) {
 	epochs, err := listEpochs(ctx, c.opts.Store, c.cell)
 	if err != nil {
 		c.log.Warn("could not list the cell's epochs to retire old ones", "err", err)
 		return
 	}
+	var below []uint64 // newest first
 	for _, e := range epochs {
-		if e >= c.epoch {
+		if e < c.epoch {
+			below = append(below, e)
+		}
+	}
+	if len(below) == 0 {
+		return
+	}
+	base := c.epoch
+	if !selfOld {
+		i := sort.Search(len(below), func(i int) bool {
+			h, err := readHeader(ctx, c.opts.Store, ltx.Key(c.cell, below[i], 0, 1, 1))
+			return err == nil && h.MinTXID == 1 && h.Timestamp <= cutoff
+		})
+		if i == len(below) {
+			return
+		}
+		base = below[i]
+	}
+	for _, e := range below {
+		if e >= base {
 			continue
 		}
 		files, err := listEpochFiles(ctx, c.opts.Store, c.cell, e)

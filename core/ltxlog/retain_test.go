@@ -525,3 +525,57 @@ func TestRetentionDeletesLeaveEveryListedStateRestorable(t *testing.T) {
 		t.Fatal("a state older than the window still restores: nothing aged out")
 	}
 }
+
+// A cell activated under a new epoch every three days (short epochs, as
+// fleet and shard-lock activations make): once an epoch's snapshot is
+// older than the window, every epoch below it goes, though the epoch
+// writing is younger than the window; every state of the window still
+// restores exactly.
+func TestRetentionRetiresShortEpochs(t *testing.T) {
+	ctx := context.Background()
+	s := newCountingStore()
+	clk := clock.NewFake(retainStart)
+	lg, _ := New(Options{Logger: quiet, Store: s, Clock: clk, SpoolDir: t.TempDir()})
+	r := rand.New(rand.NewPCG(7, 7))
+	var states []retainedState
+	at := retainStart
+	for epoch := uint64(1); epoch <= 12; epoch++ {
+		d := newPageDB(512, true)
+		cl, err := lg.Open(ctx, openReq(cell, epoch, d, epoch > 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 30; i++ {
+			clk.Set(at)
+			at = at.Add(3 * 24 * time.Hour / 30)
+			retainMutate(d, r)
+			if err := wait(t, appendCommit(t, cl, d, uint64(i))); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := cl.(durability.DurableBookmarker).DurableBookmark()
+			states = append(states, retainedState{b: b, at: clk.Now(), sum: sha256.Sum256(d.image())})
+		}
+		if err := cl.Close(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &retainHistory{s: s, states: states, end: clk.Now()}
+	windowStart := h.end.Add(-DefaultRetention)
+	first, _ := h.stateAt(windowStart)
+	for _, st := range states {
+		if st.at.Before(first.at) {
+			continue
+		}
+		sum, objects, _, err := h.restoreCounted(t, st.b)
+		if err != nil || sum != st.sum || objects > 20 {
+			t.Fatalf("bookmark %s of %s: %v (%d objects)", st.b, st.at, err, objects)
+		}
+	}
+	epochs, err := listEpochs(ctx, s, cell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oldest := epochs[len(epochs)-1]; oldest != first.b.Epoch {
+		t.Fatalf("oldest epoch kept %d (of %v); the window starts in epoch %d", oldest, epochs, first.b.Epoch)
+	}
+}
