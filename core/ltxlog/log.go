@@ -19,7 +19,9 @@
 // add up to the full file's size (Options.FullMergePercent); it deletes
 // what a new file covers only after that file is stored, so the bucket
 // always holds a complete chain. It runs on a goroutine of its own, beside
-// the uploads: no acknowledgement waits for it. See compact.go.
+// the uploads: no acknowledgement waits for it. See compact.go. With a
+// retention window (Options.Retention, the default) it keeps every state
+// of the window restorable instead, and deletes what ages out: retain.go.
 package ltxlog
 
 import (
