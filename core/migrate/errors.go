@@ -3,6 +3,7 @@ package migrate
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrCellWritten is matched by every *CellWrittenError.
@@ -33,9 +34,12 @@ type SourceBusyError struct {
 }
 
 func (e *SourceBusyError) Error() string {
-	return fmt.Sprintf("%s is in use or was not closed cleanly (%s is not empty): stop every program that opens it; "+
-		"if %s remains, run sqlite3 %s 'PRAGMA wal_checkpoint(TRUNCATE)' (or import the Litestream replica instead)",
-		e.Path, e.Sidecar, e.Sidecar, e.Path)
+	fold := fmt.Sprintf("sqlite3 %s 'PRAGMA wal_checkpoint(TRUNCATE)' folds it into the file", e.Path)
+	if strings.HasSuffix(e.Sidecar, "-journal") {
+		fold = fmt.Sprintf("sqlite3 %s 'PRAGMA quick_check' rolls it back", e.Path)
+	}
+	return fmt.Sprintf("%s is in use or was not closed cleanly (%s holds part of its state): stop every program that opens it; "+
+		"if %s remains, %s (or import the Litestream replica instead)", e.Path, e.Sidecar, e.Sidecar, fold)
 }
 
 // NotDatabaseError: the source is not a SQLite database CellB can import.

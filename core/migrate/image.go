@@ -29,15 +29,17 @@ type Image struct {
 const sqliteMagic = "SQLite format 3\x00"
 
 // OpenDatabase opens a SQLite database file to import. It is refused
-// (*SourceBusyError) while a non-empty -wal or -journal file lies beside
-// it: then the file alone is not the database's newest committed state.
+// (*SourceBusyError) while a -wal file with frames or a live -journal lies
+// beside it: then the file alone is not the database's newest committed
+// state.
 // The file must not change until the import ends: stop every program that
 // writes it first.
 func OpenDatabase(path string) (*Image, error) {
-	for _, side := range []string{"-wal", "-journal"} {
-		if st, err := os.Stat(path + side); err == nil && st.Size() > 0 {
-			return nil, &SourceBusyError{Path: path, Sidecar: path + side}
+	if hot, err := hotSidecar(path); err != nil || hot != "" {
+		if err != nil {
+			return nil, err
 		}
+		return nil, &SourceBusyError{Path: path, Sidecar: hot}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -49,6 +51,32 @@ func OpenDatabase(path string) (*Image, error) {
 		return nil, err
 	}
 	return im, nil
+}
+
+// journalMagic opens the header of a rollback journal that still holds
+// pages to roll back (a committed or persisted journal has it zeroed).
+var journalMagic = []byte{0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7}
+
+// hotSidecar names the file beside path that holds part of the database's
+// state: a write-ahead log with frames (longer than its 32-byte header),
+// or a rollback journal whose header is live. SQLite leaves neither after
+// its last connection closed cleanly.
+func hotSidecar(path string) (string, error) {
+	if st, err := os.Stat(path + "-wal"); err == nil && st.Size() > 32 {
+		return path + "-wal", nil
+	}
+	f, err := os.Open(path + "-journal")
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	head := make([]byte, len(journalMagic))
+	if n, _ := io.ReadFull(f, head); n == len(head) && bytes.Equal(head, journalMagic) {
+		return path + "-journal", nil
+	}
+	return "", nil
 }
 
 // readImage checks f's SQLite header and takes its page size and count:

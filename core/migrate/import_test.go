@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cellb/cellb/core/cell"
@@ -239,19 +240,26 @@ func writeDatabase(t *testing.T, pages int) string {
 // A database file beside a non-empty -wal or -journal is refused, and so
 // is a file that is not a database.
 func TestOpenDatabaseRefuses(t *testing.T) {
-	for _, side := range []string{"-wal", "-journal"} {
+	for _, c := range []struct{ side, live, done string }{
+		// A WAL with a frame after its header; one with its header alone.
+		{"-wal", strings.Repeat("w", 32+24+4096), strings.Repeat("w", 32)},
+		// A journal with its magic; one whose header was zeroed (PERSIST).
+		{"-journal", string(journalMagic) + strings.Repeat("j", 600), strings.Repeat("\x00", 600)},
+	} {
 		p := writeDatabase(t, 2)
-		os.WriteFile(p+side, []byte("frames"), 0o644)
+		os.WriteFile(p+c.side, []byte(c.live), 0o644)
 		var busy *SourceBusyError
-		if _, err := OpenDatabase(p); !errors.As(err, &busy) || busy.Sidecar != p+side {
-			t.Errorf("%s beside the file: %v", side, err)
+		if _, err := OpenDatabase(p); !errors.As(err, &busy) || busy.Sidecar != p+c.side {
+			t.Errorf("%s beside the file: %v", c.side, err)
 		}
-		os.WriteFile(p+side, nil, 0o644) // empty: SQLite's own state after a clean close
-		im, err := OpenDatabase(p)
-		if err != nil {
-			t.Errorf("an empty %s: %v", side, err)
-		} else {
-			im.Close()
+		for _, done := range []string{c.done, ""} {
+			os.WriteFile(p+c.side, []byte(done), 0o644) // what SQLite leaves after a clean close
+			im, err := OpenDatabase(p)
+			if err != nil {
+				t.Errorf("a finished %s of %d bytes: %v", c.side, len(done), err)
+			} else {
+				im.Close()
+			}
 		}
 	}
 	for name, data := range map[string][]byte{
