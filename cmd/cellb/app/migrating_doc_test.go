@@ -402,7 +402,7 @@ func TestMigratingFromCelld(t *testing.T) {
 		t.Skip("runs cellb serve")
 	}
 	bin := cellbBinary(t)
-	bucket, _ := celldBucket(t)
+	bucket, cellKey := celldBucket(t)
 	r := &docRun{t: t, bin: bin, dir: t.TempDir(), subst: []string{"s3://my-bucket", "file://" + bucket}}
 	r.block("celld-inspect")
 	r.block("celld-serve")
@@ -410,6 +410,19 @@ func TestMigratingFromCelld(t *testing.T) {
 		t.Fatalf("the counter answered at epoch %q, want 2 (celld left it at 1)", r.epoch)
 	}
 	r.stopServe()
+	// Released at the epoch CellB took, CellB's lease gone, celld's left.
+	s, err := fsstore.Open(bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(s)
+	ctx := context.Background()
+	if obj, err := s.Get(ctx, layout.OwnKey(cellKey)); err != nil || string(obj.Data) != `{"node":"","epoch":2}` {
+		t.Fatalf("own.json after SIGTERM: %v %v", obj, err)
+	}
+	if leases, err := store.ListAll(ctx, s, store.ListOptions{Prefix: layout.NodesPrefix}); err != nil || len(leases.Objects) != 1 {
+		t.Fatalf("node leases after SIGTERM: %v %v", leases.Objects, err)
+	}
 	r.block("celld-rollback")
 	if got := queryFile(t, filepath.Join(r.dir, "check.db"), "SELECT count(*) FROM _cf_KV"); len(got) != 1 || got[0] != "1" {
 		t.Fatalf("_cf_KV rows after the rollback: %v", got)
