@@ -3,16 +3,20 @@
 // tests that failed, build errors), then how many tests were skipped,
 // each named with the first line of its reason. It exits 1 when a test, a
 // package or a build failed. .ci/run pipes the README's test command
-// through it (docs/testing.md, "Skipped tests in CI"). Standard library
-// only: `GOWORK=off go run main.go`.
+// through it (docs/testing.md, "Skipped tests in CI"). With -require
+// REGEXP, a test that skips with a reason matching REGEXP fails the run
+// too (.ci/run: the emulators' variables, which it sets). Standard
+// library only: `GOWORK=off go run main.go`.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -38,6 +42,8 @@ type summary struct {
 	skips    []skipped
 	passed   int
 	failed   bool
+	// require matches the skip reasons that fail the run (nil: none).
+	require *regexp.Regexp
 }
 
 func key(e event) string { return e.Package + "\x00" + e.Test }
@@ -134,10 +140,19 @@ func (s *summary) report() {
 		fmt.Fprintf(s.out, "   %s %s: %s\n", strings.TrimPrefix(k.pkg, "github.com/cellb/cellb/"), k.test, k.reason)
 	}
 	fmt.Fprintf(s.out, "== tests: %d passed, %d skipped\n", s.passed, len(s.skips))
+	if s.require == nil {
+		return
+	}
+	for _, k := range s.skips {
+		if s.require.MatchString(k.reason) {
+			fmt.Fprintf(s.out, "FAIL: %s %s skipped, but what it needs is required here (%s)\n", k.pkg, k.test, s.require)
+			s.failed = true
+		}
+	}
 }
 
-func run(in io.Reader, out io.Writer) int {
-	s := &summary{out: out, buffered: map[string][]string{}}
+func run(in io.Reader, out io.Writer, require *regexp.Regexp) int {
+	s := &summary{out: out, buffered: map[string][]string{}, require: require}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -154,4 +169,12 @@ func run(in io.Reader, out io.Writer) int {
 	return 0
 }
 
-func main() { os.Exit(run(os.Stdin, os.Stdout)) }
+func main() {
+	require := flag.String("require", "", "fail when a test skips with a reason matching this `regexp`")
+	flag.Parse()
+	var re *regexp.Regexp
+	if *require != "" {
+		re = regexp.MustCompile(*require)
+	}
+	os.Exit(run(os.Stdin, os.Stdout, re))
+}

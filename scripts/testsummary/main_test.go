@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -35,7 +36,7 @@ go: downloading nothing
 
 func TestSummary(t *testing.T) {
 	var out strings.Builder
-	code := run(strings.NewReader(sample), &out)
+	code := run(strings.NewReader(sample), &out, nil)
 	want := "ok  \tm/a\t0.1s\n" +
 		"    b_test.go:9: want 2, got 3\n--- FAIL: TestBroken (0.00s)\nFAIL\nFAIL\tm/b\t0.2s\n" +
 		"?   \tm/c\t[no test files]\n" +
@@ -53,7 +54,16 @@ func TestSummary(t *testing.T) {
 func TestSummaryPasses(t *testing.T) {
 	var out strings.Builder
 	passing := strings.Split(sample, `{"Action":"run","Package":"m/b"`)[0]
-	if code := run(strings.NewReader(passing), &out); code != 0 {
+	if code := run(strings.NewReader(passing), &out, nil); code != 0 {
 		t.Errorf("exit status %d without a failure, want 0:\n%s", code, out.String())
+	}
+	// A skip whose reason -require matches fails the run.
+	out.Reset()
+	if code := run(strings.NewReader(passing), &out, regexp.MustCompile(`CELLB_TEST_(S3|GCS|AZURE)_`)); code != 1 || !strings.Contains(out.String(), "FAIL: m/a TestServer skipped") {
+		t.Errorf("a required skip: exit status %d:\n%s", code, out.String())
+	}
+	out.Reset()
+	if code := run(strings.NewReader(passing), &out, regexp.MustCompile(`CELLB_LITESTREAM`)); code != 0 {
+		t.Errorf("a skip -require does not match: exit status %d:\n%s", code, out.String())
 	}
 }
