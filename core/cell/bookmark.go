@@ -17,7 +17,9 @@ import (
 // not). A cell
 // that has committed nothing in this activation is named by the newest
 // state its log restored, or the bucket holds (the zero bookmark for a
-// cell never written).
+// cell never written). With a node log, the state named is made the end
+// of a file in the cell's prefix first (one PUT, durability.
+// BookmarkPinner), so the bookmark restores exactly.
 //
 // A cell whose log keeps no point-in-time history (every durability mode
 // but the LTX log) gets a *durability.NoBookmarksError.
@@ -31,12 +33,21 @@ func (s *State) CurrentBookmark(ctx context.Context) (string, error) {
 		return "", err
 	}
 	inst.mu.Lock()
+	cl := inst.db.log
+	inst.mu.Unlock()
 	var b durability.Bookmark
 	known := false
-	if db, ok := inst.db.log.(durability.DurableBookmarker); ok {
+	switch db := cl.(type) {
+	case durability.BookmarkPinner:
+		// It may write (a node log's rows up to the state, as a file of
+		// their own), so not under inst.mu.
+		var err error
+		if b, known, err = db.PinDurableBookmark(ctx); err != nil {
+			return "", err
+		}
+	case durability.DurableBookmarker:
 		b, known = db.DurableBookmark()
 	}
-	inst.mu.Unlock()
 	if !known {
 		var err error
 		if b, err = bm.NewestBookmark(ctx, inst.key); err != nil {
@@ -53,14 +64,30 @@ func (s *State) CurrentBookmark(ctx context.Context) (string, error) {
 // A t before the oldest state kept is a *durability.BookmarkTooOldError;
 // a cell whose log keeps no point-in-time history gets a
 // *durability.NoBookmarksError. It reads the bucket and does not wait for
-// the cell's pending commits.
+// the cell's pending commits. With a node log the state it names may be a
+// row still in a bundle: it is made the end of a file in the cell's
+// prefix first (one PUT), as CurrentBookmark's is.
 func (s *State) BookmarkForTime(ctx context.Context, t time.Time) (string, error) {
 	inst := s.inst
 	bm, ok := inst.db.logs.(durability.Bookmarks)
 	if !ok {
 		return "", &durability.NoBookmarksError{Cell: inst.key}
 	}
-	b, err := bm.BookmarkForTime(ctx, inst.key, t)
+	find := func(ctx context.Context) (durability.Bookmark, error) {
+		return bm.BookmarkForTime(ctx, inst.key, t)
+	}
+	inst.mu.Lock()
+	cl := inst.db.log
+	inst.mu.Unlock()
+	var b durability.Bookmark
+	var err error
+	if p, ok := cl.(durability.BookmarkPinner); ok {
+		// The answer may be a row of the cell's node log still in a
+		// bundle: it is made a file end first.
+		b, err = p.PinBookmark(ctx, find)
+	} else {
+		b, err = find(ctx)
+	}
 	if err != nil {
 		return "", err
 	}

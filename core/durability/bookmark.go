@@ -79,6 +79,21 @@ type DurableBookmarker interface {
 	DurableBookmark() (b Bookmark, ok bool)
 }
 
+// BookmarkPinner is implemented by a CellLog some of whose durable states
+// are not restorable exactly on their own yet (with a node log, rows still
+// in a bundle, which tiering would merge with the rows around them). A
+// bookmark it names is made the end of a file in the bucket first, so it
+// restores exactly even if the node crashes right after.
+type BookmarkPinner interface {
+	// PinDurableBookmark is DurableBookmark, the state made a file end
+	// first (CurrentBookmark asks it rather than DurableBookmark).
+	PinDurableBookmark(ctx context.Context) (b Bookmark, ok bool, err error)
+	// PinBookmark runs find (the log's BookmarkForTime, say), which reads
+	// the bucket and may name one of those rows, with the log's tiering
+	// held, then makes the state it named a file end.
+	PinBookmark(ctx context.Context, find func(context.Context) (Bookmark, error)) (Bookmark, error)
+}
+
 // NoBookmarksError: bookmarks were asked of a cell whose log keeps no
 // point-in-time history (every log but the LTX log).
 type NoBookmarksError struct {

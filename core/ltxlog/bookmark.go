@@ -16,13 +16,17 @@ import (
 
 // Bookmarks name the states a restore of the LTX log reaches: the end of
 // a file of an epoch's chain (durability.Bookmark: epoch, TXID). A
-// bookmark taken of a commit inside a group or a merged file (a later
-// compaction) is restorable only as far as a file still ends there, as
-// RestoreOptions.TXID is.
+// commit inside a group has no bookmark of its own. Without a retention
+// window a later compaction may merge a file's end away (the bookmark is
+// then restorable only as far as a file still ends there, as
+// RestoreOptions.TXID is); with one (retain.go) every file end stays for
+// the window. With a node log a bookmark handed out is made a file end of
+// the cell's prefix first (PinDurableBookmark, PinBookmark).
 
 var (
 	_ durability.Bookmarks         = (*Log)(nil)
 	_ durability.DurableBookmarker = (*cellLog)(nil)
+	_ durability.BookmarkPinner    = (*cellLog)(nil)
 )
 
 // NewestBookmark is the bookmark of the end of the cell's newest chain
@@ -265,6 +269,77 @@ func (c *cellLog) DurableBookmark() (durability.Bookmark, bool) {
 		return *c.restored, true
 	}
 	return durability.Bookmark{}, false
+}
+
+// PinDurableBookmark is DurableBookmark made exact
+// (durability.BookmarkPinner). Without a node log every durable state is
+// already the end of an upload. With one, the newest durable state is
+// usually a row still in a bundle, waiting to be merged with its
+// neighbours by tiering: the rows up to it are tiered now, as one level-0
+// file ending exactly there (one PUT per bookmark named, however many
+// rows it holds), and only then is the bookmark named, so it outlives a
+// crash of the node (a recovery folds only rows not yet tiered). The
+// retention ladder keeps that file's end for the window (retain.go).
+func (c *cellLog) PinDurableBookmark(ctx context.Context) (durability.Bookmark, bool, error) {
+	if c.nl == nil {
+		b, ok := c.DurableBookmark()
+		return b, ok, nil
+	}
+	c.tierMu.Lock()
+	defer c.tierMu.Unlock()
+	// Rows are credited in order: the newest durable TXID is the last
+	// row waiting, if any is.
+	b, ok := c.DurableBookmark()
+	if !ok {
+		return b, ok, nil
+	}
+	if err := c.pinLocked(ctx, b); err != nil {
+		return durability.Bookmark{}, false, err
+	}
+	return b, true, nil
+}
+
+// PinBookmark names the state find names (durability.BookmarkPinner):
+// with a node log, BookmarkForTime reads the owner's bundles too, so it
+// may name a row of this log not tiered yet. find runs with tiering held
+// (no tiering merges that row away meanwhile), then the rows up to it are
+// tiered as one file ending there.
+func (c *cellLog) PinBookmark(ctx context.Context, find func(context.Context) (durability.Bookmark, error)) (durability.Bookmark, error) {
+	if c.nl == nil {
+		return find(ctx)
+	}
+	c.tierMu.Lock()
+	defer c.tierMu.Unlock()
+	b, err := find(ctx)
+	if err != nil {
+		return b, err
+	}
+	if err := c.pinLocked(ctx, b); err != nil {
+		return durability.Bookmark{}, err
+	}
+	return b, nil
+}
+
+// pinLocked tiers the rows waiting up to b, if b is one of them, as one
+// file ending at b. Caller holds tierMu.
+func (c *cellLog) pinLocked(ctx context.Context, b durability.Bookmark) error {
+	c.mu.Lock()
+	rows := c.untiered
+	n := 0
+	if b.Epoch == c.epoch {
+		for n < len(rows) && rows[n].TXID <= ltx.TXID(b.TXID) {
+			n++
+		}
+	}
+	c.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	if err := c.tierRowsLocked(ctx, rows[:n]); err != nil {
+		return fmt.Errorf("ltxlog: %s: write the rows up to bookmark %s to the cell's prefix: %w", c.cell, b, err)
+	}
+	c.log.Debug("tiered the rows up to a bookmark", "bookmark", b.String(), "rows", n)
+	return nil
 }
 
 // markDurable records txid as durable (the newest wins). Caller holds

@@ -164,15 +164,28 @@ func (c *cellLog) tierLogged() {
 }
 
 // tier writes every credited row waiting into the cell's prefix as one
-// level-0 file (a row alone as it is, several merged; with a retention
-// window, one file per row), then tells the node log they are covered. Nothing is written once the node fenced: the
+// level-0 file (a row alone as it is, several merged), then tells the
+// node log they are covered. Nothing is written once the node fenced: the
 // node that recovers its log folds the rows instead.
+//
+// Merging drops the states inside the run (a restore reaches the file's
+// end only), which is what keeps tiering at a PUT per many rows. The
+// states a bookmark names are file ends all the same: PinDurableBookmark
+// tiers the rows up to the state it names before it names it, and the
+// retention ladder (retain.go) keeps every level-0 file's end, tiered or
+// pinned, for the window.
 func (c *cellLog) tier(ctx context.Context) error {
 	c.tierMu.Lock()
 	defer c.tierMu.Unlock()
 	c.mu.Lock()
 	rows := c.untiered
 	c.mu.Unlock()
+	return c.tierRowsLocked(ctx, rows)
+}
+
+// tierRowsLocked tiers rows, the oldest untiered ones, as one level-0
+// file. Caller holds tierMu.
+func (c *cellLog) tierRowsLocked(ctx context.Context, rows []nodelog.Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -181,39 +194,25 @@ func (c *cellLog) tier(ctx context.Context) error {
 		return nodelog.ErrFenced
 	default:
 	}
-	// With a retention window every row is a state a bookmark names
-	// (CurrentBookmark), so each keeps a file of its own; the ladder
-	// (retain.go) then merges them as it merges uploads.
-	groups := [][]nodelog.Row{rows}
-	if c.retaining() {
-		groups = groups[:0]
-		for i := range rows {
-			groups = append(groups, rows[i:i+1])
-		}
+	data, h, err := mergeRows(rows)
+	if err == nil {
+		err = c.putLevel0(data, h)
 	}
-	for _, g := range groups {
-		data, h, err := mergeRows(g)
-		if err == nil {
-			err = c.putLevel0(data, h)
-		}
-		c.nl.Metrics().Tier(len(g), err)
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.untiered = c.untiered[len(g):]
-		c.untBytes = 0
-		for _, r := range c.untiered {
-			c.untBytes += len(r.Data)
-		}
-		c.mu.Unlock()
-		c.nl.Covered(c.cell, c.epoch, h.MaxTXID)
+	c.nl.Metrics().Tier(len(rows), err)
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
+	c.untiered = c.untiered[len(rows):]
+	c.untBytes = 0
+	for _, r := range c.untiered {
+		c.untBytes += len(r.Data)
+	}
 	if len(c.untiered) > 0 {
 		c.armTierLocked()
 	}
 	c.mu.Unlock()
+	c.nl.Covered(c.cell, c.epoch, h.MaxTXID)
 	c.maybeCompact()
 	return nil
 }

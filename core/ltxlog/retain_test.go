@@ -30,6 +30,8 @@ type countingStore struct {
 	reads   int
 	lists   int
 	written map[int]int64 // by level
+	// l0 counts the level-0 files written, by cell.
+	l0 map[string]int
 }
 
 func newCountingStore() *countingStore {
@@ -70,8 +72,22 @@ func (c *countingStore) wrote(key string, n int64) {
 	if f, ok := ltx.ParseKey(key); ok {
 		c.mu.Lock()
 		c.written[f.Level] += n
+		if f.Level == 0 {
+			if c.l0 == nil {
+				c.l0 = map[string]int{}
+			}
+			c.l0[f.Cell]++
+		}
 		c.mu.Unlock()
 	}
+}
+
+// l0Puts is the level-0 files written for cell (its epochs' snapshots
+// included).
+func (c *countingStore) l0Puts(cell string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.l0[cell]
 }
 
 func (c *countingStore) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
@@ -389,10 +405,14 @@ func BenchmarkRetention(b *testing.B) {
 	}
 }
 
-// With the node log, tiering keeps one file per row under a retention
-// window: every durable bookmark (each row's TXID) restores exactly, from
-// the bundles' overlay while the cell is open and from the cell's prefix
-// once it closed, through the ladder's merges.
+// With the node log and a retention window, tiering merges a cell's rows
+// (a PUT per many rows), and every bookmark named exactly restores all
+// the same: each one CurrentBookmark names (PinDurableBookmark: the rows
+// up to it tiered first, as a file of their own) and each one
+// BookmarkForTime answers (PinBookmark: the same for a row still in a
+// bundle) restores its exact state from the cell's prefix alone, at once
+// and after the cell closed, through the ladder's merges, from at most 20
+// objects.
 func TestRetentionWithTheNodeLog(t *testing.T) {
 	ctx := context.Background()
 	mem := memstore.New()
@@ -401,33 +421,94 @@ func TestRetentionWithTheNodeLog(t *testing.T) {
 	s := &countingStore{Store: mem, keys: map[string]bool{}, written: map[int]int64{}}
 	clk := clock.NewFake(retainStart)
 	nl := newNodeLog(t, s, rec, nodelog.Options{TierAge: 1000 * time.Hour})
-	lg, _ := New(Options{Logger: quiet, Store: s, Clock: clk, NodeLog: nl, TierAfterRows: 5})
+	const rows, tierAfter, pinEvery = 124, 16, 7
+	lg, _ := New(Options{Logger: quiet, Store: s, Clock: clk, NodeLog: nl, TierAfterRows: tierAfter})
 	d := newPageDB(512, true)
 	cl, err := lg.Open(ctx, openReq(cell, 3, d, false))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := cl.(*cellLog)
 	r := rand.New(rand.NewPCG(23, 7))
-	var states []retainedState
-	for i := 1; i <= 120; i++ {
+	// every is each commit's state, by TXID; named, the bookmarks pinned.
+	every := map[uint64]retainedState{}
+	var named, answered []retainedState
+	h := &retainHistory{s: s}
+	check := func(what string, st retainedState) {
+		t.Helper()
+		sum, objects, _, err := h.restoreCounted(t, st.b)
+		if err != nil || sum != st.sum || objects > 20 {
+			t.Fatalf("%s: bookmark %s: %v (%d objects)", what, st.b, err, objects)
+		}
+	}
+	// forTime checks BookmarkForTime at some instants: the state it names
+	// is the newest file end at or before the instant, and restores.
+	forTime := func(what string) {
+		t.Helper()
+		instants := []int{len(every) - 3, len(every) - 1}
+		for i := 3; i <= len(every); i += 11 {
+			instants = append(instants, i)
+		}
+		for _, i := range instants {
+			at := retainStart.Add(time.Duration(i)*time.Hour + 30*time.Minute)
+			// As State.BookmarkForTime asks it: a row still in a
+			// bundle is tiered first.
+			b, err := c.PinBookmark(ctx, func(ctx context.Context) (durability.Bookmark, error) {
+				return BookmarkForTime(ctx, s, cell, at)
+			})
+			if err != nil {
+				t.Fatalf("%s: bookmark for %v: %v", what, at, err)
+			}
+			st, ok := every[b.TXID]
+			if !ok || b.Epoch != 3 || st.at.After(at) {
+				t.Fatalf("%s: bookmark for %v is %s, not a state of then", what, at, b)
+			}
+			check(what+" (BookmarkForTime)", st)
+			answered = append(answered, st)
+		}
+	}
+	for i := 1; i <= rows; i++ {
 		clk.Set(retainStart.Add(time.Duration(i) * time.Hour))
 		retainMutate(d, r)
 		if err := wait(t, appendCommit(t, cl, d, uint64(i))); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := cl.(durability.DurableBookmarker).DurableBookmark()
-		states = append(states, retainedState{b: b, at: clk.Now(), sum: sha256.Sum256(d.image())})
+		b, _ := c.DurableBookmark()
+		st := retainedState{b: b, at: clk.Now(), sum: sha256.Sum256(d.image())}
+		every[b.TXID] = st
+		if i%pinEvery == 0 {
+			pb, ok, err := c.PinDurableBookmark(ctx)
+			if err != nil || !ok || pb != b {
+				t.Fatalf("commit %d: pinned %s, %v, %v; want %s", i, pb, ok, err, b)
+			}
+			named = append(named, st)
+			// At once, while later rows are in bundles.
+			check("pinned, cell open", st)
+		}
+		if i%16 == 0 {
+			waitCompactor(t, c)
+		}
 	}
+	for _, st := range named {
+		check("pinned, cell open", st)
+	}
+	forTime("cell open")
 	if err := cl.Close(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	h := &retainHistory{s: s, states: states}
-	for _, st := range states {
-		sum, objects, _, err := h.restoreCounted(t, st.b)
-		if err != nil || sum != st.sum || objects > 20 {
-			t.Fatalf("bookmark %s: %v (%d objects)", st.b, err, objects)
-		}
+	for _, st := range named {
+		check("pinned, cell closed", st)
 	}
+	for _, st := range answered {
+		check("answered while open, cell closed", st)
+	}
+	forTime("cell closed")
+	// Tiering merged: a file per TierAfterRows rows, one per pin, and the
+	// last tiering at Close; not one per row.
+	if want := rows/tierAfter + rows/pinEvery + 1; s.l0Puts(cell) > want {
+		t.Fatalf("%d level-0 files written to the cell's prefix for %d rows, want at most %d", s.l0Puts(cell), rows, want)
+	}
+	t.Logf("%d rows, %d bookmarks pinned: %d level-0 files written", rows, len(named), s.l0Puts(cell))
 }
 
 // checkingStore checks, before every third deletion of an LTX file, that
