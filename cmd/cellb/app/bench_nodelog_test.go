@@ -520,8 +520,9 @@ func value(b *testing.B, url, counter string) int64 {
 // docs/cost.md prices, per mode, with 1, 100 and 10,000 cells written by
 // 48 clients for CELLB_COST_DURATION (60 s: longer than the node log's
 // TierAge, so tiering and bundle deletion are counted), after a warm-up
-// that activates every cell. CELLB_COST_CELLS narrows the cell counts
-// (e.g. "100").
+// that activates every cell, with the retention window (the default) and
+// without it. CELLB_COST_CELLS narrows the cell counts (e.g. "100"),
+// CELLB_COST_WINDOW=on or off the window.
 func BenchmarkNodeLogCost(b *testing.B) {
 	benchS3(b)
 	d := time.Minute
@@ -537,24 +538,43 @@ func BenchmarkNodeLogCost(b *testing.B) {
 			counts = append(counts, n)
 		}
 	}
+	windows := []string{"window", "no-window"}
+	switch os.Getenv("CELLB_COST_WINDOW") {
+	case "on":
+		windows = windows[:1]
+	case "off":
+		windows = windows[1:]
+	}
 	for _, cells := range counts {
 		for _, mode := range []string{"per-cell", "node-log"} {
-			b.Run(fmt.Sprintf("cells=%d/%s", cells, mode), func(b *testing.B) {
-				// Every cell stays open (--max-cells above the count): the
-				// figures are busy cells', not activations'.
-				n := startBenchNode(b, mode, "--bucket", s3BenchBucket(fmt.Sprintf("cost-%d-%s", cells, mode)), "--node-log="+fmt.Sprint(mode == "node-log"),
-					"--idle", "10m", "--max-cells", fmt.Sprint(cells+100))
-				warm(b, n, cells)
-				r := load(b, n, 48, cells, d)
-				n.kill()
-				w := float64(r.acked)
-				b.ReportMetric(r.rate(), "writes/s")
-				b.ReportMetric(r.puts/w, "puts/write")
-				b.ReportMetric(r.gets/w, "gets/write")
-				b.ReportMetric(r.lists/w, "lists/write")
-				b.ReportMetric(r.deletes/w, "deletes/write")
-				b.ReportMetric(float64(r.failed), "failed")
-			})
+			for _, window := range windows {
+				b.Run(fmt.Sprintf("cells=%d/%s/%s", cells, mode, window), func(b *testing.B) {
+					benchCost(b, cells, mode, window == "window", d)
+				})
+			}
 		}
 	}
+}
+
+// benchCost is one row of BenchmarkNodeLogCost: the retention window on
+// (the default, 30 days) or off (--retention=-1s).
+func benchCost(b *testing.B, cells int, mode string, window bool, d time.Duration) {
+	retention := "720h"
+	if !window {
+		retention = "-1s"
+	}
+	// Every cell stays open (--max-cells above the count): the
+	// figures are busy cells', not activations'.
+	n := startBenchNode(b, mode, "--bucket", s3BenchBucket(fmt.Sprintf("cost-%d-%s", cells, mode)), "--node-log="+fmt.Sprint(mode == "node-log"),
+		"--retention", retention, "--idle", "10m", "--max-cells", fmt.Sprint(cells+100))
+	warm(b, n, cells)
+	r := load(b, n, 48, cells, d)
+	n.kill()
+	w := float64(r.acked)
+	b.ReportMetric(r.rate(), "writes/s")
+	b.ReportMetric(r.puts/w, "puts/write")
+	b.ReportMetric(r.gets/w, "gets/write")
+	b.ReportMetric(r.lists/w, "lists/write")
+	b.ReportMetric(r.deletes/w, "deletes/write")
+	b.ReportMetric(float64(r.failed), "failed")
 }
