@@ -20,8 +20,9 @@
 // what a new file covers only after that file is stored, so the bucket
 // always holds a complete chain. It runs on a goroutine of its own, beside
 // the uploads: no acknowledgement waits for it. See compact.go. With a
-// retention window (Options.Retention, the default) it keeps every state
-// of the window restorable instead, and deletes what ages out: retain.go.
+// retention window (Options.Retention, the default) it keeps every file
+// end of the window restorable instead, and deletes what ages out:
+// retain.go.
 package ltxlog
 
 import (
@@ -46,11 +47,12 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives upload failures and compactions; slog.Default() if nil.
 	Logger *slog.Logger
-	// Retention is how long every state the log made durable (each
-	// level-0 file's end: every bookmark CurrentBookmark or
-	// BookmarkForTime gives) stays restorable exactly, each from at most
-	// 20 objects (default 30 days; negative: none, compaction deletes what
-	// it merges as soon as the merge is stored). Compaction then follows
+	// Retention is how long every state the log made durable as a file
+	// (each level-0 file's end: an upload's, with a node log a tiering's;
+	// every bookmark CurrentBookmark or BookmarkForTime gives, which with
+	// a node log is tiered as a file end first) stays restorable exactly,
+	// each from at most 20 objects (default 30 days; negative: none,
+	// compaction deletes what it merges as soon as the merge is stored). Compaction then follows
 	// the ladder of retain.go, and the log deletes what ages out itself,
 	// older epochs included. Ages are read on Clock.
 	Retention time.Duration

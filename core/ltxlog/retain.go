@@ -10,10 +10,11 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// Retention (Options.Retention) keeps every state the log made durable —
-// every level-0 file's end, which is what CurrentBookmark and
-// BookmarkForTime name — restorable exactly for a window of time, each
-// from a bounded number of objects. Compaction then follows a ladder
+// Retention (Options.Retention) keeps every state the log made durable as
+// a file — every level-0 file's end (an upload's; with a node log a
+// tiering's, or the file a bookmark's pin wrote: PinDurableBookmark), which
+// is what CurrentBookmark and BookmarkForTime name — restorable exactly
+// for a window of time, each from a bounded number of objects. Compaction then follows a ladder
 // instead of the range merges of compact.go:
 //
 //   - An era starts at a full file (the epoch's snapshot, then each full
