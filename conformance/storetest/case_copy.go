@@ -35,7 +35,7 @@ func testCopy(t tb, e *env) {
 
 	for _, pair := range [][2]string{
 		{"copy/src", "copy/dst"},
-		{"copy/Class:0123abcd/ltx/e0000000000000001/0000/0000000000000001-0000000000000001.ltx", "copy/Class:9876fedc/ltx/e0000000000000001/0000/0000000000000001-0000000000000001.ltx"},
+		{"copy/Class:0123abcd/log/0000/0000000000000001-0000000000000001.bin", "copy/Class:9876fedc/log/0000/0000000000000001-0000000000000001.bin"},
 		{"copy/with space", "copy/other dir/with space"},
 	} {
 		src, dst := e.key(pair[0]), e.key(pair[1])
