@@ -114,6 +114,9 @@ func (e *ActivationError) Unwrap() error { return e.Err }
 var (
 	// ErrClosed is returned for calls made after Runtime.Close started.
 	ErrClosed = errors.New("cell: runtime is closed")
+	// ErrForking is returned for calls to a cell while Runtime.Fork of this
+	// runtime writes it; call again once the fork has returned.
+	ErrForking = errors.New("cell: a fork is writing this cell; call it again when the fork has returned")
 	// ErrNotInTurn is returned by storage calls whose context does not
 	// belong to the turn currently holding the object's input gate: a
 	// context from outside the handler, from a goroutine the handler
