@@ -51,6 +51,18 @@ func (rt *Runtime) Fork(ctx context.Context, src, dst, bookmark string) (string,
 	if src == dst {
 		return "", &durability.ForkDestinationWrittenError{Cell: dst, What: "it is the source"}
 	}
+	// A written destination is refused before its lease is asked for (its
+	// owner would refuse first, naming itself); the log checks again
+	// under the grant.
+	if p, ok := rt.log.(durability.Prober); ok {
+		held, err := p.Holds(ctx, dst)
+		if err != nil {
+			return "", fmt.Errorf("fork: look for %s in the log: %w", dst, err)
+		}
+		if held {
+			return "", &durability.ForkDestinationWrittenError{Cell: dst, What: "its log in the bucket"}
+		}
+	}
 	release, err := rt.holdForFork(dst)
 	if err != nil {
 		return "", err
