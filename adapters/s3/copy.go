@@ -16,8 +16,9 @@ import (
 
 var _ store.Copier = (*Store)(nil)
 
-// maxCopyPart is S3's largest part of a multipart copy (5 GiB).
-const maxCopyPart = 5 << 30
+// maxCopyPart is S3's largest part of a multipart copy (5 GiB); a
+// variable only so that a test can copy in several small parts.
+var maxCopyPart int64 = 5 << 30
 
 // Copy implements store.Copier with a multipart copy, so the bytes stay in
 // the bucket: HeadObject learns the source's size, ETag, metadata and

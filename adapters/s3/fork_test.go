@@ -1,6 +1,7 @@
 package s3_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -206,4 +207,32 @@ func sizeOf(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// TestCopyInSeveralParts copies a 12 MiB object in 5 MiB parts (the part
+// size lowered from 5 GiB), so the ranged UploadPartCopy path runs: the
+// copy is byte for byte the source, with its metadata.
+func TestCopyInSeveralParts(t *testing.T) {
+	defer s3.SetCopyPartSize(5 << 20)()
+	st := openServer(t, nil)
+	ctx := t.Context()
+	body := make([]byte, 12<<20+123)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range body {
+		body[i] = byte(r.Uint32())
+	}
+	md := map[string]string{"litestream-timestamp": "2026-05-30T02:46:41.091Z"}
+	if _, err := st.Put(ctx, "src", body, store.PutOptions{Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Copy(ctx, st, "src", "dst"); err != nil {
+		t.Fatal(err)
+	}
+	o, err := st.Get(ctx, "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(o.Data, body) || o.Metadata["litestream-timestamp"] != md["litestream-timestamp"] {
+		t.Fatalf("the copy in parts: %d bytes (equal %v), metadata %v", len(o.Data), bytes.Equal(o.Data, body), o.Metadata)
+	}
 }
