@@ -3,12 +3,15 @@ package celltest
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/store/faultstore"
 	"github.com/cellb/cellb/core/store/memstore"
 )
 
@@ -27,7 +30,9 @@ func forkCases() []caseDef {
 // history refuses with *durability.NoForkError. The copies survive the
 // runtime: another one restores them from the bucket.
 func caseFork(c *checkT) {
-	bucket := memstore.New()
+	// A millisecond per request (real time), so that the racing forks
+	// below overlap.
+	bucket := faultstore.New(memstore.New(), faultstore.Config{All: faultstore.Faults{Latency: time.Millisecond}})
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	open := func() durability.Log {
 		l, err := ltxlog.New(ltxlog.Options{Store: bucket, Clock: clk, Logger: quietLogger(), CompactAfter: -1,
@@ -119,6 +124,29 @@ func caseFork(c *checkT) {
 	if _, err := rt.Fork(c.ctx, key("a"), key("a"), ""); !errors.As(err, &written) {
 		c.errorf("fork of a cell into itself: %v, want *durability.ForkDestinationWrittenError", err)
 	}
+
+	// Forks racing into one new cell: exactly one applies, the others are
+	// refused as written (or in use).
+	var won, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 24 {
+		wg.Go(func() {
+			_, err := rt.Fork(c.ctx, key("a"), key("f"), "")
+			switch {
+			case err == nil:
+				won.Add(1)
+			case errors.As(err, new(*durability.ForkDestinationWrittenError)):
+				refused.Add(1)
+			default:
+				c.errorf("a racing fork: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 || refused.Load() != 23 {
+		c.errorf("24 racing forks into one cell: %d applied, %d refused; want 1 and 23", won.Load(), refused.Load())
+	}
+	check("the cell 24 forks raced into", read("read f", pc.stub("f")), state{n: 6, kv: "from a"})
 
 	// Another runtime restores the forks from the bucket.
 	c.closeRuntime(rt)
