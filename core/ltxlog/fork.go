@@ -40,11 +40,12 @@ const forkAttempts = 5
 // The destination must hold nothing yet: any object under its prefix but
 // its ownership record (which the caller's grant wrote) is a
 // *durability.ForkDestinationWrittenError, and so is a copy that meets an
-// object (every copy is create-only). Files are copied newest first, so a
-// fork cut short leaves no chain from TXID 1: the destination's next
-// activation fails to restore rather than restoring an older state. A
-// source file replaced by a compaction during the copy restarts the fork
-// from a fresh listing, after deleting what it copied.
+// object (every copy is create-only). A fork that fails deletes what it
+// copied, so the destination stays never written; files are copied newest
+// first, so a fork cut short before it could (the node died) leaves no
+// chain from TXID 1 and the destination's next activation fails to restore
+// rather than restoring an older state. A source file replaced by a
+// compaction during the copy restarts the fork from a fresh listing.
 //
 // The alarm is in the copied database (celld's _cf_ALARM, keyed by the
 // source's cell key); the destination's runtime drops it, and adopts the
@@ -64,17 +65,30 @@ func Fork(ctx context.Context, s store.Store, req durability.ForkRequest) (durab
 		if err == nil {
 			return res, nil
 		}
+		// Remove what this attempt copied (the caller's grant keeps
+		// everyone else out), so that a failed fork leaves the destination
+		// never written and can be tried again.
+		if derr := removeCopies(ctx, s, copied); derr != nil {
+			return durability.ForkResult{}, errors.Join(err, derr)
+		}
 		if !store.IsNotFound(err) || attempt == forkAttempts {
 			return durability.ForkResult{}, err
 		}
 		// A source file went away (compacted): start again from a fresh
-		// listing, without what this attempt copied.
-		for _, k := range copied {
-			if derr := s.Delete(ctx, k); derr != nil {
-				return durability.ForkResult{}, fmt.Errorf("fork: remove %s after a failed attempt: %w", k, derr)
-			}
+		// listing.
+	}
+}
+
+// removeCopies deletes the destination files a failed attempt wrote, even
+// after ctx ended.
+func removeCopies(ctx context.Context, s store.Store, keys []string) error {
+	ctx = context.WithoutCancel(ctx)
+	for _, k := range keys {
+		if err := s.Delete(ctx, k); err != nil {
+			return fmt.Errorf("fork: remove %s after a failed attempt: %w", k, err)
 		}
 	}
+	return nil
 }
 
 // checkNeverWritten fails unless the bucket holds nothing of cell but its

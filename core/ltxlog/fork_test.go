@@ -171,17 +171,35 @@ func TestForkRefusesAWrittenDestination(t *testing.T) {
 // A fork cut short leaves no chain from TXID 1 in the destination (its
 // files are copied newest first), so the destination's next activation
 // cannot restore an older state of the source as if it were the fork.
+//
+// A fork that fails and can clean up leaves nothing, so it can be tried
+// again.
 func TestAForkCutShortRestoresNothing(t *testing.T) {
 	ctx := context.Background()
 	base := memstore.New()
 	writeChain(t, base, 1, 6, -1) // six level-0 files
 	fs := faultstore.New(base, faultstore.Config{})
-	fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: ltx.Key(forkDst, 1, 0, 3, 3), Fault: faultstore.Fail})
+	fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: ltx.Key(forkDst, 1, 0, 3, 3), Fault: faultstore.Fail},
+		// The node is gone before it can remove what it copied.
+		faultstore.Rule{Op: faultstore.OpDelete, Fault: faultstore.Fail, Times: -1})
 	if _, err := Fork(ctx, fs, durability.ForkRequest{Source: cell, Dest: forkDst, Epoch: 1}); err == nil {
-		t.Fatal("the fork succeeded though its last copy failed")
+		t.Fatal("the fork succeeded though a copy failed")
 	}
 	if res, err := Restore(ctx, base, forkDst, RestoreOptions{}); err == nil {
 		t.Fatalf("a fork cut short restores TXID %d", res.TXID)
+	}
+
+	const again = "Counter:00000003"
+	fs = faultstore.New(base, faultstore.Config{})
+	fs.Script(faultstore.Rule{Op: faultstore.OpPut, Key: ltx.Key(again, 1, 0, 3, 3), Fault: faultstore.Fail})
+	if _, err := Fork(ctx, fs, durability.ForkRequest{Source: cell, Dest: again, Epoch: 1}); err == nil {
+		t.Fatal("the fork succeeded though a copy failed")
+	}
+	if page, _ := store.ListAll(ctx, base, store.ListOptions{Prefix: layout.CellPrefix(again)}); len(page.Objects) != 0 {
+		t.Fatalf("a failed fork left %d objects behind", len(page.Objects))
+	}
+	if _, err := Fork(ctx, base, durability.ForkRequest{Source: cell, Dest: again, Epoch: 2}); err != nil {
+		t.Fatalf("the fork tried again: %v", err)
 	}
 }
 
