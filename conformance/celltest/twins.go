@@ -49,6 +49,7 @@ func Twins() []Twin {
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
 		{"bookmark-any-time", wrapLog(BookmarkAnyTime), []string{"storage/bookmarks"}},
 		{"stale-bookmark", wrapLog(StaleBookmark), []string{"storage/bookmarks"}},
+		{"fork-ignores-bookmark", wrapLog(ForkIgnoresBookmark), []string{"storage/fork"}},
 		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
 		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},
 		{"no-alarm-residency", configure(NoAlarmResidency), []string{"alarm/residency"}},

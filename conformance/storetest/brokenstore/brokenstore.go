@@ -58,6 +58,8 @@ func All() []Twin {
 		{"repeats-versions", "versions are a per-key counter that starts again after a delete", RepeatsVersions},
 		{"deletes-by-prefix", "a delete removes every key that begins with the one asked for", DeletesByPrefix},
 		{"nesting-fails-opaquely", "a key below an existing object is refused with an untyped error", NestingFailsOpaquely},
+		{"copy-overwrites", "a server-side copy replaces an existing destination", CopyOverwrites},
+		{"copy-drops-metadata", "a server-side copy leaves the source's metadata and content headers behind", CopyDropsMetadata},
 	}
 }
 

@@ -46,6 +46,8 @@ var caughtBy = map[string][]string{
 	"nesting-fails-opaquely":    {"object-and-prefix"},
 	"repeats-versions":          {"delete-recreate-swap"},
 	"deletes-by-prefix":         {"delete"},
+	"copy-overwrites":           {"copy"},
+	"copy-drops-metadata":       {"copy"},
 }
 
 func TestEveryTwinFailsTheSuite(t *testing.T) {
@@ -120,6 +122,8 @@ func TestTwinsAreOtherwiseSound(t *testing.T) {
 		"ignores-stream-conditions": {"probe", "create-only", "compare-and-swap", "stream-put", "stream-range", "stream-failure"},
 		"missing-delete-fails":      {"probe", "create-only", "compare-and-swap", "read-after-write", "pagination"},
 		"nesting-fails-opaquely":    {"probe", "create-only", "compare-and-swap", "read-after-write", "delete", "pagination"},
+		"copy-overwrites":           {"probe", "create-only", "compare-and-swap", "read-after-write", "metadata", "stream-put"},
+		"copy-drops-metadata":       {"probe", "create-only", "compare-and-swap", "read-after-write", "metadata", "stream-put"},
 	}
 	for _, twin := range brokenstore.All() {
 		only, ok := sound[twin.Name]
