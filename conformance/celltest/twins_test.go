@@ -3,7 +3,7 @@ package celltest
 import (
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 )
 
 // withoutTwin are the celltest cases no twin in Twins is declared to fail,

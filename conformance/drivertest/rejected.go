@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 )
 
 // RunTwins shows the suite rejects every applicable negative twin of the

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/driver"
 )
 

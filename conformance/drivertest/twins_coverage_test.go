@@ -3,7 +3,7 @@ package drivertest
 import (
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 )
 
 // withoutTwin are the drivertest cases no twin in Twins is declared to

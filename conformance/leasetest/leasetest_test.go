@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store/memstore"
 )
 

@@ -15,7 +15,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/r2"
 	"github.com/cellb/cellb/core/store"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 )
 

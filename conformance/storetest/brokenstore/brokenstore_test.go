@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/conformance/storetest"
 	"github.com/cellb/cellb/conformance/storetest/brokenstore"
 	"github.com/cellb/cellb/core/store"
