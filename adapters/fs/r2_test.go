@@ -17,5 +17,5 @@ func TestR2Conformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r2test.Run(t, s, r2test.Real)
+	r2test.Run(t, r2test.Harness{Store: s})
 }
