@@ -165,9 +165,15 @@ type checkT struct {
 	conns []driver.Conn
 }
 
-func (c *checkT) errorf(format string, args ...any) { c.rec.Errorf(format, args...) }
+func (c *checkT) errorf(format string, args ...any) {
+	c.rec.Helper()
+	c.rec.Errorf(format, args...)
+}
 
-func (c *checkT) fatalf(format string, args ...any) { c.rec.Fatalf(format, args...) }
+func (c *checkT) fatalf(format string, args ...any) {
+	c.rec.Helper()
+	c.rec.Fatalf(format, args...)
+}
 
 func (c *checkT) logf(format string, args ...any) { c.rec.Logf(format, args...) }
 
@@ -178,6 +184,7 @@ func (c *checkT) path(name string) string { return filepath.Join(c.dir, name) }
 
 // open opens a database and remembers to close it.
 func (c *checkT) open(path string, capture bool) driver.Conn {
+	c.rec.Helper()
 	conn, err := c.h.Driver.Open(c.ctx, driver.Config{Path: path, PageCapture: capture})
 	if err != nil {
 		c.fatalf("Open(Path=%q, PageCapture=%v): %v", path, capture, err)
@@ -191,6 +198,7 @@ func (c *checkT) open(path string, capture bool) driver.Conn {
 
 // close closes conn now, failing the case on error.
 func (c *checkT) close(conn driver.Conn) {
+	c.rec.Helper()
 	if i := slices.Index(c.conns, conn); i >= 0 {
 		c.conns = slices.Delete(c.conns, i, i+1)
 	}
@@ -211,6 +219,7 @@ func (c *checkT) closeAll() {
 
 // exec runs sql and fails the case on error.
 func (c *checkT) exec(conn driver.Conn, sql string, args ...any) driver.Result {
+	c.rec.Helper()
 	r, err := conn.Exec(c.ctx, sql, args...)
 	if err != nil {
 		c.fatalf("Exec(%s): %v", clip(sql), err)
@@ -220,6 +229,7 @@ func (c *checkT) exec(conn driver.Conn, sql string, args ...any) driver.Result {
 
 // query runs sql and returns every row, copied.
 func (c *checkT) query(conn driver.Conn, sql string, args ...any) [][]any {
+	c.rec.Helper()
 	rows, err := queryAll(c.ctx, conn, sql, args...)
 	if err != nil {
 		c.fatalf("Query(%s): %v", clip(sql), err)
@@ -229,6 +239,7 @@ func (c *checkT) query(conn driver.Conn, sql string, args ...any) [][]any {
 
 // queryOne runs sql expecting exactly one row with one column.
 func (c *checkT) queryOne(conn driver.Conn, sql string, args ...any) any {
+	c.rec.Helper()
 	rows := c.query(conn, sql, args...)
 	if len(rows) != 1 || len(rows[0]) != 1 {
 		c.fatalf("Query(%s) returned %d rows, want one row of one column", clip(sql), len(rows))
@@ -237,24 +248,28 @@ func (c *checkT) queryOne(conn driver.Conn, sql string, args ...any) any {
 }
 
 func (c *checkT) begin(conn driver.Conn) {
+	c.rec.Helper()
 	if err := conn.Begin(c.ctx); err != nil {
 		c.fatalf("Begin: %v", err)
 	}
 }
 
 func (c *checkT) commit(conn driver.Conn) {
+	c.rec.Helper()
 	if err := conn.Commit(c.ctx); err != nil {
 		c.fatalf("Commit: %v", err)
 	}
 }
 
 func (c *checkT) rollback(conn driver.Conn) {
+	c.rec.Helper()
 	if err := conn.Rollback(c.ctx); err != nil {
 		c.fatalf("Rollback: %v", err)
 	}
 }
 
 func (c *checkT) serialize(conn driver.Conn) []byte {
+	c.rec.Helper()
 	img, err := conn.Serialize(c.ctx)
 	if err != nil {
 		c.fatalf("Serialize: %v", err)
@@ -263,12 +278,14 @@ func (c *checkT) serialize(conn driver.Conn) []byte {
 }
 
 func (c *checkT) restore(conn driver.Conn, img []byte) {
+	c.rec.Helper()
 	if err := conn.Restore(c.ctx, img); err != nil {
 		c.fatalf("Restore(%d bytes): %v", len(img), err)
 	}
 }
 
 func (c *checkT) pageSize(conn driver.Conn) int {
+	c.rec.Helper()
 	n, err := conn.PageSize(c.ctx)
 	if err != nil {
 		c.fatalf("PageSize: %v", err)
@@ -277,6 +294,7 @@ func (c *checkT) pageSize(conn driver.Conn) int {
 }
 
 func (c *checkT) pageCount(conn driver.Conn) int64 {
+	c.rec.Helper()
 	n, err := conn.PageCount(c.ctx)
 	if err != nil {
 		c.fatalf("PageCount: %v", err)

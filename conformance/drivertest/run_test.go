@@ -160,6 +160,11 @@ func TestRunReportTurnsFailuresAndPanicsIntoResults(t *testing.T) {
 	if !res.Failed() || !strings.Contains(res.Failures[0], "no database for you") {
 		t.Fatalf("sql/open result: %+v", res)
 	}
+	// The failure names the case's line, not the helper's (checkT's
+	// helpers call Helper, as a testing.T helper would).
+	if !strings.HasPrefix(res.Failures[0], "cases_sql.go:") {
+		t.Fatalf("sql/open's failure does not name the case's line: %q", res.Failures[0])
+	}
 	if s := rep.String(); !strings.Contains(s, "(seed 42)") {
 		t.Fatalf("report does not say how to replay: %s", s)
 	}
