@@ -92,8 +92,12 @@ func Contention(goroutines, rounds int) suite.Option {
 	return suite.Custom(contention{max(goroutines, 2), max(rounds, 1)})
 }
 
-// notes lists the ways this configuration weakens the suite.
-func (c *config) notes() []string {
+// notes lists the ways this configuration weakens the suite, and the
+// options naming no case.
+func (c *config) notes() []string { return append(c.weakening(), c.Notes(suiteCases())...) }
+
+// weakening lists the ways this configuration weakens the suite.
+func (c *config) weakening() []string {
 	var n []string
 	if c.largeSize < DefaultLargeObjectSize {
 		n = append(n, fmt.Sprintf("large-object lowered to %s (default %s)", sizeString(c.largeSize), sizeString(DefaultLargeObjectSize)))
@@ -104,7 +108,7 @@ func (c *config) notes() []string {
 	if c.contenders < DefaultContenders || c.rounds < DefaultRounds {
 		n = append(n, fmt.Sprintf("contention lowered to %d goroutines x %d rounds (default %d x %d)", c.contenders, c.rounds, DefaultContenders, DefaultRounds))
 	}
-	return append(n, c.Notes(suiteCases())...)
+	return n
 }
 
 func sizeString(n int) string {

@@ -64,7 +64,7 @@ func Run(t *testing.T, h Harness, opts ...suite.Option) {
 		t.Fatalf("storetest: %v", err)
 	}
 	defer cl.close()
-	for _, n := range append(cfg.notes(), cl.notes...) {
+	for _, n := range append(cfg.weakening(), cl.notes...) { // suite.Subtests logs the rest
 		t.Logf("storetest note: %s", n)
 	}
 	run := newRunPrefix()
