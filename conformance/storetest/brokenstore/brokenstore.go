@@ -1,8 +1,9 @@
 // Package brokenstore holds deliberately broken stores: wrappers that give
 // any correct store.Store one flaw each, the way real buckets and adapters
-// go wrong. They exist to prove that storetest catches each flaw; the
-// package's tests run the suite against every one and check that the cases
-// that should notice it fail.
+// go wrong. They exist to prove that storetest catches each flaw: Twins
+// describes each as a storetest twin (suite.Twin) with the cases that must
+// reject it, and RunTwins shows they do, on memstore in this package's
+// tests or on any bucket from a user's own test.
 package brokenstore
 
 import (
