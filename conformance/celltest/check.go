@@ -177,6 +177,22 @@ func quiet[T any](ch <-chan T, d time.Duration) bool {
 	}
 }
 
+// reachesLog reports whether a commit is pending in l within the harness
+// timeout. A commit reaches the log from the runtime's own goroutines, so
+// a loaded machine may take longer than settle to show it: the case waits
+// for it rather than looking once (it still fails a write that never
+// reaches the log).
+func reachesLog(c *checkT, l *ControlLog) bool {
+	deadline := time.Now().Add(c.h.Timeout)
+	for l.Pending() == 0 {
+		if time.Now().After(deadline) || c.ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
 // settle is how long a case watches for something that must not happen.
 const settle = 60 * time.Millisecond
 
