@@ -94,6 +94,12 @@ type cellLog struct {
 	stopped     bool
 	compactCtx  context.Context
 	stopCompact context.CancelFunc
+	// holdCompaction, once a restore on the next session is requested,
+	// starts no other compaction (restorenext.go).
+	holdCompaction bool
+	// next is the log's part in restores on the next session
+	// (restorenext.go).
+	next nextSession
 
 	// With a node log (nodelog.go): the rows credited and not yet tiered
 	// into the cell's prefix, in TXID order, under mu.
@@ -133,6 +139,7 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
 	c.compactCtx, c.stopCompact = context.WithCancel(context.Background())
+	c.next.settled = make(chan struct{})
 	popts := durability.PipelineOptions[*pending]{
 		Upload: c.uploadBatch,
 		Sync:   syncLocal,
@@ -288,6 +295,11 @@ func (c *cellLog) uploadBatch(batch []*pending) error {
 		if err != nil {
 			return err
 		}
+		// A restore request this epoch restored is done once its
+		// snapshot is stored (restorenext.go).
+		if err := c.dropRequest(context.Background()); err != nil {
+			return err
+		}
 		if batch = batch[1:]; len(batch) == 0 {
 			if c.nl != nil {
 				return c.nl.Confirm(context.Background())
@@ -318,7 +330,7 @@ func (c *cellLog) maybeCompact() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.compacting || c.stopped || len(c.l0Files) < c.opts.CompactAfter {
+	if c.compacting || c.stopped || c.holdCompaction || len(c.l0Files) < c.opts.CompactAfter {
 		return
 	}
 	c.compacting = true
