@@ -128,7 +128,8 @@ func readN(c *checkT, s *cell.Stub[*probe], what string) int64 {
 
 // Write 5, take a bookmark, write 8, restore the bookmark on the next
 // session and Abort: the next call reads 5, in a new instance and a newer
-// epoch, with no alarm (alarms are not restored), and the request is gone
+// epoch, with no alarm (alarms are not restored: neither the bookmarked
+// state's nor the current one is kept), and the request is gone
 // from the bucket (and, local-primary, its mark from beside the database).
 // Write 6; the undo bookmark brings back 8, and the undo of that undo 6.
 func caseRestoreBookmark(c *checkT, bucketWins bool) {
@@ -137,12 +138,17 @@ func caseRestoreBookmark(c *checkT, bucketWins bool) {
 	pc := c.probeClass(rt, "Restore", nil)
 	s := pc.stub("a")
 
-	b5 := bookmarkAfter(c, s, 5)
-	e.clk.Advance(time.Second)
-	b8 := bookmarkAfter(c, s, 8)
+	// The bookmarked state has an alarm, the current one another: the
+	// restored session has neither.
 	must(c, s, "set an alarm", func(ctx context.Context, p *probe) (int, error) {
 		return 0, p.st.SetAlarm(ctx, e.clk.Now().Add(time.Hour))
 	})
+	b5 := bookmarkAfter(c, s, 5)
+	e.clk.Advance(time.Second)
+	must(c, s, "move the alarm", func(ctx context.Context, p *probe) (int, error) {
+		return 0, p.st.SetAlarm(ctx, e.clk.Now().Add(2*time.Hour))
+	})
+	b8 := bookmarkAfter(c, s, 8)
 	undo := restoreAndAbort(c, s, b5, 8)
 	if undo < b8 {
 		c.errorf("the undo bookmark %q sorts before the state it should name, %q", undo, b8)
@@ -194,6 +200,9 @@ func caseRestoreBookmark(c *checkT, bucketWins bool) {
 	if got := readN(c, s, "read after undoing the undo"); got != 6 {
 		c.errorf("after restoring the second undo bookmark, n = %d, want 6", got)
 	}
+	// That state has no alarm, and the session has only read: the
+	// request still goes (the session writes its snapshot at once).
+	c.eventually("the restore request to leave the bucket without a write", func() bool { return !e.pending(key) })
 	// The same again on a restarted runtime (the request crosses
 	// processes).
 	b6 := must(c, s, "bookmark", func(ctx context.Context, p *probe) (string, error) { return p.st.CurrentBookmark(ctx) })
