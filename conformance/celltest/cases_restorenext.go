@@ -26,6 +26,7 @@ func restoreNextCases() []caseDef {
 		{"storage/restore-bookmark", func(c *checkT) { caseRestoreBookmark(c, false) }},
 		{"storage/restore-bookmark-fleet", func(c *checkT) { caseRestoreBookmark(c, true) }},
 		{"storage/restore-bookmark-crash", caseRestoreBookmarkCrash},
+		{"storage/restore-bookmark-epoch", caseRestoreBookmarkEpoch},
 		{"storage/restore-bookmark-errors", caseRestoreBookmarkErrors},
 	}
 }
@@ -57,6 +58,10 @@ func (e *restoreEnv) log() durability.Log {
 // the local file is the primary copy, as under cellb serve), or a lease
 // whose grants say the bucket wins (fleet ownership).
 func (e *restoreEnv) lease(bucketWins bool) lease.Lease {
+	return e.leaseIn(bucketWins, "shards")
+}
+
+func (e *restoreEnv) leaseIn(bucketWins bool, shards string) lease.Lease {
 	if bucketWins {
 		// One lease for the case: its epochs go on across runtimes, as
 		// own.json's do.
@@ -65,7 +70,7 @@ func (e *restoreEnv) lease(bucketWins bool) lease.Lease {
 		}
 		return e.fleet
 	}
-	ls, err := shard.Open(filepath.Join(e.dir, "shards"), 4)
+	ls, err := shard.Open(filepath.Join(e.dir, shards), 4)
 	if err != nil {
 		e.c.fatalf("shard.Open: %v", err)
 	}
@@ -335,4 +340,53 @@ func caseRestoreBookmarkErrors(c *checkT) {
 		}
 		return 0, nil
 	})
+}
+
+// The session that restores must write an epoch above every epoch the
+// bucket holds for the cell: a shard lock's epochs rise above every epoch
+// recorded in its shard file, and a grant records its epoch before its
+// first upload, so the next grant of the same shard directory restores.
+// A grant that does not (shard files lost, their counters restarted) is
+// refused (*durability.EpochInUseError) and the request kept, never
+// applied under an epoch a restore could confuse with the old state's.
+func caseRestoreBookmarkEpoch(c *checkT) {
+	e := newRestoreEnv(c)
+	rt := c.runtime(rtConfig{dir: e.dir, log: e.log(), lease: e.lease(false), clock: e.clk})
+	s := c.probeClass(rt, "Restore", nil).stub("a")
+	b5 := bookmarkAfter(c, s, 5)
+	b8 := bookmarkAfter(c, s, 8)
+	restoreAndAbort(c, s, b5, 8)
+	c.closeRuntime(rt)
+
+	rt = c.runtime(rtConfig{dir: e.dir, log: e.log(), lease: e.leaseIn(false, "fresh-shards"), clock: e.clk})
+	s = c.probeClass(rt, "Restore", nil).stub("a")
+	_, err := cell.Call(c.ctx, s, func(ctx context.Context, p *probe) (int64, error) { return p.get(ctx, "n") })
+	var inUse *durability.EpochInUseError
+	if !errors.As(err, &inUse) {
+		c.errorf("a grant whose epoch is not above the bucket's newest: %v, want a *durability.EpochInUseError", err)
+	}
+	if !e.pending(s.Key()) {
+		c.errorf("the refused session dropped the restore request")
+	}
+	c.closeRuntime(rt)
+
+	rt = c.runtime(rtConfig{dir: e.dir, log: e.log(), lease: e.lease(false), clock: e.clk})
+	s = c.probeClass(rt, "Restore", nil).stub("a")
+	type out struct {
+		v int64
+		b string
+	}
+	o := must(c, s, "read under the shard directory's next epoch", func(ctx context.Context, p *probe) (out, error) {
+		v, err := p.get(ctx, "n")
+		if err != nil {
+			return out{}, err
+		}
+		b, err := p.st.CurrentBookmark(ctx)
+		return out{v, b}, err
+	})
+	pb8, _ := durability.ParseBookmark(b8)
+	po, _ := durability.ParseBookmark(o.b)
+	if o.v != 5 || po.Epoch <= pb8.Epoch {
+		c.errorf("the next grant of the shard directory: n = %d at %s, want 5 under an epoch above %d", o.v, o.b, pb8.Epoch)
+	}
 }
