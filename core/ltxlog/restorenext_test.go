@@ -1,0 +1,145 @@
+package ltxlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/layout"
+	"github.com/cellb/cellb/core/nodelog"
+	"github.com/cellb/cellb/core/store"
+	"github.com/cellb/cellb/core/store/memstore"
+)
+
+// countingStore counts lists and gets.
+type countingStore struct {
+	store.Store
+	lists, gets atomic.Int64
+}
+
+func (s *countingStore) List(ctx context.Context, o store.ListOptions) (store.ListPage, error) {
+	s.lists.Add(1)
+	return s.Store.List(ctx, o)
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) (*store.Object, error) {
+	if layout.IsRestoreRequestKey(cell, key) {
+		s.gets.Add(1)
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// An Open that restores reads the restore request only when the listing
+// of the cell's epochs (which it makes anyway) shows one: without a
+// request it makes exactly the requests it made before requests existed
+// (one listing of the epochs, one of the newest epoch's files); with one it
+// restores the requested bookmark, and the request goes only once the new
+// epoch's snapshot is stored.
+func TestOpenReadsTheRestoreRequestOnlyWhenListed(t *testing.T) {
+	ctx := context.Background()
+	cs := &countingStore{Store: memstore.New()}
+	r := rand.New(rand.NewPCG(1, 2))
+	d := newPageDB(512, true)
+	images := writeEpoch(t, cs, 1, d, r, 4, false)
+
+	lg, _ := New(Options{Logger: quiet, Store: cs, CompactAfter: -1, RetryDelay: time.Millisecond})
+	cs.lists.Store(0)
+	d2 := newPageDB(512, true)
+	cl, err := lg.Open(ctx, openReq(cell, 2, d2, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, g := cs.lists.Load(), cs.gets.Load(); n != 2 || g != 0 {
+		t.Fatalf("an Open without a request made %d listings and read the request %d times, want 2 and 0", n, g)
+	}
+	// The cell asks for the state after epoch 1's second commit.
+	b := durability.Bookmark{Epoch: 1, TXID: 2}
+	undo, err := cl.(durability.NextSessionRestorer).RequestRestore(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if undo != (durability.Bookmark{Epoch: 1, TXID: 4}) {
+		t.Fatalf("undo = %v, want the state Open restored, 1/4", undo)
+	}
+	cl.Close(ctx, true)
+
+	cs.lists.Store(0)
+	d3 := newPageDB(512, true)
+	cl, err = lg.Open(ctx, openReq(cell, 3, d3, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cs.gets.Load(); g != 1 {
+		t.Fatalf("an Open with a request read it %d times, want 1", g)
+	}
+	if !bytes.Equal(d3.image(), images[1]) {
+		t.Fatal("the Open did not restore the requested bookmark")
+	}
+	rr := cl.(durability.RestoreRequestedOpen)
+	if got, ok := rr.RestoredFromRequest(); !ok || got != b {
+		t.Fatalf("RestoredFromRequest = %v, %v", got, ok)
+	}
+	if keys := listKeys(t, cs, layout.RestoreRequestKey(cell)); len(keys) != 1 {
+		t.Fatal("the request went before the new epoch's snapshot was stored")
+	}
+	d3.mutate(r)
+	if err := wait(t, appendCommit(t, cl, d3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if keys := listKeys(t, cs, layout.RestoreRequestKey(cell)); len(keys) != 0 {
+		t.Fatal("the request is still there once the new epoch's snapshot is durable")
+	}
+	if err := rr.RestoreSettled(ctx); err != nil {
+		t.Fatalf("RestoreSettled: %v", err)
+	}
+	cl.Close(ctx, true)
+}
+
+// Requests the log refuses: with the node log, under epoch 0, a bookmark
+// after the current state, one whose TXID ends no file.
+func TestRequestRestoreRefusals(t *testing.T) {
+	ctx := context.Background()
+	var unsup *durability.RestoreUnsupportedError
+	if _, err := (&cellLog{cell: cell, nl: &nodelog.Log{}}).RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 1}); !errors.As(err, &unsup) {
+		t.Fatalf("with the node log: %v, want a *durability.RestoreUnsupportedError", err)
+	}
+	s := memstore.New()
+	r := rand.New(rand.NewPCG(3, 4))
+	writeEpoch(t, s, 1, newPageDB(512, true), r, 3, false)
+	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: -1, RetryDelay: time.Millisecond})
+	cl0, err := lg.Open(ctx, openReq(cell, 0, newPageDB(512, true), false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl0.Close(ctx, false)
+	var ne *durability.RestoreNeedsEpochError
+	if _, err := cl0.(durability.NextSessionRestorer).RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 1}); !errors.As(err, &ne) {
+		t.Fatalf("under epoch 0: %v", err)
+	}
+	cl, err := lg.Open(ctx, openReq(cell, 2, newPageDB(512, true), true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(ctx, false)
+	nr := cl.(durability.NextSessionRestorer)
+	var fut *durability.BookmarkInFutureError
+	if _, err := nr.RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 4}); !errors.As(err, &fut) {
+		t.Fatalf("a bookmark after the current state: %v", err)
+	}
+	if err := CheckBookmark(ctx, s, cell, durability.Bookmark{Epoch: 1, TXID: 3}); err != nil {
+		t.Fatalf("the newest file end: %v", err)
+	}
+	var bnr *durability.BookmarkNotRestorableError
+	if err := CheckBookmark(ctx, s, cell, durability.Bookmark{Epoch: 5, TXID: 1}); !errors.As(err, &bnr) || !strings.Contains(err.Error(), "epoch") {
+		t.Fatalf("an epoch the bucket never held: %v", err)
+	}
+	if keys := listKeys(t, s, layout.RestoreRequestKey(cell)); len(keys) != 0 {
+		t.Fatal("a refused request was recorded")
+	}
+}
