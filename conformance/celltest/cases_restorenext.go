@@ -270,7 +270,7 @@ func caseRestoreBookmarkErrors(c *checkT) {
 		p.st.Abort(ctx, "a new epoch")
 		return 0, nil
 	})
-	bookmarkAfter(c, s, 2)
+	b2 := bookmarkAfter(c, s, 2)
 	cur := bookmarkAfter(c, s, 3)
 	pcur, _ := durability.ParseBookmark(cur)
 	pb1, _ := durability.ParseBookmark(b1)
@@ -308,6 +308,20 @@ func caseRestoreBookmarkErrors(c *checkT) {
 	if err := ask(b1); !errors.As(err, &nr) || !errors.As(err, &enr) {
 		c.errorf("a bookmark of an epoch the bucket no longer holds: %v, want a *durability.BookmarkNotRestorableError", err)
 	}
+	// The local mark cannot be written (a directory is in its way): the
+	// request fails and nothing is recorded, since a request in the
+	// bucket without its mark would wait there unseen by the local file.
+	path, err := cell.DatabasePath(e.dir, s.Key())
+	if err != nil {
+		c.fatalf("%v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(path+"-restore", "x"), 0o755); err != nil {
+		c.fatalf("%v", err)
+	}
+	if err := ask(b2); err == nil {
+		c.errorf("a request whose local mark could not be written succeeded")
+	}
+	os.RemoveAll(path + "-restore")
 	if e.pending(s.Key()) {
 		c.errorf("a refused request left a record in the bucket")
 	}

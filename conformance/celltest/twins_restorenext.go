@@ -59,7 +59,7 @@ func (c ignoreRestoreCellLog) DurableBookmark() (durability.Bookmark, bool) {
 	return durability.Bookmark{}, false
 }
 
-func (c ignoreRestoreCellLog) RequestRestore(ctx context.Context, b durability.Bookmark) (durability.Bookmark, error) {
+func (c ignoreRestoreCellLog) RequestRestore(ctx context.Context, b durability.Bookmark, before func() error) (durability.Bookmark, error) {
 	if u, ok := c.DurableBookmark(); ok {
 		return u, nil
 	}

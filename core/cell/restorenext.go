@@ -69,20 +69,28 @@ func (s *State) RestoreBookmarkOnNextSession(ctx context.Context, b string) (str
 	if !ok {
 		return "", &durability.RestoreUnsupportedError{Cell: inst.key, Reason: "its log records no restore requests"}
 	}
-	rt := inst.rt
-	rt.restoreMarkMu.Lock()
-	defer rt.restoreMarkMu.Unlock()
-	undo, err := nr.RequestRestore(ctx, pb)
-	if err != nil {
-		return "", err
-	}
+	var mark func() error
 	if !inst.grant.BucketWins() {
 		// The local file is the primary copy and is opened without a
 		// look at the bucket: a mark beside it sends the next
-		// activation to the bucket.
-		if err := writeRestoreMark(inst.db.path, pb, inst.grant.Epoch()); err != nil {
-			return "", fmt.Errorf("cell: mark the local database for the restore: %w", err)
+		// activation to the bucket. It is written before the request,
+		// so a request in the bucket always has its mark (a mark
+		// without a request costs one restore of the newest state). It
+		// names this session's epoch, so no older session's cleanup
+		// removes it.
+		mark = func() error {
+			rt := inst.rt
+			rt.restoreMarkMu.Lock()
+			defer rt.restoreMarkMu.Unlock()
+			if err := writeRestoreMark(inst.db.path, pb, inst.grant.Epoch()); err != nil {
+				return fmt.Errorf("cell: mark the local database for the restore: %w", err)
+			}
+			return nil
 		}
+	}
+	undo, err := nr.RequestRestore(ctx, pb, mark)
+	if err != nil {
+		return "", err
 	}
 	return undo.String(), nil
 }

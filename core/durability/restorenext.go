@@ -15,9 +15,11 @@ import (
 // caller made durable first, with State.Sync), itself kept restorable;
 // the next Open under a newer epoch restores b instead of the newest
 // state, and the request is dropped only once that epoch's snapshot of
-// the restored state is durable.
+// the restored state is durable. before, if set, runs once every check has
+// passed and right before the request is recorded (the runtime marks a
+// local-primary database there); its error stops the request.
 type NextSessionRestorer interface {
-	RequestRestore(ctx context.Context, b Bookmark) (undo Bookmark, err error)
+	RequestRestore(ctx context.Context, b Bookmark, before func() error) (undo Bookmark, err error)
 }
 
 // Before reports whether a names a state committed before b's (the

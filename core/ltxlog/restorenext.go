@@ -121,7 +121,7 @@ func openRestoreOptions(ctx context.Context, s store.Store, cell string) (Restor
 // caller has made every commit it wants named durable (State.Sync). From
 // here on this epoch is not compacted, so the current state, the undo
 // bookmark, stays the end of a file: restorable later.
-func (c *cellLog) RequestRestore(ctx context.Context, b durability.Bookmark) (durability.Bookmark, error) {
+func (c *cellLog) RequestRestore(ctx context.Context, b durability.Bookmark, before func() error) (durability.Bookmark, error) {
 	if c.nl != nil {
 		return durability.Bookmark{}, &durability.RestoreUnsupportedError{Cell: c.cell,
 			Reason: "with the node log, tiering merges the rows a bookmark names, so it may not be restorable by then"}
@@ -144,6 +144,11 @@ func (c *cellLog) RequestRestore(ctx context.Context, b durability.Bookmark) (du
 	}
 	if err := CheckBookmark(ctx, c.opts.Store, c.cell, b); err != nil {
 		return durability.Bookmark{}, err
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return durability.Bookmark{}, err
+		}
 	}
 	rec := layout.RestoreRequest{Bookmark: b.String(), Undo: undo.String(), Epoch: c.epoch}
 	c.next.mu.Lock()

@@ -60,7 +60,7 @@ func TestOpenReadsTheRestoreRequestOnlyWhenListed(t *testing.T) {
 	}
 	// The cell asks for the state after epoch 1's second commit.
 	b := durability.Bookmark{Epoch: 1, TXID: 2}
-	undo, err := cl.(durability.NextSessionRestorer).RequestRestore(ctx, b)
+	undo, err := cl.(durability.NextSessionRestorer).RequestRestore(ctx, b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestOpenReadsTheRestoreRequestOnlyWhenListed(t *testing.T) {
 func TestRequestRestoreRefusals(t *testing.T) {
 	ctx := context.Background()
 	var unsup *durability.RestoreUnsupportedError
-	if _, err := (&cellLog{cell: cell, nl: &nodelog.Log{}}).RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 1}); !errors.As(err, &unsup) {
+	if _, err := (&cellLog{cell: cell, nl: &nodelog.Log{}}).RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 1}, nil); !errors.As(err, &unsup) {
 		t.Fatalf("with the node log: %v, want a *durability.RestoreUnsupportedError", err)
 	}
 	s := memstore.New()
@@ -119,7 +119,7 @@ func TestRequestRestoreRefusals(t *testing.T) {
 	}
 	defer cl0.Close(ctx, false)
 	var ne *durability.RestoreNeedsEpochError
-	if _, err := cl0.(durability.NextSessionRestorer).RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 1}); !errors.As(err, &ne) {
+	if _, err := cl0.(durability.NextSessionRestorer).RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 1}, nil); !errors.As(err, &ne) {
 		t.Fatalf("under epoch 0: %v", err)
 	}
 	cl, err := lg.Open(ctx, openReq(cell, 2, newPageDB(512, true), true))
@@ -129,7 +129,7 @@ func TestRequestRestoreRefusals(t *testing.T) {
 	defer cl.Close(ctx, false)
 	nr := cl.(durability.NextSessionRestorer)
 	var fut *durability.BookmarkInFutureError
-	if _, err := nr.RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 4}); !errors.As(err, &fut) {
+	if _, err := nr.RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 4}, nil); !errors.As(err, &fut) {
 		t.Fatalf("a bookmark after the current state: %v", err)
 	}
 	if err := CheckBookmark(ctx, s, cell, durability.Bookmark{Epoch: 1, TXID: 3}); err != nil {
