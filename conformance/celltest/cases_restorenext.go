@@ -11,6 +11,7 @@ import (
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/ltx"
@@ -55,18 +56,23 @@ func (e *restoreEnv) log() durability.Log {
 }
 
 // lease is single-host shard locks on the data directory (local primary:
-// the local file is the primary copy, as under cellb serve), or a lease
-// whose grants say the bucket wins (fleet ownership).
+// the local file is the primary copy, as under cellb serve), or a fleet
+// node's ownership (the bucket wins).
 func (e *restoreEnv) lease(bucketWins bool) lease.Lease {
 	return e.leaseIn(bucketWins, "shards")
 }
 
 func (e *restoreEnv) leaseIn(bucketWins bool, shards string) lease.Lease {
 	if bucketWins {
-		// One lease for the case: its epochs go on across runtimes, as
-		// own.json's do.
+		// A fleet node on the case's bucket: every take moves the cell's
+		// own.json to a new epoch above the log's newest.
 		if e.fleet == nil {
-			e.fleet = bucketWinsLease()
+			n, err := fleet.Join(e.c.ctx, fleet.Options{Store: e.bucket, Node: "restorer", Logger: quietLogger()})
+			if err != nil {
+				e.c.fatalf("fleet.Join: %v", err)
+			}
+			e.c.defer_(n.Kill)
+			e.fleet = n
 		}
 		return e.fleet
 	}
