@@ -2,7 +2,7 @@
 # Draws docs/benchmarks-writes.svg: acknowledged writes per second against
 # callers (1, 4, 16, 64) for each mode (local, local-primary, fleet) and
 # the raw SQLite baseline, from BenchmarkAckedWrites' output
-# (cmd/cellb/app/bench_runtime_test.go; docs/benchmarks.md, "Performance at
+# (tests/bench_runtime_test.go; docs/benchmarks.md, "Performance at
 # scale"). The chart is drawn by scripts/benchchart (standard library only).
 #
 #   scripts/bench-chart.sh                 # runs the benchmark (about 2 minutes), then draws
@@ -20,7 +20,7 @@ if [ $# -ge 1 ]; then
 	input=$1
 else
 	input="$root/docs/benchmarks-writes.txt"
-	(cd "$root" && go test -run '^$' -bench 'AckedWrites' -benchtime "${BENCHTIME:-2s}" -count "${COUNT:-1}" ./cmd/cellb/app) | tee "$input"
+	(cd "$root" && go test -run '^$' -bench 'AckedWrites' -benchtime "${BENCHTIME:-2s}" -count "${COUNT:-1}" ./tests) | tee "$input"
 fi
 note=${NOTE:-"$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) when drawn, $(date -u +%F)"}
 tmp=$(mktemp)

@@ -38,5 +38,5 @@ trap cleanup EXIT
 	go test -run '^$' -bench '^BenchmarkNodeLog(BusyCells|OneClient|Takeover)$' -benchtime 1x -timeout 40m ./cmd/cellb/app
 	echo "# in-process: embedded default and 64 callers" >&2
 	go test -run '^$' -bench 'AckFloor/durable-new-file|AckedWrites/(local-primary|fleet|fleet-nodelog)/callers=(1|64)$' \
-		-benchtime 2s -count "${COUNT:-3}" ./cmd/cellb/app
+		-benchtime 2s -count "${COUNT:-3}" ./tests
 } 2>&1 | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok \)' | tee -a "$out"

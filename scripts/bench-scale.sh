@@ -33,13 +33,13 @@ trap 'kill $sampler 2>/dev/null || true' EXIT
 	cd "$root"
 	echo "# acknowledged writes" >&2
 	go test -run '^$' -bench 'AckedWrites/(raw-sqlite-full|local-primary|fleet)/callers=(1|64)$|AckFloor' \
-		-benchtime 2s -count "$count" ./cmd/cellb/app
+		-benchtime 2s -count "$count" ./tests
 	echo "# activations" >&2
-	go test -run '^$' -bench '^BenchmarkActivationsByKind$' -benchtime 2000x -count "${ACT_COUNT:-2}" ./cmd/cellb/app
+	go test -run '^$' -bench '^BenchmarkActivationsByKind$' -benchtime 2000x -count "${ACT_COUNT:-2}" ./tests
 	echo "# idle cells" >&2
-	CELLB_IDLE_CELLS=1000 go test -run '^$' -bench '^BenchmarkIdleCellsByKind$' -benchtime 1x ./cmd/cellb/app
+	CELLB_IDLE_CELLS=1000 go test -run '^$' -bench '^BenchmarkIdleCellsByKind$' -benchtime 1x ./tests
 	echo "# memory and restore" >&2
-	go test -run '^$' -bench '^Benchmark(LargeCell|RestoreVsLitestream)$' -benchtime 1x ./cmd/cellb/app
+	go test -run '^$' -bench '^Benchmark(LargeCell|RestoreVsLitestream)$' -benchtime 1x ./tests
 } 2>&1 | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok \)' | tee -a "$out"
 kill $sampler 2>/dev/null || true
 summarize "$out"

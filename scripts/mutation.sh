@@ -3,7 +3,7 @@
 # docs/testing.md). Slow: every mutant is compiled and tested on its own.
 # Not part of CI's default path.
 #
-#   scripts/mutation.sh [cell|fs|fleet|ltx|all] [-only "<file>:<line>:<col> <TYPE>[,...]"]
+#   scripts/mutation.sh [cell|fs|fleet|ltx|httperr|all] [-only "<file>:<line>:<col> <TYPE>[,...]"]
 #
 # gremlins (v0.5.0, fetched through the Go module proxy by `go run`) only
 # lists the mutants (a dry run); scripts/mutation applies each through
@@ -88,19 +88,32 @@ run_ltx() {
 		"$@"
 }
 
+run_httperr() {
+	echo "== core/httperr: httperr.go diskfull.go retryafter.go"
+	mutants "$root/core" ./httperr "$work/httperr.json"
+	# core/cell's tests include a stub answering with the mapping.
+	cover "$work/h1.out" "$root/core" github.com/cellb/cellb/core/httperr ./httperr ./cell
+	"$tool" -mutants "$work/httperr.json" -pkg "$root/core/httperr" -files httperr.go,diskfull.go,retryafter.go \
+		-cover "$work/h1.out" -equivalent "$root/scripts/mutation/equivalent.txt" \
+		-test "$root/core|-count=1 -failfast -timeout 60s ./httperr ./cell" \
+		"$@"
+}
+
 case $target in
 cell) run_cell "$@" ;;
 fs) run_fs "$@" ;;
 fleet) run_fleet "$@" ;;
 ltx) run_ltx "$@" ;;
+httperr) run_httperr "$@" ;;
 all)
 	run_cell "$@"
 	run_fs "$@"
 	run_fleet "$@"
 	run_ltx "$@"
+	run_httperr "$@"
 	;;
 *)
-	echo "usage: $0 [cell|fs|fleet|ltx|all] [-only \"<file>:<line>:<col> <TYPE>\"]" >&2
+	echo "usage: $0 [cell|fs|fleet|ltx|httperr|all] [-only \"<file>:<line>:<col> <TYPE>\"]" >&2
 	exit 2
 	;;
 esac

@@ -63,7 +63,8 @@ expect_fail "a go.mod that is not tidy as published" "drivers/wasm/go.mod is not
 
 clone
 expect_ok "plan starts with core" "core/v0.1.0  ready" sh -c "cd '$work/r' && bash scripts/release.sh plan | head -1"
-expect_ok "plan ends with cmd/cellb" "cmd/cellb/v0.1.0" sh -c "cd '$work/r' && bash scripts/release.sh plan | tail -1"
+expect_ok "plan's last round has cmd/cellb" "cmd/cellb/v0.1.0" sh -c "cd '$work/r' && bash scripts/release.sh plan | tail -2"
+expect_ok "plan's last round has tests" "tests/v0.1.0" sh -c "cd '$work/r' && bash scripts/release.sh plan | tail -2"
 expect_ok "tag is a dry run" "core/v0.1.0: would tag" rel tag
 if [ -n "$(git -C "$work/r" tag -l)" ]; then echo "FAIL the dry run created tags"; fails=$((fails + 1)); fi
 expect_ok "tag stops at a module without its siblings' checksums" "conformance/v0.1.0: not yet" rel tag --apply

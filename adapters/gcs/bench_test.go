@@ -11,7 +11,7 @@ import (
 
 // The three writes CellB's protocols are made of, against the local test
 // server: a create-only put, a compare-and-swap and a 1 MiB plain put.
-// cmd/cellb's BenchmarkBuckets runs the same on every adapter at once,
+// The tests module's BenchmarkBuckets runs the same on every adapter at once,
 // with the local-directory store as the baseline.
 
 func BenchmarkCreateOnly(b *testing.B) {

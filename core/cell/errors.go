@@ -4,27 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cellb/cellb/core/cellerr"
 )
 
 // BrokenObjectError is what every caller of a broken object instance gets:
-// the instance was reset because a commit failed to become durable, a
+// the instance was reset (a commit failed to become durable, a
 // BlockConcurrencyWhile callback failed, a handler panicked, or the cell's
-// lease was lost. The next call builds a fresh instance from durable state;
-// nothing that was acknowledged is lost.
-type BrokenObjectError struct {
-	// Key is the cell key of the object.
-	Key string
-	// Reason completes the sentence "Durable Object reset because ...".
-	Reason string
-	// Err is the underlying failure, if there is one.
-	Err error
-}
-
-func (e *BrokenObjectError) Error() string {
-	return "Durable Object reset because " + e.Reason
-}
-
-func (e *BrokenObjectError) Unwrap() error { return e.Err }
+// lease was lost). An alias: the type lives in the leaf core/cellerr so
+// that core/httperr can answer it without importing this package.
+type BrokenObjectError = cellerr.BrokenObjectError
 
 // BlockConcurrencyTimeoutError is the cause (BrokenObjectError.Err) of a
 // reset by a BlockConcurrencyWhile callback that ran past
@@ -99,21 +88,14 @@ type PanicError struct {
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // ActivationError is returned when an object cannot be started: its lease,
-// database, log or constructor failed. The next call tries again.
-type ActivationError struct {
-	Key string
-	Err error
-}
-
-func (e *ActivationError) Error() string {
-	return fmt.Sprintf("cell %s: activation failed: %v", e.Key, e.Err)
-}
-
-func (e *ActivationError) Unwrap() error { return e.Err }
+// database, log or constructor failed. The next call tries again. An
+// alias of core/cellerr's, as BrokenObjectError is.
+type ActivationError = cellerr.ActivationError
 
 var (
-	// ErrClosed is returned for calls made after Runtime.Close started.
-	ErrClosed = errors.New("cell: runtime is closed")
+	// ErrClosed is returned for calls made after Runtime.Close started
+	// (core/cellerr's, as BrokenObjectError is).
+	ErrClosed = cellerr.ErrClosed
 	// ErrNotInTurn is returned by storage calls whose context does not
 	// belong to the turn currently holding the object's input gate: a
 	// context from outside the handler, from a goroutine the handler

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/cellb/cellb/core/httperr"
 )
 
 // Stub calls one object. A call made with the context of another object's
@@ -124,14 +126,15 @@ func (s *Stub[O]) fetchHere(ctx context.Context, req *http.Request) (*http.Respo
 // ServeHTTP makes a stub an http.Handler: it forwards r with Fetch and
 // writes the reply, a streamed one chunk by chunk, flushed (a stream that
 // fails after its start aborts the response: http.ErrAbortHandler). A
-// failure is answered as HTTPStatus maps it (409 for a cell owned
+// failure is answered as core/httperr maps it (409 for a cell owned
 // elsewhere, 503 for a reset object or a closed runtime, 500 for anything
-// else), with the message as the body.
+// else), with the message as the body and Retry-After on a 503; only
+// httperr.Write's X-Cellb-Not-Applied is left to the handlers.
 func (s *Stub[O]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.Fetch(r.Context(), r)
 	if err != nil {
-		status, msg := HTTPStatus(err)
-		if after := RetryAfter(err); after > 0 {
+		status, msg := httperr.Status(err)
+		if after := httperr.RetryAfter(err); after > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(after))
 		}
 		http.Error(w, msg, status)

@@ -63,19 +63,6 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("the owner at %s refused the forwarded call: %s", e.Addr, e.Message)
 }
 
-// OwnerLostError: the call was sent to the owner in full and no complete
-// answer came back. It may or may not have been applied; it is not retried.
-type OwnerLostError struct {
-	Addr string
-	Err  error
-}
-
-func (e *OwnerLostError) Error() string {
-	return fmt.Sprintf("the owner at %s went away during the forwarded call (%v): the call may or may not have been applied", e.Addr, e.Err)
-}
-
-func (e *OwnerLostError) Unwrap() error { return e.Err }
-
 // errServerClosedIdle is the text of net/http's error for a kept-alive
 // connection the server closed before the request was written to it (the
 // error value is not exported).

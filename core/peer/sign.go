@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/clock"
+	"github.com/cellb/cellb/core/peererr"
 )
 
 // Headers of a signed request. Every one of them except the signature is
@@ -40,8 +41,9 @@ const (
 	// any of it: the node is shutting down, or the request was signed for
 	// another node or incarnation (the sender's view of the owner is
 	// stale). The sender may look up the owner again and send the call
-	// there, or run it itself, without risking it twice.
-	HeaderNotApplied = "X-Cellb-Not-Applied"
+	// there, or run it itself, without risking it twice. It is
+	// core/peererr's, so that core/httperr can set it.
+	HeaderNotApplied = peererr.HeaderNotApplied
 )
 
 // MaxSkew is how far a request's timestamp may be from the receiver's clock.
@@ -72,16 +74,6 @@ func (e *AuthError) Is(target error) bool { return target == ErrUnauthenticated 
 
 func authErr(format string, args ...any) error {
 	return &AuthError{Reason: fmt.Sprintf(format, args...)}
-}
-
-// BodyTooLargeError: a body larger than a call between nodes may carry.
-// It is answered 413.
-type BodyTooLargeError struct {
-	Limit int64
-}
-
-func (e *BodyTooLargeError) Error() string {
-	return fmt.Sprintf("request body too large: a call forwarded to another node or process carries at most %d bytes", e.Limit)
 }
 
 // Target is the node a request is signed for.

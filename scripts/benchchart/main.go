@@ -1,9 +1,9 @@
 // Command benchchart draws acknowledged writes per second against callers,
 // one line per mode, from the output of BenchmarkAckedWrites
-// (cmd/cellb/app/bench_runtime_test.go), as an SVG written with the standard
+// (tests/bench_runtime_test.go), as an SVG written with the standard
 // library alone. scripts/bench-chart.sh runs it; by hand:
 //
-//	go test -run '^$' -bench AckedWrites -benchtime 2s ./cmd/cellb/app > bench.txt
+//	go test -run '^$' -bench AckedWrites -benchtime 2s ./tests > bench.txt
 //	(cd scripts/benchchart && GOWORK=off go run main.go -title "…" < bench.txt > out.svg)
 //
 // A line of the input looks like

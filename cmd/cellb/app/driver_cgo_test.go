@@ -9,8 +9,6 @@ import (
 	"github.com/cellb/cellb/drivers/cgo"
 )
 
-func cgoTestDrivers() []driver.Driver { return []driver.Driver{cgo.New()} }
-
 // The tests run the cgo driver wherever cgo is on, whatever tags the test
 // binary was built with (the binary cellb itself needs cellb_cgo:
 // driver_cgo.go).

@@ -1,8 +1,9 @@
 // Package layering holds the test that keeps CellB's dependencies pointing
 // one way: core imports no adapter, driver or cloud SDK; adapters and
 // drivers import only core's packages; conformance imports only core; only
-// cmd/cellb and the example apps (and tests) may import everything; only
-// cmd/cellb (and tests) may import the example apps. Inside core,
+// cmd/cellb, the example apps and the tests module (tests/) may import
+// everything; only cmd/cellb (and tests) may import the example apps;
+// nothing imports the tests module, which holds tests only. Inside core,
 // layers_test.go keeps the formats, the ports, the runtime and the fleet
 // apart.
 package layering
@@ -35,6 +36,7 @@ type pkg struct {
 	XTestImports []string
 	Deps         []string
 	Standard     bool
+	GoFiles      []string
 }
 
 func workspaceRoot(t *testing.T) string {
@@ -96,6 +98,32 @@ func examplesRule(own, imp string, testCode bool) string {
 	return "only cmd/cellb imports the example apps"
 }
 
+// testsRule says why a package of area own may not import imp, or "" when
+// it may: the tests module (tests/, docs/testing.md) may import anything
+// and nothing may import it, not even from a test; it is no library.
+func testsRule(own, imp string) string {
+	if !strings.HasPrefix(imp, prefix) || area(imp) != "tests" || own == "tests" {
+		return ""
+	}
+	return "nothing imports the tests module: it holds tests only"
+}
+
+// testsModuleFiles says why a package of the tests module has code outside
+// its tests, or "": its packages hold _test.go files and a doc.go only
+// (package tests/internal/... may hold the tests' shared helpers).
+func testsModuleFiles(p pkg) string {
+	rel := strings.TrimPrefix(p.ImportPath, prefix)
+	if area(p.ImportPath) != "tests" || strings.HasPrefix(rel, "tests/internal/") {
+		return ""
+	}
+	for _, f := range p.GoFiles {
+		if f != "doc.go" {
+			return "the tests module holds tests: " + f + " is not a _test.go file (helpers go into tests/internal/)"
+		}
+	}
+	return ""
+}
+
 func TestDependenciesPointOneWay(t *testing.T) {
 	root := workspaceRoot(t)
 	for _, p := range listPackages(t, root) {
@@ -103,10 +131,16 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			continue
 		}
 		own := area(p.ImportPath)
+		if why := testsModuleFiles(p); why != "" {
+			t.Errorf("%s: %s", p.ImportPath, why)
+		}
 		check := func(kind string, imports []string, testCode bool) {
 			for _, imp := range imports {
 				if isStd(imp) {
 					continue
+				}
+				if why := testsRule(own, imp); why != "" {
+					t.Errorf("%s (%s) imports %s: %s", p.ImportPath, kind, imp, why)
 				}
 				if why := examplesRule(own, imp, testCode); why != "" {
 					t.Errorf("%s (%s) imports %s: %s", p.ImportPath, kind, imp, why)
@@ -189,6 +223,44 @@ func TestExamplesRule(t *testing.T) {
 	for _, c := range cases {
 		if got := examplesRule(c.own, c.imp, c.test) == ""; got != c.allowed {
 			t.Errorf("%s importing %s (test %v): allowed %v, want %v", c.own, c.imp, c.test, got, c.allowed)
+		}
+	}
+}
+
+// TestTestsRule: the tests module may import anything and nothing may
+// import it, from code or tests; its packages hold tests and a doc.go.
+func TestTestsRule(t *testing.T) {
+	tests := prefix + "tests"
+	cases := []struct {
+		own, imp string
+		allowed  bool
+	}{
+		{"tests", prefix + "cmd/cellb/app", true},
+		{"tests", prefix + "examples/counter", true},
+		{"tests", prefix + "adapters/s3", true},
+		{"tests", tests + "/internal/helper", true},
+		{"cmd", tests, false},
+		{"core", tests, false},
+		{"examples", tests + "/internal/helper", false},
+		{"adapters/fs", tests, false},
+		{"conformance", tests, false},
+	}
+	for _, c := range cases {
+		if got := testsRule(c.own, c.imp) == ""; got != c.allowed {
+			t.Errorf("%s importing %s: allowed %v, want %v", c.own, c.imp, got, c.allowed)
+		}
+	}
+	for _, c := range []struct {
+		p  pkg
+		ok bool
+	}{
+		{pkg{ImportPath: tests, GoFiles: []string{"doc.go"}}, true},
+		{pkg{ImportPath: tests + "/internal/helper", GoFiles: []string{"helper.go"}}, true},
+		{pkg{ImportPath: tests, GoFiles: []string{"doc.go", "helper.go"}}, false},
+		{pkg{ImportPath: prefix + "cmd/cellb/app", GoFiles: []string{"app.go"}}, true},
+	} {
+		if got := testsModuleFiles(c.p) == ""; got != c.ok {
+			t.Errorf("%s with %v: allowed %v, want %v", c.p.ImportPath, c.p.GoFiles, got, c.ok)
 		}
 	}
 }

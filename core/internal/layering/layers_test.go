@@ -72,6 +72,15 @@ var layerRules = []layerRule{
 		why: "the instruments are a leaf the runtime and the fleet both record on: core/metrics links only the store port (to wrap the bucket) and what it links"},
 	{pkgs: []string{"health"}, forbidden: []string{"*"},
 		why: "the admin endpoints know neither the host nor a metrics format: core/health imports no CellB package"},
+	// cell.Stub answers a failed Fetch with core/httperr, so the mapping
+	// names the errors it answers through leaves that core/cell and
+	// core/peer alias, never through those packages.
+	{pkgs: []string{"httperr"}, forbidden: []string{"*"}, allowed: []string{"cellerr", "peererr", "lease", "layout", "driver", "page"},
+		why: "the error-to-HTTP mapping is linked by the runtime (cell.Stub answers with it): it names the runtime's and the peer port's errors through core/cellerr and core/peererr, and links only those leaves and the ports"},
+	{pkgs: []string{"cellerr"}, forbidden: []string{"*"},
+		why: "the runtime's answered errors are a leaf core/httperr names: core/cellerr imports no CellB package"},
+	{pkgs: []string{"peererr"}, forbidden: []string{"*"}, allowed: []string{"lease", "layout"},
+		why: "the peer port's answered errors are a leaf core/httperr names: core/peererr links only the lease port (a ForwardError carries its refusal)"},
 }
 
 // layerViolations checks rules against a package graph and returns one
@@ -126,9 +135,10 @@ func TestLayersInsideCore(t *testing.T) {
 
 // TestLayerRulesCatchTheOldGraph feeds the rules the dependencies core had
 // before the wake port and the KV value codec left core/cell (and before
-// the fleet learned the LTX keys from core/layout, and the formats took
-// their page types from core/page instead of the driver port): each broken
-// layer must be reported.
+// the fleet learned the LTX keys from core/layout, the formats took their
+// page types from core/page instead of the driver port, and core/httperr
+// named the errors it answers through leaves): each broken layer must be
+// reported.
 func TestLayerRulesCatchTheOldGraph(t *testing.T) {
 	c := func(names ...string) []string {
 		var out []string
@@ -148,6 +158,9 @@ func TestLayerRulesCatchTheOldGraph(t *testing.T) {
 		p("shard", nil, nil),
 		p("ltx", c("driver"), c("driver")),
 		p("wal", c("driver", "store"), c("driver", "store")),
+		// httperr before the runtime's and the peer port's errors moved to
+		// leaves (cell.HTTPStatus was the runtime's half of the mapping).
+		p("httperr", c("cell", "peer"), c("cell", "clock", "driver", "lease", "peer", "store")),
 	}
 	got := strings.Join(layerViolations(old, layerRules), "\n")
 	for _, want := range []string{
@@ -162,6 +175,10 @@ func TestLayerRulesCatchTheOldGraph(t *testing.T) {
 		"core/page: no such package",
 		"core/ltx links core/driver: formats import no port",
 		"core/wal links core/driver: formats import no port",
+		"core/httperr links core/cell: the error-to-HTTP mapping is linked by the runtime",
+		"core/httperr links core/peer: the error-to-HTTP mapping is linked by the runtime",
+		"core/cellerr: no such package",
+		"core/peererr: no such package",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the rules do not report %q; they report:\n%s", want, got)

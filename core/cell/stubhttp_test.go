@@ -14,38 +14,6 @@ import (
 	"github.com/cellb/cellb/core/lease"
 )
 
-// TestHTTPStatus is the runtime's half of the error-to-status mapping, one
-// row per error kind, each wrapped as the runtime wraps it.
-func TestHTTPStatus(t *testing.T) {
-	owned := &lease.CellOwnedElsewhereError{Class: "Counter", ID: "x", Owner: "n2"}
-	gone := &lease.ShardOwnerLostError{Class: "Counter", ID: "x", Err: errors.New("EOF")}
-	lapsed := &lease.LeaseLapsedError{Cell: "Counter:x"}
-	lost := &lease.RecordLostError{Scope: "Counter:x"}
-	broken := &cell.BrokenObjectError{Key: "Counter:x", Reason: "a handler panicked"}
-	wrap := func(err error) error { return &cell.ActivationError{Key: "Counter:x", Err: err} }
-	cases := []struct {
-		err    error
-		status int
-		msg    string
-	}{
-		{wrap(owned), 409, owned.Error()},
-		{fmt.Errorf("call: %w", notRouted{owned}), 409, "not routed: " + owned.Error()},
-		{wrap(gone), 502, gone.Error()},
-		{fmt.Errorf("commit: %w", lapsed), 503, lapsed.Error()},
-		{wrap(lost), 503, lost.Error()},
-		{broken, 503, broken.Error()},
-		{cell.ErrClosed, 503, cell.ErrClosed.Error()},
-		{fmt.Errorf("call: %w", context.Canceled), 503, "call: context canceled"},
-		{errors.New("disk on fire"), 500, "disk on fire"},
-	}
-	for _, c := range cases {
-		status, msg := cell.HTTPStatus(c.err)
-		if status != c.status || msg != c.msg {
-			t.Errorf("HTTPStatus(%v) = %d %q, want %d %q", c.err, status, msg, c.status, c.msg)
-		}
-	}
-}
-
 // refuseAll is a lease under which another node owns every cell.
 type refuseAll struct{}
 
@@ -85,13 +53,3 @@ func TestStubServeHTTPOwnedElsewhereIs409(t *testing.T) {
 		t.Fatalf("%d %q, want 409 %q", w.Code, w.Body.String(), want)
 	}
 }
-
-// notRouted is a refusal that states its status, as core/host's
-// *NotRoutedError does; it wraps the refusal.
-type notRouted struct {
-	owned *lease.CellOwnedElsewhereError
-}
-
-func (e notRouted) Error() string   { return "not routed: " + e.owned.Error() }
-func (e notRouted) HTTPStatus() int { return 409 }
-func (e notRouted) Unwrap() error   { return e.owned }

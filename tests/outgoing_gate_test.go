@@ -1,4 +1,4 @@
-package app
+package tests
 
 import (
 	"bufio"
@@ -272,7 +272,7 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 			m, d := start(i, nil)
 			made, done = append(made, m), append(done, d)
 		}
-		eventually(t, "every caller's upload to be held", func() bool { return hold.waiting.Load() >= int64(len(kinds)) })
+		waitFor(t, "every caller's upload to be held", func() bool { return hold.waiting.Load() >= int64(len(kinds)) })
 		time.Sleep(50 * time.Millisecond) // room for an ungated I/O to show
 		for i, k := range kinds {
 			select {
@@ -298,7 +298,7 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 			m, d := start(i, nil)
 			made, done = append(made, m), append(done, d)
 		}
-		eventually(t, "every caller's upload to be held", func() bool { return hold.waiting.Load() >= int64(len(kinds)) })
+		waitFor(t, "every caller's upload to be held", func() bool { return hold.waiting.Load() >= int64(len(kinds)) })
 		hold.let(true)
 		for i, k := range kinds {
 			err := <-done[i]
@@ -364,7 +364,7 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 		defer done()
 		hold.hold()
 		streamNext <- struct{}{}
-		eventually(t, "the chunk's write to be held", func() bool { return hold.waiting.Load() >= 1 })
+		waitFor(t, "the chunk's write to be held", func() bool { return hold.waiting.Load() >= 1 })
 		second := make(chan string, 1)
 		go func() {
 			l, err := br.ReadString('\n')

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package app
+package tests
 
 import "github.com/cellb/cellb/core/driver"
 

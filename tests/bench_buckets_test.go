@@ -1,4 +1,4 @@
-package app
+package tests
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // servers (.ci/servers/*.sh) and source their env files first; a bucket
 // whose variables are unset is skipped.
 //
-//	go test github.com/cellb/cellb/cmd/cellb -run '^$' -bench Buckets
+//	go test github.com/cellb/cellb/tests -run '^$' -bench Buckets
 func BenchmarkBuckets(b *testing.B) {
 	for _, bk := range []struct {
 		name string

@@ -1,9 +1,9 @@
-package app
+package tests
 
 // Benchmarks of the runtime and the LTX log against baselines measured in
 // the same run. Results are written up in docs/benchmarks.md; run with
 //
-//	go test -run '^$' -bench 'Cell|Acked|Activate|Restore' -benchtime 3s ./cmd/cellb
+//	go test -run '^$' -bench 'Cell|Acked|Activate|Restore' -benchtime 3s ./tests
 
 import (
 	"context"

@@ -1,11 +1,11 @@
-package app
+package tests
 
 // The cost of the output gate on outgoing I/O (issue 22, point 4): one
 // cell writes, then calls N other cells at once, gated (the calls wait
 // until the write is durable) against cell.AllowUnconfirmed (they go at
 // once). Written up in docs/benchmarks.md; run with
 //
-//	go test -run '^$' -bench FanOut -benchtime 200x ./cmd/cellb
+//	go test -run '^$' -bench FanOut -benchtime 200x ./tests
 
 import (
 	"context"

@@ -1,9 +1,9 @@
-package app
+package tests
 
 // Issue 13, item 3: what an idle open cell holds, per driver, on the
 // embedded default. Results are in docs/benchmarks.md ("Idle cells").
 //
-//	CELLB_IDLE_CELLS=1000 go test -run '^$' -bench BenchmarkIdleCellsByKind -benchtime 1x ./cmd/cellb
+//	CELLB_IDLE_CELLS=1000 go test -run '^$' -bench BenchmarkIdleCellsByKind -benchtime 1x ./tests
 
 import (
 	"context"
@@ -108,7 +108,7 @@ func idleCells(b *testing.B, drv driver.Driver, kind string, release bool, n int
 // embedded default. Each "released" iteration waits (timer stopped) until
 // the cell has released its connection again.
 //
-//	go test -run '^$' -bench BenchmarkReleasedCellCall -benchtime 300x ./cmd/cellb
+//	go test -run '^$' -bench BenchmarkReleasedCellCall -benchtime 300x ./tests
 func BenchmarkReleasedCellCall(b *testing.B) {
 	for _, name := range []string{"wasm", "cgo", "modernc"} {
 		drv, err := pickDriver(name, syncPerGroup)

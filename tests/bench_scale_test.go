@@ -1,10 +1,10 @@
-package app
+package tests
 
 // Benchmarks of issue 13 (performance at scale), each beside its baseline
 // in the same run; written up in docs/benchmarks.md, "Performance at scale
 // (issue 13)". Run them all with
 //
-//	go test -run '^$' -bench 'AckedWrites|Activations|IdleCells|LargeCell|RestoreVsLitestream' -benchtime 1x ./cmd/cellb
+//	go test -run '^$' -bench 'AckedWrites|Activations|IdleCells|LargeCell|RestoreVsLitestream' -benchtime 1x ./tests
 //
 // (BenchmarkAckedWrites wants -benchtime 2s or so; the others do their own
 // repetitions.)

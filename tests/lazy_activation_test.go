@@ -1,4 +1,4 @@
-package app
+package tests
 
 // Issue 13, item 2: an activation does no work it need not do, on the
 // embedded default (wasm in WAL mode, local files primary, shard lease, LTX
