@@ -38,7 +38,10 @@ import (
 // holds (or never held, or merged into a larger file),
 // *durability.NoBookmarksError on a log without point-in-time history,
 // *durability.RestoreNeedsEpochError under lease.None, and
-// *durability.RestoreUnsupportedError with the node log.
+// *durability.RestoreUnsupportedError on a log that keeps bookmarks but
+// records no requests. With the node log, a bookmark whose row is still
+// waiting to be tiered is kept the end of a file; one already merged
+// into a wider file is not restorable.
 func (s *State) RestoreBookmarkOnNextSession(ctx context.Context, b string) (string, error) {
 	inst := s.inst
 	if _, ok := inst.db.logs.(durability.Bookmarks); !ok {

@@ -59,9 +59,8 @@ func (e *RestoreNeedsEpochError) Error() string {
 	return fmt.Sprintf("%s: a restore on the next session needs a lease with epochs (shard locks or fleet ownership); lease.None writes every session as epoch 0", e.Cell)
 }
 
-// RestoreUnsupportedError: the cell's log keeps bookmarks but cannot
-// promise that a bookmark stays restorable until the next session (the
-// node log: tiering merges the rows a bookmark names into one file).
+// RestoreUnsupportedError: the cell's log keeps bookmarks but records no
+// restore requests (it does not implement NextSessionRestorer).
 type RestoreUnsupportedError struct {
 	Cell   string
 	Reason string

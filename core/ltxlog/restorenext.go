@@ -10,6 +10,7 @@ import (
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltx"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -51,6 +52,27 @@ type nextSession struct {
 	settled   chan struct{}
 	settleErr error
 	dropped   bool
+	// pins, with the node log, are TXIDs of this epoch a tiered file must
+	// end at (the bookmark and undo of a request), under the cell log's
+	// mu.
+	pins []ltx.TXID
+}
+
+// pinnedPrefixLocked is how many of rows (consecutive TXIDs) go into one
+// tiered file: up to and including the first pinned TXID among them but
+// the last. Caller holds c.mu.
+func (c *cellLog) pinnedPrefixLocked(rows []nodelog.Row) int {
+	if len(rows) < 2 {
+		return len(rows)
+	}
+	first, last := rows[0].TXID, rows[len(rows)-1].TXID
+	n := len(rows)
+	for _, p := range c.next.pins {
+		if p >= first && p < last {
+			n = min(n, int(p-first)+1)
+		}
+	}
+	return n
 }
 
 // epochListing is the listing of a cell's LTX prefix: its epochs, newest
@@ -122,15 +144,17 @@ func openRestoreOptions(ctx context.Context, s store.Store, cell string) (Restor
 // here on this epoch is not compacted, so the current state, the undo
 // bookmark, stays the end of a file: restorable later.
 func (c *cellLog) RequestRestore(ctx context.Context, b durability.Bookmark, before func() error) (durability.Bookmark, error) {
-	if c.nl != nil {
-		return durability.Bookmark{}, &durability.RestoreUnsupportedError{Cell: c.cell,
-			Reason: "with the node log, tiering merges the rows a bookmark names, so it may not be restorable by then"}
-	}
 	if c.epoch == 0 {
 		return durability.Bookmark{}, &durability.RestoreNeedsEpochError{Cell: c.cell}
 	}
 	if err := c.holdHistory(ctx); err != nil {
 		return durability.Bookmark{}, err
+	}
+	if c.nl != nil {
+		// Tiering merges rows: none runs while the rows are looked at
+		// and the bookmarks pinned.
+		c.tierMu.Lock()
+		defer c.tierMu.Unlock()
 	}
 	undo, known := c.DurableBookmark()
 	if !known {
@@ -142,8 +166,29 @@ func (c *cellLog) RequestRestore(ctx context.Context, b durability.Bookmark, bef
 	if undo.Before(b) {
 		return durability.Bookmark{}, &durability.BookmarkInFutureError{Cell: c.cell, Bookmark: b.String(), Current: undo.String()}
 	}
-	if err := CheckBookmark(ctx, c.opts.Store, c.cell, b); err != nil {
-		return durability.Bookmark{}, err
+	if c.nl == nil {
+		if err := CheckBookmark(ctx, c.opts.Store, c.cell, b); err != nil {
+			return durability.Bookmark{}, err
+		}
+	} else {
+		// A bookmark of a row still waiting to be tiered is pinned (a
+		// tiered file will end there); any other must end a file of the
+		// cell's prefix already, where the next session reads.
+		c.mu.Lock()
+		pinB := c.untieredLocked(b)
+		c.mu.Unlock()
+		if !pinB {
+			if err := checkBookmark(ctx, c.opts.Store, c.cell, b, false); err != nil {
+				return durability.Bookmark{}, err
+			}
+		}
+		c.mu.Lock()
+		for _, x := range []durability.Bookmark{b, undo} {
+			if c.untieredLocked(x) {
+				c.next.pins = append(c.next.pins, ltx.TXID(x.TXID))
+			}
+		}
+		c.mu.Unlock()
 	}
 	if before != nil {
 		if err := before(); err != nil {
@@ -181,11 +226,28 @@ func (c *cellLog) holdHistory(ctx context.Context) error {
 	}
 }
 
+// untieredLocked reports whether b names a row of this epoch still
+// waiting to be tiered. Caller holds c.mu.
+func (c *cellLog) untieredLocked(b durability.Bookmark) bool {
+	if b.Epoch != c.epoch || len(c.untiered) == 0 {
+		return false
+	}
+	t := ltx.TXID(b.TXID)
+	return t >= c.untiered[0].TXID && t <= c.untiered[len(c.untiered)-1].TXID
+}
+
 // CheckBookmark reports whether the bucket can restore b: nil when b's
-// epoch has a chain one of whose files ends exactly at b's TXID, else a
+// epoch has a chain one of whose files ends exactly at b's TXID (the rows
+// of its owner's node log count), else a
 // *durability.BookmarkNotRestorableError (or the bucket's error). It lists
 // and reads no file.
 func CheckBookmark(ctx context.Context, s store.Store, cell string, b durability.Bookmark) error {
+	return checkBookmark(ctx, s, cell, b, true)
+}
+
+// checkBookmark is CheckBookmark, with the node log's rows or on the
+// cell's prefix alone.
+func checkBookmark(ctx context.Context, s store.Store, cell string, b durability.Bookmark, withOverlay bool) error {
 	notRestorable := func(err error) error {
 		return &durability.BookmarkNotRestorableError{Cell: cell, Bookmark: b.String(), Err: err}
 	}
@@ -195,9 +257,12 @@ func CheckBookmark(ctx context.Context, s store.Store, cell string, b durability
 	if b.TXID == 0 {
 		return notRestorable(errors.New("TXID 0 names no state of an epoch"))
 	}
-	overlay, err := WithOverlay(s, cell, RestoreOptions{}).Overlay(ctx)
-	if err != nil {
-		return fmt.Errorf("read the node log of %s's owner: %w", cell, err)
+	var overlay []ltx.FileInfo
+	if withOverlay {
+		var err error
+		if overlay, err = WithOverlay(s, cell, RestoreOptions{}).Overlay(ctx); err != nil {
+			return fmt.Errorf("read the node log of %s's owner: %w", cell, err)
+		}
 	}
 	chain, err := findChainUpTo(ctx, s, cell, 0, b.Epoch, overlay)
 	if err == nil {

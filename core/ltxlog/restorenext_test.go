@@ -12,6 +12,7 @@ import (
 
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/layout"
+	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
@@ -101,14 +102,10 @@ func TestOpenReadsTheRestoreRequestOnlyWhenListed(t *testing.T) {
 	cl.Close(ctx, true)
 }
 
-// Requests the log refuses: with the node log, under epoch 0, a bookmark
-// after the current state, one whose TXID ends no file.
+// Requests the log refuses: under epoch 0, a bookmark after the current
+// state, one of an epoch the bucket never held.
 func TestRequestRestoreRefusals(t *testing.T) {
 	ctx := context.Background()
-	var unsup *durability.RestoreUnsupportedError
-	if _, err := (&cellLog{cell: cell, nl: &nodelog.Log{}}).RequestRestore(ctx, durability.Bookmark{Epoch: 1, TXID: 1}, nil); !errors.As(err, &unsup) {
-		t.Fatalf("with the node log: %v, want a *durability.RestoreUnsupportedError", err)
-	}
 	s := memstore.New()
 	r := rand.New(rand.NewPCG(3, 4))
 	writeEpoch(t, s, 1, newPageDB(512, true), r, 3, false)
@@ -141,5 +138,78 @@ func TestRequestRestoreRefusals(t *testing.T) {
 	}
 	if keys := listKeys(t, s, layout.RestoreRequestKey(cell)); len(keys) != 0 {
 		t.Fatal("a refused request was recorded")
+	}
+}
+
+// With the node log a request pins its bookmark and undo when their rows
+// still wait to be tiered: tiering then ends a file at each, so after the
+// session closes (every row tiered) both restore exactly from the cell's
+// prefix, and the next session restores the bookmark. A bookmark whose
+// row was already merged into a wider file is refused at the request.
+func TestNodeLogRequestPinsItsBookmarks(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	rec := newNodeRecord(t, s, "node_a")
+	own(t, s, cell, "node_a", 3)
+	nl := newNodeLog(t, s, rec, nodelog.Options{})
+	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: -1, NodeLog: nl, TierAfterRows: 4})
+	d := newPageDB(512, true)
+	cl, err := lg.Open(ctx, openReq(cell, 3, d, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 1))
+	images := map[uint64][]byte{}
+	commit := func(i int) {
+		d.mutate(r)
+		if err := wait(t, appendCommit(t, cl, d, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		images[uint64(i)] = d.image()
+	}
+	for i := 1; i <= 5; i++ { // rows 2-5 are tiered as one file
+		commit(i)
+	}
+	tiered := func() bool {
+		return len(listKeys(t, s, ltx.EpochPrefix(cell, 3))) >= 2
+	}
+	for deadline := time.Now().Add(5 * time.Second); !tiered(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("rows 2-5 were not tiered")
+		}
+	}
+	nr := cl.(durability.NextSessionRestorer)
+	var bnr *durability.BookmarkNotRestorableError
+	if _, err := nr.RequestRestore(ctx, durability.Bookmark{Epoch: 3, TXID: 3}, nil); !errors.As(err, &bnr) {
+		t.Fatalf("a bookmark merged into a tiered file: %v, want a *durability.BookmarkNotRestorableError", err)
+	}
+	commit(6)
+	commit(7)
+	b := durability.Bookmark{Epoch: 3, TXID: 6} // row 6 waits to be tiered
+	undo, err := nr.RequestRestore(ctx, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if undo != (durability.Bookmark{Epoch: 3, TXID: 7}) {
+		t.Fatalf("undo %v, want 3/7", undo)
+	}
+	if err := cl.Close(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []durability.Bookmark{b, undo} {
+		res, err := Restore(ctx, s, cell, RestoreOptions{Epoch: x.Epoch, TXID: ltx.TXID(x.TXID)})
+		if err != nil || !bytes.Equal(res.Image, images[x.TXID]) {
+			t.Fatalf("%v from the prefix alone after the close: %v", x, err)
+		}
+	}
+	own(t, s, cell, "node_a", 4)
+	d2 := newPageDB(512, true)
+	cl2, err := lg.Open(ctx, openReq(cell, 4, d2, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close(ctx, true)
+	if !bytes.Equal(d2.image(), images[6]) {
+		t.Fatal("the next session did not restore the bookmark")
 	}
 }

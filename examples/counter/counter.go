@@ -26,7 +26,7 @@
 //
 // Bookmarks need the LTX log (cellb serve's default): on another log the
 // bookmark routes answer 501, as the restore route does under a lease
-// without epochs (lease.None) or with the node log.
+// without epochs (lease.None).
 //
 // Errors are answered as core/httperr maps them (400 for bad input, 409 for
 // a cell owned elsewhere, 503 for a reset object or a refused write, ...),
