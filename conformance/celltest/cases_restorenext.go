@@ -16,6 +16,7 @@ import (
 	"github.com/cellb/cellb/core/lease"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -24,13 +25,23 @@ import (
 // on the LTX log.
 func restoreNextCases() []caseDef {
 	return []caseDef{
-		{"storage/restore-bookmark", func(c *checkT) { caseRestoreBookmark(c, false) }},
-		{"storage/restore-bookmark-fleet", func(c *checkT) { caseRestoreBookmark(c, true) }},
+		{"storage/restore-bookmark", func(c *checkT) { caseRestoreBookmark(c, modeShard) }},
+		{"storage/restore-bookmark-fleet", func(c *checkT) { caseRestoreBookmark(c, modeFleet) }},
+		{"storage/restore-bookmark-nodelog", func(c *checkT) { caseRestoreBookmark(c, modeNodeLog) }},
 		{"storage/restore-bookmark-crash", caseRestoreBookmarkCrash},
 		{"storage/restore-bookmark-epoch", caseRestoreBookmarkEpoch},
 		{"storage/restore-bookmark-errors", caseRestoreBookmarkErrors},
 	}
 }
+
+// restoreMode is where a restore case's cell runs.
+type restoreMode int
+
+const (
+	modeShard   restoreMode = iota // single-host shard locks (local primary)
+	modeFleet                      // a fleet node's ownership (the bucket wins)
+	modeNodeLog                    // the same, with the node's node log
+)
 
 // restoreEnv is one case's bucket, clock and LTX log.
 type restoreEnv struct {
@@ -38,7 +49,8 @@ type restoreEnv struct {
 	bucket *gateStore
 	clk    *clock.Fake
 	dir    string // the runtimes' data directory (local primary)
-	fleet  lease.Lease
+	fleet  *fleet.Node
+	nl     *nodelog.Log // with modeNodeLog
 }
 
 func newRestoreEnv(c *checkT) *restoreEnv {
@@ -48,7 +60,7 @@ func newRestoreEnv(c *checkT) *restoreEnv {
 
 func (e *restoreEnv) log() durability.Log {
 	l, err := ltxlog.New(ltxlog.Options{Store: e.bucket, Clock: e.clk, Logger: quietLogger(), CompactAfter: -1,
-		UploadRetries: -1, RetryDelay: time.Millisecond})
+		UploadRetries: -1, RetryDelay: time.Millisecond, NodeLog: e.nl})
 	if err != nil {
 		e.c.fatalf("open the LTX log: %v", err)
 	}
@@ -62,17 +74,30 @@ func (e *restoreEnv) lease(bucketWins bool) lease.Lease {
 	return e.leaseIn(bucketWins, "shards")
 }
 
+// join makes the case's fleet node (with a node log when nodeLog): every
+// take moves the cell's own.json to a new epoch above the log's newest.
+// Call it before the first log.
+func (e *restoreEnv) join(nodeLog bool) {
+	n, err := fleet.Join(e.c.ctx, fleet.Options{Store: e.bucket, Node: "restorer", Logger: quietLogger(), NodeLog: nodeLog})
+	if err != nil {
+		e.c.fatalf("fleet.Join: %v", err)
+	}
+	e.c.defer_(n.Kill)
+	e.fleet = n
+	if nodeLog {
+		nl, err := nodelog.New(nodelog.Options{Store: e.bucket, Node: n.ID(), Generation: n.Generation(), Confirmer: n, Logger: quietLogger(), Clock: e.clk})
+		if err != nil {
+			e.c.fatalf("nodelog.New: %v", err)
+		}
+		e.c.defer_(func() { nl.Close(context.Background(), false) })
+		e.nl = nl
+	}
+}
+
 func (e *restoreEnv) leaseIn(bucketWins bool, shards string) lease.Lease {
 	if bucketWins {
-		// A fleet node on the case's bucket: every take moves the cell's
-		// own.json to a new epoch above the log's newest.
 		if e.fleet == nil {
-			n, err := fleet.Join(e.c.ctx, fleet.Options{Store: e.bucket, Node: "restorer", Logger: quietLogger()})
-			if err != nil {
-				e.c.fatalf("fleet.Join: %v", err)
-			}
-			e.c.defer_(n.Kill)
-			e.fleet = n
+			e.join(false)
 		}
 		return e.fleet
 	}
@@ -143,8 +168,12 @@ func readN(c *checkT, s *cell.Stub[*probe], what string) int64 {
 // state's nor the current one is kept), and the request is gone
 // from the bucket (and, local-primary, its mark from beside the database).
 // Write 6; the undo bookmark brings back 8, and the undo of that undo 6.
-func caseRestoreBookmark(c *checkT, bucketWins bool) {
+func caseRestoreBookmark(c *checkT, mode restoreMode) {
 	e := newRestoreEnv(c)
+	bucketWins := mode != modeShard
+	if mode == modeNodeLog {
+		e.join(true)
+	}
 	rt := c.runtime(rtConfig{dir: e.dir, log: e.log(), lease: e.lease(bucketWins), clock: e.clk})
 	pc := c.probeClass(rt, "Restore", nil)
 	s := pc.stub("a")

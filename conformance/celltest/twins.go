@@ -49,7 +49,7 @@ func Twins() []Twin {
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
 		{"bookmark-any-time", wrapLog(BookmarkAnyTime), []string{"storage/bookmarks"}},
 		{"stale-bookmark", wrapLog(StaleBookmark), []string{"storage/bookmarks"}},
-		{"restore-request-ignored", wrapLog(IgnoreRestoreRequest), []string{"storage/restore-bookmark", "storage/restore-bookmark-fleet"}},
+		{"restore-request-ignored", wrapLog(IgnoreRestoreRequest), []string{"storage/restore-bookmark", "storage/restore-bookmark-fleet", "storage/restore-bookmark-nodelog"}},
 		{"restore-request-dropped-at-open", wrapLog(DropRestoreRequestAtOpen), []string{"storage/restore-bookmark-crash"}},
 		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
 		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},
