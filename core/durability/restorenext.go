@@ -102,3 +102,12 @@ func (e *BookmarkNotRestorableError) Unwrap() error { return e.Err }
 // cell's first commit; there is no file to restore it from (DeleteAll
 // empties a cell).
 var ErrEmptyBookmark = errors.New("the zero bookmark names the empty database before the first commit")
+
+// BookmarkPinner is implemented by a CellLog whose history merges
+// transactions after they are durable (the node log's tiering merges the
+// rows waiting into one file): PinnedDurableBookmark is DurableBookmark,
+// and the state it names stays the end of a file, so a bookmark given out
+// stays restorable. State.CurrentBookmark uses it where it is offered.
+type BookmarkPinner interface {
+	PinnedDurableBookmark() (b Bookmark, ok bool)
+}

@@ -207,6 +207,7 @@ func (c *cellLog) tierOnce(ctx context.Context) (more bool, err error) {
 	}
 	c.mu.Lock()
 	c.untiered = c.untiered[len(rows):]
+	c.dropPinsLocked(h.MaxTXID)
 	c.untBytes = 0
 	for _, r := range c.untiered {
 		c.untBytes += len(r.Data)

@@ -36,7 +36,28 @@ import (
 var (
 	_ durability.NextSessionRestorer  = (*cellLog)(nil)
 	_ durability.RestoreRequestedOpen = (*cellLog)(nil)
+	_ durability.BookmarkPinner       = (*cellLog)(nil)
 )
+
+// PinnedDurableBookmark is DurableBookmark; with the node log, the row it
+// names, if it still waits to be tiered, is pinned: tiering ends a file
+// there, so the bookmark stays restorable (durability.BookmarkPinner).
+// Taken under the tier lock: a row a tiering in flight merges is not
+// named.
+func (c *cellLog) PinnedDurableBookmark() (durability.Bookmark, bool) {
+	if c.nl == nil {
+		return c.DurableBookmark()
+	}
+	c.tierMu.Lock()
+	defer c.tierMu.Unlock()
+	b, ok := c.DurableBookmark()
+	c.mu.Lock()
+	if ok && c.untieredLocked(b) {
+		c.next.pins = append(c.next.pins, ltx.TXID(b.TXID))
+	}
+	c.mu.Unlock()
+	return b, ok
+}
 
 // nextSession is a cellLog's part in restores on the next session.
 type nextSession struct {
@@ -53,9 +74,21 @@ type nextSession struct {
 	settleErr error
 	dropped   bool
 	// pins, with the node log, are TXIDs of this epoch a tiered file must
-	// end at (the bookmark and undo of a request), under the cell log's
-	// mu.
+	// end at (bookmarks given out, and the bookmark and undo of a
+	// request), under the cell log's mu.
 	pins []ltx.TXID
+}
+
+// dropPinsLocked forgets the pins at or below txid (tiered). Caller holds
+// c.mu.
+func (c *cellLog) dropPinsLocked(txid ltx.TXID) {
+	kept := c.next.pins[:0]
+	for _, p := range c.next.pins {
+		if p > txid {
+			kept = append(kept, p)
+		}
+	}
+	c.next.pins = kept
 }
 
 // pinnedPrefixLocked is how many of rows (consecutive TXIDs) go into one

@@ -213,3 +213,44 @@ func TestNodeLogRequestPinsItsBookmarks(t *testing.T) {
 		t.Fatal("the next session did not restore the bookmark")
 	}
 }
+
+// With the node log a bookmark given out (PinnedDurableBookmark, which
+// State.CurrentBookmark uses) stays restorable: its row, still waiting to
+// be tiered, ends a tiered file, where without the pin the rows waiting
+// would be merged into one.
+func TestNodeLogBookmarkGivenOutStaysRestorable(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	rec := newNodeRecord(t, s, "node_a")
+	own(t, s, cell, "node_a", 3)
+	nl := newNodeLog(t, s, rec, nodelog.Options{})
+	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: -1, NodeLog: nl, TierAfterRows: 100})
+	d := newPageDB(512, true)
+	cl, err := lg.Open(ctx, openReq(cell, 3, d, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(11, 1))
+	var at3 []byte
+	var b durability.Bookmark
+	for i := 1; i <= 6; i++ {
+		d.mutate(r)
+		if err := wait(t, appendCommit(t, cl, d, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			at3 = d.image()
+			var ok bool
+			if b, ok = cl.(durability.BookmarkPinner).PinnedDurableBookmark(); !ok || b != (durability.Bookmark{Epoch: 3, TXID: 3}) {
+				t.Fatalf("bookmark after the third commit: %v %v", b, ok)
+			}
+		}
+	}
+	if err := cl.Close(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Restore(ctx, s, cell, RestoreOptions{Epoch: b.Epoch, TXID: ltx.TXID(b.TXID)})
+	if err != nil || !bytes.Equal(res.Image, at3) {
+		t.Fatalf("the bookmark given out, from the prefix after the close: %v", err)
+	}
+}
