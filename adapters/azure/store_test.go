@@ -31,8 +31,8 @@ func serverOptions(t testing.TB) azure.Options {
 	t.Helper()
 	endpoint := os.Getenv("CELLB_TEST_AZURE_ENDPOINT")
 	if endpoint == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CELLB_TEST_AZURE_ENDPOINT is not set, but CI=true: .ci/servers/azurite.sh should have started Azurite")
+		if serversRequired() {
+			t.Fatal("CELLB_TEST_AZURE_ENDPOINT is not set, but the emulators are required (CI=true or CELLB_CI_REQUIRE_EMULATORS=1): .ci/servers/azurite.sh should have started Azurite")
 		}
 		t.Skip("CELLB_TEST_AZURE_ENDPOINT is not set; start Azurite with: bash .ci/servers/azurite.sh start /tmp/az && source /tmp/az/env")
 	}
@@ -399,4 +399,11 @@ func TestRefusalsOnTheServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serversRequired reports whether a missing emulator must fail the test
+// rather than skip it: under CI=true, and inside .ci/run, which starts every
+// emulator and sets CELLB_CI_REQUIRE_EMULATORS=1 (docs/testing.md).
+func serversRequired() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("CELLB_CI_REQUIRE_EMULATORS") == "1"
 }

@@ -25,8 +25,8 @@ func serverOptions(t testing.TB) gcs.Options {
 	t.Helper()
 	endpoint := os.Getenv("CELLB_TEST_GCS_ENDPOINT")
 	if endpoint == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CELLB_TEST_GCS_ENDPOINT is not set, but CI=true: .ci/servers/fake-gcs.sh should have started a server")
+		if serversRequired() {
+			t.Fatal("CELLB_TEST_GCS_ENDPOINT is not set, but the emulators are required (CI=true or CELLB_CI_REQUIRE_EMULATORS=1): .ci/servers/fake-gcs.sh should have started a server")
 		}
 		t.Skip("CELLB_TEST_GCS_ENDPOINT is not set; start a server with: bash .ci/servers/fake-gcs.sh start /tmp/gcs && source /tmp/gcs/env")
 	}
@@ -34,6 +34,9 @@ func serverOptions(t testing.TB) gcs.Options {
 		Bucket:    os.Getenv("CELLB_TEST_GCS_BUCKET"),
 		Endpoint:  strings.TrimSuffix(endpoint, "/") + "/storage/v1/",
 		Anonymous: true,
+		// The emulator ignores ifGenerationMatch on a rewrite (see
+		// TestCopyRewritesInTheService).
+		StreamCopies: true,
 	}
 }
 
@@ -280,4 +283,11 @@ func TestMissingBucketOnTheServer(t *testing.T) {
 			t.Errorf("%s: message %q: want one short line with the hint", op, err)
 		}
 	}
+}
+
+// serversRequired reports whether a missing emulator must fail the test
+// rather than skip it: under CI=true, and inside .ci/run, which starts every
+// emulator and sets CELLB_CI_REQUIRE_EMULATORS=1 (docs/testing.md).
+func serversRequired() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("CELLB_CI_REQUIRE_EMULATORS") == "1"
 }

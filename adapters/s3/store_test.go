@@ -30,8 +30,8 @@ func serverOptions(t testing.TB) s3.Options {
 	t.Helper()
 	endpoint := os.Getenv("CELLB_TEST_S3_ENDPOINT")
 	if endpoint == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CELLB_TEST_S3_ENDPOINT is not set, but CI=true: .ci/servers/versitygw.sh should have started a server")
+		if serversRequired() {
+			t.Fatal("CELLB_TEST_S3_ENDPOINT is not set, but the emulators are required (CI=true or CELLB_CI_REQUIRE_EMULATORS=1): .ci/servers/versitygw.sh should have started a server")
 		}
 		t.Skip("CELLB_TEST_S3_ENDPOINT is not set; start a server with: bash .ci/servers/versitygw.sh start /tmp/s3 && source /tmp/s3/env")
 	}
@@ -394,4 +394,11 @@ func TestOptionsChecked(t *testing.T) {
 			t.Errorf("New(%+v) accepted bad options", o)
 		}
 	}
+}
+
+// serversRequired reports whether a missing emulator must fail the test
+// rather than skip it: under CI=true, and inside .ci/run, which starts every
+// emulator and sets CELLB_CI_REQUIRE_EMULATORS=1 (docs/testing.md).
+func serversRequired() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("CELLB_CI_REQUIRE_EMULATORS") == "1"
 }

@@ -269,6 +269,10 @@ func (inst *instance) bookkeepLocked(ctx context.Context) error {
 		conn.Rollback(ctx)
 		return fmt.Errorf("create celld tables: %w", err)
 	}
+	if err := inst.adoptForeignLocked(ctx); err != nil {
+		conn.Rollback(ctx)
+		return err
+	}
 	if name := inst.id.Name(); name != "" {
 		if _, err := conn.Exec(ctx, sqlPutMetadata, inst.key, name); err != nil {
 			conn.Rollback(ctx)

@@ -143,6 +143,7 @@ type Runtime struct {
 	classes  map[string]*class
 	cells    map[string]*instance // live instances by cell key
 	retiring map[string]*instance // instances shutting down, by cell key
+	forking  map[string]bool      // cells a fork is writing (fork.go)
 
 	// sockets are the WebSockets the objects accepted, by cell key: they
 	// outlive instances (sockets.go).
@@ -227,6 +228,9 @@ func (rt *Runtime) instanceFor(cls *class, id ID) (*instance, error) {
 	}
 	if inst := rt.cells[key]; inst != nil {
 		return inst, nil
+	}
+	if rt.forking[key] {
+		return nil, ErrForking
 	}
 	inst := newInstance(rt, cls, id, rt.retiring[key])
 	rt.cells[key] = inst

@@ -45,6 +45,10 @@ type OpenOptions struct {
 	Store  store.Store
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Retention is how long a log with point-in-time history keeps every
+	// state it made durable restorable (zero: the log's default;
+	// negative: none). Other logs ignore it.
+	Retention time.Duration
 }
 
 // RestoreRequest says what to restore.

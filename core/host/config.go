@@ -61,6 +61,10 @@ type Config struct {
 	// opened on Bucket. The zero Mode keeps commits local
 	// (durability.Local).
 	Mode durability.Mode
+	// Retention is how long the mode's log keeps every durable state
+	// restorable (durability.OpenOptions.Retention; zero: the log's
+	// default, 30 days for the LTX log; negative: none).
+	Retention time.Duration
 	// Ownership picks the writer protocol; see Ownership.
 	Ownership Ownership
 	// Fleet configures Fleet ownership; ignored otherwise.

@@ -200,7 +200,7 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 		if h.nodeLog != nil {
 			mode = ltxlog.NodeLogMode(h.nodeLog)
 		}
-		if opts.Log, err = mode.Open(durability.OpenOptions{Store: cfg.Bucket, Clock: cfg.Clock, Logger: h.log}); err != nil {
+		if opts.Log, err = mode.Open(durability.OpenOptions{Store: cfg.Bucket, Clock: cfg.Clock, Logger: h.log, Retention: cfg.Retention}); err != nil {
 			return nil, err
 		}
 	}

@@ -83,6 +83,11 @@ func bookmarkForTimeOnce(ctx context.Context, s store.Store, cell string, t time
 	if err != nil {
 		return durability.Bookmark{}, fmt.Errorf("read the node log of %s's owner: %w", cell, err)
 	}
+	return bookmarkForTimeIn(ctx, s, cell, t, overlay)
+}
+
+// bookmarkForTimeIn is BookmarkForTime with the node log's overlay given.
+func bookmarkForTimeIn(ctx context.Context, s store.Store, cell string, t time.Time, overlay []ltx.FileInfo) (durability.Bookmark, error) {
 	epochs, err := listEpochs(ctx, s, cell)
 	if err != nil {
 		return durability.Bookmark{}, err
@@ -133,14 +138,49 @@ func bookmarkForTimeOnce(ctx context.Context, s store.Store, cell string, t time
 	return durability.Bookmark{}, tooOld
 }
 
-// searchChain finds, in the plan of chain, the last file whose timestamp
-// is at or before limit (Unix ms): found is false when the first file is
-// already after it (first is then that file's timestamp).
+// searchChain finds the newest state of chain (the files of one chain's
+// epochs) whose timestamp is at or before limit (Unix ms): found is false
+// when the oldest is already after it (first is then its timestamp). The
+// states are the ends of the files listed — with a retention window the
+// log keeps the files of older states than the newest chain's, and every
+// end a file listed holds restores exactly (retain.go) — searched by
+// their headers' timestamps, which rise with the TXID. An end that does
+// not restore (a file left over from an interrupted deletion) sends the
+// search to the newest chain's own files.
 func searchChain(ctx context.Context, s store.Store, chain []ltx.FileInfo, limit int64) (b durability.Bookmark, first int64, found bool, err error) {
+	if _, err := ltx.Plan(chain); err != nil {
+		return b, 0, false, err
+	}
+	byEnd := map[ltx.TXID]ltx.FileInfo{}
+	for _, f := range chain {
+		if g, ok := byEnd[f.MaxTXID]; !ok || f.Size < g.Size {
+			byEnd[f.MaxTXID] = f
+		}
+	}
+	ends := make([]ltx.FileInfo, 0, len(byEnd))
+	for _, f := range byEnd {
+		ends = append(ends, f)
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i].MaxTXID < ends[j].MaxTXID })
+	b, first, found, err = searchFiles(ctx, s, ends, limit)
+	if err != nil || !found {
+		return b, first, found, err
+	}
+	if plan, perr := ltx.PlanTo(chain, ltx.TXID(b.TXID)); perr == nil {
+		last := plan[len(plan)-1]
+		return durability.Bookmark{Epoch: last.Epoch, TXID: uint64(last.MaxTXID)}, 0, true, nil
+	}
 	plan, err := ltx.Plan(chain)
 	if err != nil {
 		return b, 0, false, err
 	}
+	return searchFiles(ctx, s, plan, limit)
+}
+
+// searchFiles finds, in files (in TXID order), the last one whose
+// timestamp is at or before limit (Unix ms), by a binary search on their
+// headers.
+func searchFiles(ctx context.Context, s store.Store, plan []ltx.FileInfo, limit int64) (b durability.Bookmark, first int64, found bool, err error) {
 	stamps := make([]int64, len(plan))
 	read := func(i int) (int64, error) {
 		if stamps[i] == 0 {

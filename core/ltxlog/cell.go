@@ -77,9 +77,12 @@ type cellLog struct {
 	// Chain state, shared by the uploader (which appends level-0 files)
 	// and the compactor (which replaces a prefix of them with a level-1
 	// file), under mu.
-	mu       sync.Mutex
-	l0Files  []ltx.FileInfo // this epoch's level-0 files not yet compacted
-	chain    l1Chain        // what compaction made of the chain (compact.go)
+	mu      sync.Mutex
+	l0Files []ltx.FileInfo // this epoch's level-0 files not yet compacted
+	chain   l1Chain        // what compaction made of the chain (compact.go)
+	// ret, with a retention window, is the ladder's bookkeeping
+	// (retain.go); nil without one.
+	ret      *retention
 	uploaded ltx.TXID
 	// durable is the newest TXID of the epoch that is durable (stored, or
 	// with a node log credited); restored, the state Open restored
@@ -137,6 +140,9 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 		nextTXID: 1,
 		base:     base, pageSize: pageSize,
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+	}
+	if opts.Retention > 0 {
+		c.ret = &retention{meta: map[ltx.TXID]l0Meta{}}
 	}
 	c.compactCtx, c.stopCompact = context.WithCancel(context.Background())
 	c.next.settled = make(chan struct{})
@@ -434,6 +440,7 @@ func (c *cellLog) putLevel0(data []byte, h ltx.Header) error {
 	}
 	c.mu.Lock()
 	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: h.MinTXID, MaxTXID: h.MaxTXID, Size: int64(len(data))})
+	c.noteL0Locked(h)
 	c.uploaded = h.MaxTXID
 	c.markDurableLocked(h.MaxTXID)
 	c.mu.Unlock()

@@ -55,6 +55,7 @@ type rangeFile struct {
 	ltx.FileInfo
 	commit uint32 // its header's database size in pages
 	weight int    // how many level-0 files it merges
+	ts     int64  // its header's timestamp (its last commit's, Unix ms)
 }
 
 // compact runs one compaction of this epoch's chain: a range merge of the
@@ -86,7 +87,7 @@ func (c *cellLog) compact(ctx context.Context) error {
 	if len(l0) == 0 {
 		return nil
 	}
-	if full == nil || c.fullMergeDue(full, ranges, l0) {
+	if full == nil || (!c.retaining() && c.fullMergeDue(full, ranges, l0)) {
 		return c.compactFull(ctx, full, ranges, l0)
 	}
 	if fullCommit == 0 {
@@ -99,6 +100,9 @@ func (c *cellLog) compact(ctx context.Context) error {
 		c.mu.Lock()
 		c.chain.fullCommit = fullCommit
 		c.mu.Unlock()
+	}
+	if c.retaining() {
+		return c.compactLadder(ctx, full, fullCommit, ranges, l0)
 	}
 	return c.compactRange(ctx, full, fullCommit, ranges, l0)
 }
@@ -163,10 +167,27 @@ func (c *cellLog) compactRange(ctx context.Context, full *ltx.FileInfo, fullComm
 		weight += r.weight
 	}
 	inputs = append(inputs, l0...)
-
-	ps, err := newPageSpool(c.opts.SpoolDir)
+	nr, n, err := c.mergeRange(ctx, prevCommit, prevMax, inputs)
 	if err != nil {
 		return err
+	}
+	nr.weight = weight
+	c.mu.Lock()
+	c.chain.ranges = append(c.chain.ranges[:k:k], nr)
+	c.dropCompactedL0(nr.MaxTXID)
+	c.mu.Unlock()
+	c.deleteReplaced(ctx, inputs, nr.Key)
+	c.log.Debug("compacted LTX run", "key", nr.Key, "inputs", len(inputs), "pages", n, "bytes", nr.Size)
+	return nil
+}
+
+// mergeRange merges inputs, which continue TXID prevMax of a chain whose
+// database then had prevCommit pages, into one level-1 range file and
+// uploads it; n is how many pages it holds. It deletes nothing.
+func (c *cellLog) mergeRange(ctx context.Context, prevCommit uint32, prevMax ltx.TXID, inputs []ltx.FileInfo) (nr rangeFile, n int, err error) {
+	ps, err := newPageSpool(c.opts.SpoolDir)
+	if err != nil {
+		return rangeFile{}, 0, err
 	}
 	defer ps.close()
 	dec := ltx.NewPageDecoder()
@@ -199,12 +220,12 @@ func (c *cellLog) compactRange(ctx context.Context, full *ltx.FileInfo, fullComm
 		}
 		r, err := store.NewReader(ctx, c.opts.Store, fi.Key)
 		if err != nil {
-			return err
+			return rangeFile{}, 0, err
 		}
 		h, err := dec.DecodeFrom(r, check, ps.put)
 		r.Close()
 		if err != nil {
-			return fmt.Errorf("read %s: %w", fi.Key, err)
+			return rangeFile{}, 0, fmt.Errorf("read %s: %w", fi.Key, err)
 		}
 		if i == 0 {
 			first = h
@@ -214,12 +235,11 @@ func (c *cellLog) compactRange(ctx context.Context, full *ltx.FileInfo, fullComm
 	lock := ltx.LockPgno(last.PageSize)
 	for pgno := low + 1; pgno <= last.Commit; pgno++ {
 		if pgno != lock && !ps.has(pgno) {
-			return fmt.Errorf("ltxlog: TXIDs %d-%d drop page %d and never write it again", first.MinTXID, last.MaxTXID, pgno)
+			return rangeFile{}, 0, fmt.Errorf("ltxlog: TXIDs %d-%d drop page %d and never write it again", first.MinTXID, last.MaxTXID, pgno)
 		}
 	}
 	nextPgno := ps.pages()
 	buf := make([]byte, last.PageSize)
-	n := 0
 	next := func() (driver.Page, bool, error) {
 		pgno := nextPgno()
 		if pgno == 0 {
@@ -235,19 +255,13 @@ func (c *cellLog) compactRange(ctx context.Context, full *ltx.FileInfo, fullComm
 	key := ltx.Key(c.cell, c.epoch, 1, h.MinTXID, h.MaxTXID)
 	written, err := c.putEncoded(ctx, key, h, next)
 	if err != nil {
-		return err
+		return rangeFile{}, 0, err
 	}
-	nr := rangeFile{
+	nr = rangeFile{
 		FileInfo: ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 1, MinTXID: h.MinTXID, MaxTXID: h.MaxTXID, Size: written.Size},
-		commit:   h.Commit, weight: weight,
+		commit:   h.Commit, ts: h.Timestamp,
 	}
-	c.mu.Lock()
-	c.chain.ranges = append(c.chain.ranges[:k:k], nr)
-	c.dropCompactedL0(h.MaxTXID)
-	c.mu.Unlock()
-	c.deleteReplaced(ctx, inputs, key)
-	c.log.Debug("compacted LTX run", "key", key, "inputs", len(inputs), "pages", n, "bytes", written.Size)
-	return nil
+	return nr, n, nil
 }
 
 // compactFull merges the whole chain into one level-1 file from TXID 1.
@@ -323,8 +337,18 @@ func (c *cellLog) compactFull(ctx context.Context, full *ltx.FileInfo, ranges []
 	c.mu.Lock()
 	c.chain = l1Chain{full: &nf, fullCommit: last.Commit}
 	c.dropCompactedL0(last.MaxTXID)
+	if c.retaining() {
+		if len(c.ret.eras) == 0 {
+			c.ret.start = last.Timestamp
+		}
+		c.newEraLocked(nf, last.Timestamp)
+	}
 	c.mu.Unlock()
-	c.deleteReplaced(ctx, inputs, key)
+	if !c.retaining() {
+		// With a retention window the inputs stay until they age out
+		// (retain.go).
+		c.deleteReplaced(ctx, inputs, key)
+	}
 	c.log.Debug("compacted LTX chain", "key", key, "inputs", len(plan), "bytes", written.Size)
 	return nil
 }

@@ -153,7 +153,7 @@ func TestCompactionWritesWhatChanged(t *testing.T) {
 		pages = n << 20 / ps
 	}
 	b := newWatchedBucket()
-	lg, _ := New(Options{Logger: quiet, Store: b, SpoolDir: t.TempDir()})
+	lg, _ := New(Options{Logger: quiet, Store: b, SpoolDir: t.TempDir(), Retention: -1})
 	d := newPageDB(ps, true)
 	r := rand.New(rand.NewPCG(13, 13))
 	for i := 0; i < pages; i++ {
@@ -280,7 +280,7 @@ func TestRangeCompactionRestoresIdentically(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-			lg, _ := New(Options{Logger: quiet, Store: b, CompactAfter: 2, RangeFanout: 3, FullMergePercent: pct})
+			lg, _ := New(Options{Logger: quiet, Store: b, CompactAfter: 2, RangeFanout: 3, FullMergePercent: pct, Retention: -1})
 			d := newPageDB(512, true)
 			cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
 			if err != nil {
@@ -330,7 +330,7 @@ func TestRangeCompactionRestoresIdentically(t *testing.T) {
 }
 
 // waitCompactor waits until no compactor runs.
-func waitCompactor(t *testing.T, c *cellLog) {
+func waitCompactor(t testing.TB, c *cellLog) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
 		c.mu.Lock()

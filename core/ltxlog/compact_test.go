@@ -68,7 +68,7 @@ func TestCompactionDoesNotHoldAcknowledgements(t *testing.T) {
 			ctx := context.Background()
 			mem := memstore.New()
 			hs := newHeldReads(mem)
-			lg, _ := New(Options{Logger: quiet, Store: hs, CompactAfter: 2})
+			lg, _ := New(Options{Logger: quiet, Store: hs, CompactAfter: 2, Retention: -1})
 			d := newPageDB(512, true)
 			cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
 			if err != nil {
@@ -152,7 +152,7 @@ func concurrentWritersWithCompaction(t *testing.T, percent int) {
 		}
 		return nil
 	}})
-	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: 3, RangeFanout: 2, FullMergePercent: percent})
+	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: 3, RangeFanout: 2, FullMergePercent: percent, Retention: -1})
 	d := newPageDB(512, true)
 	cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
 	if err != nil {

@@ -19,7 +19,9 @@
 // add up to the full file's size (Options.FullMergePercent); it deletes
 // what a new file covers only after that file is stored, so the bucket
 // always holds a complete chain. It runs on a goroutine of its own, beside
-// the uploads: no acknowledgement waits for it. See compact.go.
+// the uploads: no acknowledgement waits for it. See compact.go. With a
+// retention window (Options.Retention, the default) it keeps every state
+// of the window restorable instead, and deletes what ages out: retain.go.
 package ltxlog
 
 import (
@@ -44,8 +46,18 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives upload failures and compactions; slog.Default() if nil.
 	Logger *slog.Logger
+	// Retention is how long every state the log made durable (each
+	// level-0 file's end: every bookmark CurrentBookmark or
+	// BookmarkForTime gives) stays restorable exactly, each from at most
+	// 20 objects (default 30 days; negative: none, compaction deletes what
+	// it merges as soon as the merge is stored). Compaction then follows
+	// the ladder of retain.go, and the log deletes what ages out itself,
+	// older epochs included. Ages are read on Clock.
+	Retention time.Duration
 	// CompactAfter is how many level-0 files an epoch collects before the
-	// log merges its chain into level 1 (default 64; negative disables).
+	// log merges its chain into level 1 (default 64, or 2 with a
+	// retention window, whose ladder merges at every second file anyway;
+	// negative disables).
 	CompactAfter int
 	// FullMergePercent is when a compaction rewrites the whole chain as
 	// one file from TXID 1 instead of merging only the level-0 run: once
@@ -90,7 +102,14 @@ type Options struct {
 	// system's temporary directory). The snapshot is that image with the
 	// first commit's pages laid over it.
 	SpoolDir string
+
+	// eraPositions, when set (tests), replaces ladderMaxPositions.
+	eraPositions int
 }
+
+// DefaultRetention is Options.Retention's default: Durable Objects keep
+// 30 days of point-in-time history.
+const DefaultRetention = 30 * 24 * time.Hour
 
 // Log is the LTX log. It implements durability.Log.
 type Log struct {
@@ -106,8 +125,14 @@ func New(opts Options) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
+	}
 	if opts.CompactAfter == 0 {
 		opts.CompactAfter = 64
+		if opts.Retention > 0 {
+			opts.CompactAfter = 2
+		}
 	}
 	if opts.FullMergePercent == 0 {
 		opts.FullMergePercent = 100

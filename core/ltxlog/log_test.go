@@ -53,7 +53,7 @@ func TestLogRestoresEveryAcknowledgedCommit(t *testing.T) {
 			t.Run(fmt.Sprintf("capture=%v/seed=%d", capture, seed), func(t *testing.T) {
 				ctx := context.Background()
 				s := memstore.New()
-				lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: 5})
+				lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: 5, Retention: -1})
 				d := newPageDB(512, capture)
 				var conn driver.Conn = d
 				if !capture {

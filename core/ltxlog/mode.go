@@ -19,7 +19,7 @@ func Mode() durability.Mode {
 		PointInTime: true,
 		SyncsLocal:  true,
 		Open: func(o durability.OpenOptions) (durability.Log, error) {
-			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
+			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger, Retention: o.Retention})
 		},
 		Restore: restoreMode,
 	}
@@ -33,7 +33,7 @@ func IsMode(m durability.Mode) bool { return m.Open != nil && m.Name == layout.L
 func NodeLogMode(nl *nodelog.Log) durability.Mode {
 	m := Mode()
 	m.Open = func(o durability.OpenOptions) (durability.Log, error) {
-		return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger, NodeLog: nl})
+		return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger, NodeLog: nl, Retention: o.Retention})
 	}
 	return m
 }

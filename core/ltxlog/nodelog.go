@@ -164,11 +164,11 @@ func (c *cellLog) tierLogged() {
 }
 
 // tier writes every credited row waiting into the cell's prefix as
-// level-0 files (a row alone as it is, several merged): one file, or one
-// more at each TXID a restore request pinned (restorenext.go: a file
-// must end there), then tells the node log they are covered. Nothing is
-// written once the node fenced: the node that recovers its log folds the
-// rows instead.
+// level-0 files (a row alone as it is, several merged; with a retention
+// window, one file per row): one file, or one more at each TXID a
+// bookmark pinned (restorenext.go: a file must end there), then tells the
+// node log they are covered. Nothing is written once the node fenced: the
+// node that recovers its log folds the rows instead.
 func (c *cellLog) tier(ctx context.Context) error {
 	c.tierMu.Lock()
 	defer c.tierMu.Unlock()
@@ -197,26 +197,40 @@ func (c *cellLog) tierOnce(ctx context.Context) (more bool, err error) {
 		return false, nodelog.ErrFenced
 	default:
 	}
-	data, h, err := mergeRows(rows)
-	if err == nil {
-		err = c.putLevel0(data, h)
+	// With a retention window every row is a state a bookmark names
+	// (CurrentBookmark), so each keeps a file of its own; the ladder
+	// (retain.go) then merges them as it merges uploads.
+	groups := [][]nodelog.Row{rows}
+	if c.retaining() {
+		groups = groups[:0]
+		for i := range rows {
+			groups = append(groups, rows[i:i+1])
+		}
 	}
-	c.nl.Metrics().Tier(len(rows), err)
-	if err != nil {
-		return false, err
+	for _, g := range groups {
+		data, h, err := mergeRows(g)
+		if err == nil {
+			err = c.putLevel0(data, h)
+		}
+		c.nl.Metrics().Tier(len(g), err)
+		if err != nil {
+			return false, err
+		}
+		c.mu.Lock()
+		c.untiered = c.untiered[len(g):]
+		c.dropPinsLocked(h.MaxTXID)
+		c.untBytes = 0
+		for _, r := range c.untiered {
+			c.untBytes += len(r.Data)
+		}
+		c.mu.Unlock()
+		c.nl.Covered(c.cell, c.epoch, h.MaxTXID)
 	}
 	c.mu.Lock()
-	c.untiered = c.untiered[len(rows):]
-	c.dropPinsLocked(h.MaxTXID)
-	c.untBytes = 0
-	for _, r := range c.untiered {
-		c.untBytes += len(r.Data)
-	}
 	if len(c.untiered) > 0 && !more {
 		c.armTierLocked()
 	}
 	c.mu.Unlock()
-	c.nl.Covered(c.cell, c.epoch, h.MaxTXID)
 	c.maybeCompact()
 	return more, nil
 }

@@ -118,7 +118,7 @@ func TestNodeLogRestoresEveryAcknowledgedCommit(t *testing.T) {
 			rec := newNodeRecord(t, s, "node_a")
 			own(t, s, cell, "node_a", 3)
 			nl := newNodeLog(t, s, rec, nodelog.Options{})
-			lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: 5, NodeLog: nl, TierAfterRows: 8})
+			lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: 5, NodeLog: nl, TierAfterRows: 8, Retention: -1})
 			d := newPageDB(512, capture)
 			var conn driver.Conn = d
 			if !capture {
@@ -212,7 +212,7 @@ func TestNodeLogCloseFencesWhenTieringFails(t *testing.T) {
 	fs := faultstore.New(mem, faultstore.Config{})
 	rec := newNodeRecord(t, mem, "node_a")
 	nl := newNodeLog(t, fs, rec, nodelog.Options{TierAge: time.Hour})
-	lg, _ := New(Options{Logger: quiet, Store: fs, NodeLog: nl, UploadRetries: 1, RetryDelay: time.Millisecond})
+	lg, _ := New(Options{Logger: quiet, Store: fs, NodeLog: nl, UploadRetries: 1, RetryDelay: time.Millisecond, Retention: -1})
 	d := newPageDB(512, true)
 	cl, err := lg.Open(ctx, openReq(cell, 2, d, false))
 	if err != nil {

@@ -129,6 +129,15 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 			return nil, fmt.Errorf("read the node log of %s's owner: %w", cell, err)
 		}
 	}
+	if !opts.Time.IsZero() && opts.TXID == 0 && opts.Epoch == 0 {
+		// States older than the newest chain's files (a retention
+		// window keeps them) are found as BookmarkForTime finds them, then
+		// restored exactly; an error leaves the search along the newest
+		// chain below to say why.
+		if b, err := bookmarkForTimeIn(ctx, s, cell, opts.Time, overlay); err == nil {
+			opts.Epoch, opts.TXID, opts.Time = b.Epoch, ltx.TXID(b.TXID), time.Time{}
+		}
+	}
 	var listed []uint64
 	if opts.haveListed {
 		listed = append([]uint64{}, opts.listed...)

@@ -18,18 +18,18 @@ import (
 	"github.com/cellb/cellb/core/store/memstore"
 )
 
-// countingStore counts lists and gets.
-type countingStore struct {
+// restoreCountingStore counts lists and gets.
+type restoreCountingStore struct {
 	store.Store
 	lists, gets atomic.Int64
 }
 
-func (s *countingStore) List(ctx context.Context, o store.ListOptions) (store.ListPage, error) {
+func (s *restoreCountingStore) List(ctx context.Context, o store.ListOptions) (store.ListPage, error) {
 	s.lists.Add(1)
 	return s.Store.List(ctx, o)
 }
 
-func (s *countingStore) Get(ctx context.Context, key string) (*store.Object, error) {
+func (s *restoreCountingStore) Get(ctx context.Context, key string) (*store.Object, error) {
 	if layout.IsRestoreRequestKey(cell, key) {
 		s.gets.Add(1)
 	}
@@ -44,7 +44,7 @@ func (s *countingStore) Get(ctx context.Context, key string) (*store.Object, err
 // epoch's snapshot is stored.
 func TestOpenReadsTheRestoreRequestOnlyWhenListed(t *testing.T) {
 	ctx := context.Background()
-	cs := &countingStore{Store: memstore.New()}
+	cs := &restoreCountingStore{Store: memstore.New()}
 	r := rand.New(rand.NewPCG(1, 2))
 	d := newPageDB(512, true)
 	images := writeEpoch(t, cs, 1, d, r, 4, false)
@@ -141,7 +141,8 @@ func TestRequestRestoreRefusals(t *testing.T) {
 	}
 }
 
-// With the node log a request pins its bookmark and undo when their rows
+// With the node log and no retention window (which keeps every row a file
+// of its own), a request pins its bookmark and undo when their rows
 // still wait to be tiered: tiering then ends a file at each, so after the
 // session closes (every row tiered) both restore exactly from the cell's
 // prefix, and the next session restores the bookmark. A bookmark whose
@@ -152,7 +153,7 @@ func TestNodeLogRequestPinsItsBookmarks(t *testing.T) {
 	rec := newNodeRecord(t, s, "node_a")
 	own(t, s, cell, "node_a", 3)
 	nl := newNodeLog(t, s, rec, nodelog.Options{})
-	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: -1, NodeLog: nl, TierAfterRows: 4})
+	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: -1, NodeLog: nl, TierAfterRows: 4, Retention: -1})
 	d := newPageDB(512, true)
 	cl, err := lg.Open(ctx, openReq(cell, 3, d, false))
 	if err != nil {
@@ -214,7 +215,7 @@ func TestNodeLogRequestPinsItsBookmarks(t *testing.T) {
 	}
 }
 
-// With the node log a bookmark given out (PinnedDurableBookmark, which
+// With the node log and no retention window, a bookmark given out (PinnedDurableBookmark, which
 // State.CurrentBookmark uses) stays restorable: its row, still waiting to
 // be tiered, ends a tiered file, where without the pin the rows waiting
 // would be merged into one.
@@ -224,7 +225,7 @@ func TestNodeLogBookmarkGivenOutStaysRestorable(t *testing.T) {
 	rec := newNodeRecord(t, s, "node_a")
 	own(t, s, cell, "node_a", 3)
 	nl := newNodeLog(t, s, rec, nodelog.Options{})
-	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: -1, NodeLog: nl, TierAfterRows: 100})
+	lg, _ := New(Options{Logger: quiet, Store: s, CompactAfter: -1, NodeLog: nl, TierAfterRows: 100, Retention: -1})
 	d := newPageDB(512, true)
 	cl, err := lg.Open(ctx, openReq(cell, 3, d, false))
 	if err != nil {

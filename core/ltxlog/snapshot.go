@@ -90,6 +90,7 @@ func (c *cellLog) uploadSnapshot(p *pending, createOnly bool) error {
 	}
 	c.mu.Lock()
 	c.l0Files = append(c.l0Files, ltx.FileInfo{Key: key, Cell: c.cell, Epoch: c.epoch, Level: 0, MinTXID: 1, MaxTXID: 1, Size: written.Size})
+	c.noteL0Locked(h)
 	c.uploaded = 1
 	c.markDurableLocked(1)
 	c.mu.Unlock()

@@ -66,7 +66,7 @@ func (c appCommand) entry(mux *store.URLMux) cli.Entry {
 func program(mux *store.URLMux) *cli.Program {
 	p := &cli.Program{Name: "cellb", Entries: []cli.Entry{versionCommand()}}
 	// Each subcommand's file adds its entry here.
-	for _, c := range []appCommand{diagnoseCommand(), idCommand(), inspectCommand(), repairCommand(), restoreCommand(), serveCommand()} {
+	for _, c := range []appCommand{diagnoseCommand(), idCommand(), importCommand(), inspectCommand(), repairCommand(), restoreCommand(), serveCommand()} {
 		p.Entries = append(p.Entries, c.entry(mux))
 	}
 	return p

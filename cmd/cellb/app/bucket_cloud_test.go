@@ -15,8 +15,8 @@ func requireServer(t *testing.T, variable, script string) string {
 	t.Helper()
 	v := os.Getenv(variable)
 	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set, but CI=true: .ci/servers/%s should have started a server", variable, script)
+		if serversRequired() {
+			t.Fatalf("%s is not set, but the emulators are required (CI=true or CELLB_CI_REQUIRE_EMULATORS=1): .ci/servers/%s should have started a server", variable, script)
 		}
 		t.Skipf("%s is not set; start a server with: bash .ci/servers/%s start /tmp/srv && source /tmp/srv/env", variable, script)
 	}
@@ -104,4 +104,11 @@ func TestRefusedBucketIsToldPlainly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serversRequired reports whether a missing emulator must fail the test
+// rather than skip it: under CI=true, and inside .ci/run, which starts every
+// emulator and sets CELLB_CI_REQUIRE_EMULATORS=1 (docs/testing.md).
+func serversRequired() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("CELLB_CI_REQUIRE_EMULATORS") == "1"
 }

@@ -88,6 +88,11 @@ var commandCases = map[string]struct{ badValue, missing, runtime []string }{
 	"id": {
 		missing: []string{"Counter"},
 	},
+	"import": {
+		badValue: []string{"--name=maybe", "file:///nonexistent", "Counter:x", "app.db"},
+		missing:  []string{"file:///nonexistent"},
+		runtime:  []string{"file:///nonexistent/cellb-cli-test", "Counter:x", "/nonexistent/cellb-cli-test.db"},
+	},
 }
 
 // TestCLIConventions checks every entry of program(), in-process and as

@@ -12,8 +12,10 @@ import (
 // flags, output and wiring (docs/cli.md); logic goes into library
 // packages (core/cli, core/host, core/durability, examples/demo, ...).
 // It was 900 until issue 24 made the commands importable (package app,
-// Options and a separate main: wiring, about 40 lines).
-const lineBudget = 950
+// Options and a separate main: wiring, about 40 lines), then 1000 when
+// import came (docs/migrating.md: its flags, usage and output, about 55
+// lines; the logic is core/migrate's).
+const lineBudget = 1000
 
 // TestLineBudget fails when the non-test Go files of cmd/cellb (its
 // ten-line main and this package, app) hold more than lineBudget lines (as wc -l counts them): move logic into a library

@@ -19,6 +19,7 @@ import (
 	"github.com/cellb/cellb/core/fleet"
 	"github.com/cellb/cellb/core/health"
 	"github.com/cellb/cellb/core/host"
+	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
 	"github.com/cellb/cellb/examples/counter"
@@ -68,6 +69,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.StringVar(&c.Durability, "durability", modes[0].Name, "the durability `mode` (changeset needs --driver modernc), what the bucket keeps: "+modeChoices(modes))
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
+	fs.DurationVar(&c.Retention, "retention", ltxlog.DefaultRetention, "ltx mode: keep every durable state restorable exactly this long (bookmarks; negative: none, compaction deletes what it merges)")
 	fs.BoolVar(&c.NodeLog, "node-log", true, "fleet, ltx mode: write every cell's commits through one node log (a bundle per flush; docs/durability.md); false: per-cell uploads")
 	fs.StringVar(&c.ScriptName, "script-name", defaultScriptName, "deployment `name` that keys counter ids (celld's script_name)")
 	cl.Alias("script", "script-name")
@@ -95,6 +97,8 @@ type serveConfig struct {
 	WakePoll       time.Duration
 	MaxCells       int
 	NodeLog        bool
+	// Retention is host.Config.Retention.
+	Retention time.Duration
 	// AdminListen is the address of the admin endpoints (/metrics,
 	// /healthz, /readyz); empty serves none and records no metrics.
 	AdminListen string
@@ -165,7 +169,7 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	}
 	s := &server{}
 	hc := host.Config{
-		Driver: drv, DataDir: cfg.Data, Mode: mode, Ownership: host.SingleHost,
+		Driver: drv, DataDir: cfg.Data, Mode: mode, Retention: cfg.Retention, Ownership: host.SingleHost,
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, IdleConnTimeout: cfg.IdleConn, MaxOpenCells: cfg.MaxCells, Logger: logger,
 		AlarmResidency: cfg.AlarmResidency,
 		R2:             demo.R2Bindings(),

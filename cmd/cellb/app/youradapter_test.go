@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/store"
 )
@@ -55,8 +56,8 @@ func adaptersDocBlock(t *testing.T, doc, marker string) string {
 // TestYourAdapterCellb builds the cellb of docs/adapters.md ("cellb with
 // your adapter") as written, outside the workspace (its go.mod's replace
 // lines pointed at this checkout), with an adapter registering a new
-// scheme, and runs diagnose and inspect on a bucket of that scheme; the
-// stock cellb refuses the scheme.
+// scheme, and runs diagnose, inspect, serve, restore and repair on buckets
+// of that scheme; the stock cellb refuses the scheme.
 func TestYourAdapterCellb(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program outside the workspace")
@@ -147,6 +148,9 @@ func TestYourAdapterCellb(t *testing.T) {
 			t.Fatalf("POST %d on mybucket://: %+v", i, a)
 		}
 	}
+	if a := call(t, "POST", node.url+"/counter/pears"); a.status != 200 || a.value != 1 {
+		t.Fatalf("POST pears on mybucket://: %+v", a)
+	}
 	node.signal(syscall.SIGTERM)
 	if err := node.cmd.Wait(); err != nil {
 		t.Fatalf("serve --bucket mybucket:// after SIGTERM: %v", err)
@@ -160,6 +164,32 @@ func TestYourAdapterCellb(t *testing.T) {
 	}
 	if got := queryFile(t, restored, "SELECT v FROM _cf_KV WHERE k = 'value'"); fmt.Sprint(got) != "[2]" {
 		t.Errorf("restored counter %v, want [2]", got)
+	}
+
+	// repair on the new scheme: with one served cell's ownership record
+	// lost (the other's keeps the bucket a fleet's), inspect finds it and repair --apply writes the released record
+	// at its epoch, after which the cell is healthy again.
+	apples := cell.CellKey("Counter", cell.IDFromName(defaultScriptName, "Counter", "apples"))
+	own := ownJSON(t, served, apples)
+	sv, err := openBucket(context.Background(), bucketMux(), served)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sv.Delete(context.Background(), layout.OwnKey(apples)); err != nil {
+		t.Fatal(err)
+	}
+	store.Close(sv)
+	if code, out, errs := mycellb("inspect", "--quiet", "mybucket://"+served, "Counter:apples", "--name"); code != 1 || !strings.Contains(out, "record-lost") {
+		t.Fatalf("inspect after losing the record: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if code, out, errs := mycellb("repair", "mybucket://"+served, "Counter:apples", "--name", "--apply"); code != 0 || !strings.Contains(out, "wrote") {
+		t.Fatalf("repair --apply on mybucket://: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if got := ownJSON(t, served, apples); got != own {
+		t.Errorf("own.json after the repair %q, want the released record it had, %q", got, own)
+	}
+	if code, out, errs := mycellb("inspect", "--quiet", "mybucket://"+served, "Counter:apples", "--name"); code != 0 || !strings.Contains(out, "healthy") {
+		t.Fatalf("inspect after the repair: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 
 	// Without the adapter (cellb's own main) the scheme is unknown.
