@@ -129,6 +129,7 @@ func allCases() []caseDef {
 	all = append(all, kvCases()...)
 	all = append(all, storageCases()...)
 	all = append(all, bookmarkCases()...)
+	all = append(all, restoreNextCases()...)
 	all = append(all, forkCases()...)
 	all = append(all, alarmCases()...)
 	all = append(all, wakeCases()...)

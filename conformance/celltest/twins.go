@@ -57,6 +57,8 @@ func twinDefs() []twinDef {
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
 		{"bookmark-any-time", wrapLog(BookmarkAnyTime), []string{"storage/bookmarks"}},
 		{"stale-bookmark", wrapLog(StaleBookmark), []string{"storage/bookmarks"}},
+		{"restore-request-ignored", wrapLog(IgnoreRestoreRequest), []string{"storage/restore-bookmark", "storage/restore-bookmark-fleet", "storage/restore-bookmark-nodelog"}},
+		{"restore-request-dropped-at-open", wrapLog(DropRestoreRequestAtOpen), []string{"storage/restore-bookmark-crash"}},
 		{"fork-ignores-bookmark", wrapLog(ForkIgnoresBookmark), []string{"storage/fork"}},
 		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
 		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},

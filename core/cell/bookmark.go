@@ -31,12 +31,17 @@ func (s *State) CurrentBookmark(ctx context.Context) (string, error) {
 		return "", err
 	}
 	inst.mu.Lock()
+	cl := inst.db.log
+	inst.mu.Unlock()
 	var b durability.Bookmark
 	known := false
-	if db, ok := inst.db.log.(durability.DurableBookmarker); ok {
+	if p, ok := cl.(durability.BookmarkPinner); ok {
+		// With the node log: the bookmark's row is kept the end of a
+		// tiered file (it may wait for a tiering in flight).
+		b, known = p.PinnedDurableBookmark()
+	} else if db, ok := cl.(durability.DurableBookmarker); ok {
 		b, known = db.DurableBookmark()
 	}
-	inst.mu.Unlock()
 	if !known {
 		var err error
 		if b, err = bm.NewestBookmark(ctx, inst.key); err != nil {

@@ -129,6 +129,9 @@ type Runtime struct {
 	// commits' pages into and every log hands them back to, shared so a
 	// cell that commits rarely reuses buffers another cell released.
 	pages driver.PagePool
+	// restoreMarkMu serializes restore marks' writes and removals
+	// (restorenext.go).
+	restoreMarkMu sync.Mutex
 
 	// bg is the context of work the runtime starts on its own (activation,
 	// alarms, eviction); Close cancels it last.

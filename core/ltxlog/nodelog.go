@@ -163,22 +163,38 @@ func (c *cellLog) tierLogged() {
 	}
 }
 
-// tier writes every credited row waiting into the cell's prefix as one
-// level-0 file (a row alone as it is, several merged; with a retention
-// window, one file per row), then tells the node log they are covered. Nothing is written once the node fenced: the
+// tier writes every credited row waiting into the cell's prefix as
+// level-0 files (a row alone as it is, several merged; with a retention
+// window, one file per row): one file, or one more at each TXID a
+// bookmark pinned (restorenext.go: a file must end there), then tells the
+// node log they are covered. Nothing is written once the node fenced: the
 // node that recovers its log folds the rows instead.
 func (c *cellLog) tier(ctx context.Context) error {
 	c.tierMu.Lock()
 	defer c.tierMu.Unlock()
+	for {
+		more, err := c.tierOnce(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// tierOnce tiers the rows waiting up to the first pin among them; more
+// reports rows left behind a pin. Caller holds tierMu.
+func (c *cellLog) tierOnce(ctx context.Context) (more bool, err error) {
 	c.mu.Lock()
 	rows := c.untiered
+	if n := c.pinnedPrefixLocked(rows); n < len(rows) {
+		rows, more = rows[:n], true
+	}
 	c.mu.Unlock()
 	if len(rows) == 0 {
-		return nil
+		return false, nil
 	}
 	select {
 	case <-c.nl.Fenced():
-		return nodelog.ErrFenced
+		return false, nodelog.ErrFenced
 	default:
 	}
 	// With a retention window every row is a state a bookmark names
@@ -198,10 +214,11 @@ func (c *cellLog) tier(ctx context.Context) error {
 		}
 		c.nl.Metrics().Tier(len(g), err)
 		if err != nil {
-			return err
+			return false, err
 		}
 		c.mu.Lock()
 		c.untiered = c.untiered[len(g):]
+		c.dropPinsLocked(h.MaxTXID)
 		c.untBytes = 0
 		for _, r := range c.untiered {
 			c.untBytes += len(r.Data)
@@ -210,12 +227,12 @@ func (c *cellLog) tier(ctx context.Context) error {
 		c.nl.Covered(c.cell, c.epoch, h.MaxTXID)
 	}
 	c.mu.Lock()
-	if len(c.untiered) > 0 {
+	if len(c.untiered) > 0 && !more {
 		c.armTierLocked()
 	}
 	c.mu.Unlock()
 	c.maybeCompact()
-	return nil
+	return more, nil
 }
 
 // mergeRows is the level-0 file holding rows, consecutive TXIDs.
