@@ -17,7 +17,7 @@ import (
 // TestR2Conformance runs the R2 binding's suite (core/r2 in celld's
 // format) over Azurite.
 func TestR2Conformance(t *testing.T) {
-	r2test.Run(t, openServer(t, nil), r2test.Real)
+	r2test.Run(t, r2test.Harness{Store: openServer(t, nil)})
 }
 
 // TestR2AzureSpelling: celld stores the record as celld_r2 on Azure. An

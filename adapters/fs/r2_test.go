@@ -17,5 +17,16 @@ func TestR2Conformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r2test.Run(t, s, r2test.Real)
+	r2test.Run(t, r2test.Harness{Store: s})
+}
+
+// TestR2ConformanceRejectsTwins: over the local-files store too, the R2
+// suite rejects each broken binding.
+func TestR2ConformanceRejectsTwins(t *testing.T) {
+	s, err := fs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r2test.RunTwins(t, r2test.Harness{Store: s})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cellb/cellb/conformance/storetest"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -45,7 +46,7 @@ func TestConformanceOnRootFs(t *testing.T) {
 	dir := t.TempDir()
 	storetest.Run(t, storetest.HarnessFunc(func(context.Context) (store.Store, error) {
 		return openRootFs(dir)
-	}), storetest.Quick(), storetest.Skip("pagination"))
+	}), suite.Quick(), suite.Skip("pagination"))
 }
 
 // TestRootFsStaysInside: os.Root refuses links that leave the root, so no

@@ -23,6 +23,12 @@ type Options struct {
 	// storage.WithJSONReads: Get takes the metadata from the XML read
 	// path's headers, and JSON reads do not carry it.
 	ClientOptions []option.ClientOption
+	// StreamCopies makes Copy read the source and write the destination
+	// through this client instead of rewriting it inside the service. Only
+	// for emulators: fake-gcs-server 1.56 ignores the destination's
+	// ifGenerationMatch=0 on a rewrite, so a server-side copy there would
+	// replace an existing object.
+	StreamCopies bool
 }
 
 func (o Options) check() error {

@@ -9,5 +9,5 @@ import (
 // TestR2Conformance runs the R2 binding's suite (core/r2 in celld's
 // format) over this adapter, against the server of .ci/run.
 func TestR2Conformance(t *testing.T) {
-	r2test.Run(t, openServer(t), r2test.Real)
+	r2test.Run(t, r2test.Harness{Store: openServer(t)})
 }

@@ -43,6 +43,8 @@ type Store struct {
 	client *storage.Client
 	bucket *storage.BucketHandle
 	owned  bool
+	// streamCopies: Copy streams instead of rewriting (Options.StreamCopies).
+	streamCopies bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -56,7 +58,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gcs: creating client: %w", err)
 	}
-	return &Store{client: client, bucket: client.Bucket(opts.Bucket), owned: true}, nil
+	return &Store{client: client, bucket: client.Bucket(opts.Bucket), owned: true, streamCopies: opts.StreamCopies}, nil
 }
 
 // NewFromClient wraps a client the caller owns (and closes).

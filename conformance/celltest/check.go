@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/clock"
 	"github.com/cellb/cellb/core/driver"
@@ -32,11 +32,17 @@ type checkT struct {
 	nrt      int
 }
 
-func (c *checkT) errorf(format string, args ...any) { c.rec.Errorf(format, args...) }
+func (c *checkT) errorf(format string, args ...any) {
+	c.rec.Helper()
+	c.rec.Errorf(format, args...)
+}
 
 // fatalf records a failure and ends the case; call it only from the
 // case's own goroutine.
-func (c *checkT) fatalf(format string, args ...any) { c.rec.Fatalf(format, args...) }
+func (c *checkT) fatalf(format string, args ...any) {
+	c.rec.Helper()
+	c.rec.Fatalf(format, args...)
+}
 
 // skipf ends a case that does not apply to the harness; call it only from
 // the case's own goroutine.
@@ -90,6 +96,7 @@ type rtConfig struct {
 // runtime builds a runtime on the harness's driver, closed at the end of
 // the case.
 func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
+	c.rec.Helper()
 	if cfg.dir == "" {
 		c.mu.Lock()
 		c.nrt++
@@ -145,6 +152,7 @@ func (c *checkT) runtime(cfg rtConfig) *cell.Runtime {
 // wait receives from ch within the harness timeout, failing the case
 // otherwise.
 func wait[T any](c *checkT, ch <-chan T, what string) T {
+	c.rec.Helper()
 	select {
 	case v := <-ch:
 		return v
@@ -169,6 +177,22 @@ func quiet[T any](ch <-chan T, d time.Duration) bool {
 	}
 }
 
+// reachesLog reports whether a commit is pending in l within the harness
+// timeout. A commit reaches the log from the runtime's own goroutines, so
+// a loaded machine may take longer than settle to show it: the case waits
+// for it rather than looking once (it still fails a write that never
+// reaches the log).
+func reachesLog(c *checkT, l *ControlLog) bool {
+	deadline := time.Now().Add(c.h.Timeout)
+	for l.Pending() == 0 {
+		if time.Now().After(deadline) || c.ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
 // settle is how long a case watches for something that must not happen.
 const settle = 60 * time.Millisecond
 
@@ -182,6 +206,7 @@ func isBroken(err error) bool {
 // openRaw opens a cell's database file directly, bypassing the runtime
 // (the runtime must be closed or not yet started).
 func (c *checkT) openRaw(dir, key string) driver.Conn {
+	c.rec.Helper()
 	path, err := cell.DatabasePath(dir, key)
 	if err != nil {
 		c.fatalf("DatabasePath: %v", err)
@@ -196,6 +221,7 @@ func (c *checkT) openRaw(dir, key string) driver.Conn {
 
 // rawRows runs a query on a raw connection and returns every row.
 func (c *checkT) rawRows(conn driver.Conn, q string, args ...any) [][]any {
+	c.rec.Helper()
 	rows, err := conn.Query(c.ctx, q, args...)
 	if err != nil {
 		c.fatalf("query %q: %v", q, err)
@@ -222,6 +248,7 @@ func (c *checkT) rawRows(conn driver.Conn, q string, args ...any) [][]any {
 // eventually polls cond until it holds, failing the case after the
 // harness timeout.
 func (c *checkT) eventually(what string, cond func() bool) {
+	c.rec.Helper()
 	deadline := time.Now().Add(c.h.Timeout)
 	for !cond() {
 		if time.Now().After(deadline) {

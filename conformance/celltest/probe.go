@@ -28,6 +28,7 @@ type probeClass struct {
 }
 
 func (c *checkT) probeClass(rt *cell.Runtime, name string, construct func(ctx context.Context, p *probe) error) *probeClass {
+	c.rec.Helper()
 	pc := &probeClass{construct: construct}
 	ns, err := cell.Register(rt, name, func(ctx context.Context, st *cell.State) (*probe, error) {
 		p := &probe{st: st, gen: pc.built.Add(1)}
@@ -100,6 +101,7 @@ type result[R any] struct {
 
 // must runs fn on stub and fails the case on error.
 func must[R any](c *checkT, s *cell.Stub[*probe], what string, fn func(ctx context.Context, p *probe) (R, error)) R {
+	c.rec.Helper()
 	v, err := cell.Call(c.ctx, s, fn)
 	if err != nil {
 		c.fatalf("%s: %v", what, err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
@@ -21,11 +21,10 @@ type Harness struct {
 	// Driver is the SQLite driver under test.
 	Driver driver.Driver
 	// Dir holds the cases' data directories (a fresh subdirectory per
-	// case). Empty means a temporary directory removed afterwards.
+	// case). Empty means a temporary directory removed afterwards. (Cases
+	// are chosen with suite.Only and suite.Skip; the Harness holds nothing
+	// to release.)
 	Dir string
-	// Cases, when not empty, restricts the run: an entry selects the case
-	// of that name, or every case under it when it ends in "/".
-	Cases []string
 	// WrapLog, if set, wraps the durability.Log of every runtime the suite
 	// builds (the negative twins use it to break durability).
 	WrapLog func(durability.Log) durability.Log
@@ -42,49 +41,6 @@ type Harness struct {
 	Timeout time.Duration
 }
 
-func (h Harness) selects(name string) bool { return suite.Selects(h.Cases, name) }
-
-// Report is the outcome of RunReport.
-type Report struct {
-	Results []CaseResult
-}
-
-// CaseResult is the outcome of one case.
-type CaseResult struct {
-	Name     string
-	Failures []string
-	Log      []string
-	// Skipped says why the case did not apply to the harness (a driver
-	// without sessions, say); empty when it ran.
-	Skipped string
-}
-
-// Failed reports whether the case found a broken guarantee.
-func (r CaseResult) Failed() bool { return len(r.Failures) > 0 }
-
-// Failed returns the names of the failed cases, in run order.
-func (r Report) Failed() []string {
-	var names []string
-	for _, c := range r.Results {
-		if c.Failed() {
-			names = append(names, c.Name)
-		}
-	}
-	return names
-}
-
-// String lists every failure.
-func (r Report) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "celltest: %d cases, %d failed\n", len(r.Results), len(r.Failed()))
-	for _, c := range r.Results {
-		for _, f := range c.Failures {
-			fmt.Fprintf(&b, "  %s: %s\n", c.Name, f)
-		}
-	}
-	return b.String()
-}
-
 // CaseNames lists every case, in run order.
 func CaseNames() []string { return caseNames(allCases()) }
 
@@ -97,7 +53,7 @@ func caseNames(cases []caseDef) []string {
 }
 
 // Run runs the suite as subtests of t, one per case.
-func Run(t *testing.T, h Harness) {
+func Run(t *testing.T, h Harness, opts ...suite.Option) {
 	t.Helper()
 	if h.Driver == nil {
 		t.Fatal("celltest: Harness.Driver is nil")
@@ -106,34 +62,53 @@ func Run(t *testing.T, h Harness) {
 		h.Dir = t.TempDir()
 	}
 	cases := allCases()
-	suite.Subtests(t, caseNames(cases), h.Cases, func(ctx context.Context, name string) suite.Outcome {
-		return runCase(ctx, h, cases[slices.IndexFunc(cases, func(d caseDef) bool { return d.name == name })])
+	cfg := suite.NewConfig(opts)
+	lim := suite.LimitsFor(cfg, 0)
+	suite.Subtests(t, suiteCases(cases), cfg, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return runCase(ctx, h, caseNamed(cases, c.Name), lim)
 	}, nil)
 }
 
 // RunReport runs the suite without a testing.T and returns what each case
-// found; only a malformed harness is an error.
-func RunReport(ctx context.Context, h Harness) (Report, error) {
+// found. It fails on a harness without a driver, and with ctx's error
+// when ctx ends before every case ran (those not run are skipped).
+func RunReport(ctx context.Context, h Harness, opts ...suite.Option) (suite.Report, error) {
+	rep := suite.Report{Suite: "celltest"}
 	if h.Driver == nil {
-		return Report{}, fmt.Errorf("celltest: Harness.Driver is nil")
+		rep.SetupError = "Harness.Driver is nil"
+		return rep, fmt.Errorf("celltest: %s", rep.SetupError)
 	}
+	rep.Subject = h.Driver.Name()
 	if h.Dir == "" {
 		dir, err := os.MkdirTemp("", "celltest-")
 		if err != nil {
-			return Report{}, err
+			rep.SetupError = err.Error()
+			return rep, err
 		}
 		defer os.RemoveAll(dir)
 		h.Dir = dir
 	}
 	cases := allCases()
-	ran, err := suite.Collect(ctx, caseNames(cases), h.Cases, func(ctx context.Context, name string) suite.Outcome {
-		return runCase(ctx, h, cases[slices.IndexFunc(cases, func(d caseDef) bool { return d.name == name })])
+	cfg := suite.NewConfig(opts)
+	rep.Notes = cfg.Notes(suiteCases(cases))
+	lim := suite.LimitsFor(cfg, 0)
+	var err error
+	rep.Cases, err = suite.Collect(ctx, suiteCases(cases), cfg, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return runCase(ctx, h, caseNamed(cases, c.Name), lim)
 	})
-	var rep Report
-	for _, r := range ran {
-		rep.Results = append(rep.Results, CaseResult{Name: r.Name, Failures: r.Failures, Log: r.Log, Skipped: r.Reason})
-	}
 	return rep, err
+}
+
+func suiteCases(cases []caseDef) []suite.Case {
+	out := make([]suite.Case, len(cases))
+	for i, c := range cases {
+		out[i] = suite.Case{Name: c.name}
+	}
+	return out
+}
+
+func caseNamed(cases []caseDef, name string) caseDef {
+	return cases[slices.IndexFunc(cases, func(d caseDef) bool { return d.name == name })]
 }
 
 type caseDef struct {
@@ -154,6 +129,8 @@ func allCases() []caseDef {
 	all = append(all, kvCases()...)
 	all = append(all, storageCases()...)
 	all = append(all, bookmarkCases()...)
+	all = append(all, restoreNextCases()...)
+	all = append(all, forkCases()...)
 	all = append(all, alarmCases()...)
 	all = append(all, wakeCases()...)
 	all = append(all, lifecycleCases()...)
@@ -165,8 +142,8 @@ func allCases() []caseDef {
 // runCase runs one case in its own directory (suite.RunCase: Fatalf and
 // skips end the case, a panic is a failure), then runs the case's
 // cleanups and removes the directory.
-func runCase(ctx context.Context, h Harness, def caseDef) suite.Outcome {
-	return suite.RunCase(ctx, suite.Limits{}, true, func(ctx context.Context, rec *suite.Recorder) {
+func runCase(ctx context.Context, h Harness, def caseDef, lim suite.Limits) suite.Outcome {
+	return suite.RunCase(ctx, lim, true, func(ctx context.Context, rec *suite.Recorder) {
 		c := &checkT{ctx: ctx, h: h, rec: rec}
 		if c.h.Timeout <= 0 {
 			c.h.Timeout = 10 * time.Second

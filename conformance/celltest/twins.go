@@ -3,11 +3,10 @@ package celltest
 import (
 	"context"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
@@ -18,8 +17,8 @@ import (
 // guarantee the way real drivers and logs get it wrong. RunTwins shows the
 // suite rejects each in the cases it names.
 
-// Twin is one deliberately broken variant.
-type Twin struct {
+// twinDef is one deliberately broken variant.
+type twinDef struct {
 	// Name says what is broken.
 	Name string
 	// Wrap builds the broken harness around the one under test.
@@ -28,9 +27,18 @@ type Twin struct {
 	CaughtBy []string
 }
 
-// Twins lists every shipped twin.
-func Twins() []Twin {
-	return []Twin{
+// Twins lists every shipped twin: each wraps the harness (its driver, its
+// log, its wake publisher or its runtime options) to break one guarantee.
+func Twins() []suite.Twin[Harness] {
+	var out []suite.Twin[Harness]
+	for _, tw := range twinDefs() {
+		out = append(out, suite.Twin[Harness]{Name: tw.Name, Wrap: tw.Wrap, CaughtBy: tw.CaughtBy})
+	}
+	return out
+}
+
+func twinDefs() []twinDef {
+	return []twinDef{
 		{"commit-per-statement", wrapDriver(CommitPerStatement), []string{"turn/atomic-crash", "turn/atomic-panic"}},
 		{"ack-before-durable", wrapLog(AckBeforeDurable), []string{"output/held-until-durable", "output/counter-64", "wake/publish-per-commit", "commit/synchronous-log",
 			"websocket/send-held-until-durable", "output/outgoing-held-until-durable", "output/outgoing-allow-unconfirmed", "output/streamed-response"}},
@@ -49,6 +57,9 @@ func Twins() []Twin {
 		{"capture-misreported", wrapLog(MisreportCapture), []string{"output/log-told-capture"}},
 		{"bookmark-any-time", wrapLog(BookmarkAnyTime), []string{"storage/bookmarks"}},
 		{"stale-bookmark", wrapLog(StaleBookmark), []string{"storage/bookmarks"}},
+		{"restore-request-ignored", wrapLog(IgnoreRestoreRequest), []string{"storage/restore-bookmark", "storage/restore-bookmark-fleet", "storage/restore-bookmark-nodelog"}},
+		{"restore-request-dropped-at-open", wrapLog(DropRestoreRequestAtOpen), []string{"storage/restore-bookmark-crash"}},
+		{"fork-ignores-bookmark", wrapLog(ForkIgnoresBookmark), []string{"storage/fork"}},
 		{"set-alarm-keeps-retries", wrapDriver(SetAlarmKeepsRetries), []string{"alarm/set-resets-retries"}},
 		{"no-block-concurrency-limit", configure(NoBlockConcurrencyLimit), []string{"reset/block-concurrency-timeout"}},
 		{"no-alarm-residency", configure(NoAlarmResidency), []string{"alarm/residency"}},
@@ -132,76 +143,16 @@ func wrapLog(w func(durability.Log) durability.Log) func(Harness) Harness {
 	}
 }
 
-// RunTwins runs each twin's catching cases and fails t unless every one of
-// them fails on the twin. It first runs those cases on h itself: one that
-// fails there proves nothing when it fails on a twin, so that fails t too.
-func RunTwins(t *testing.T, h Harness) {
+// RunTwins shows the suite rejects every twin on h (suite.RunTwins): it
+// first runs the cases the twins name on h itself (one that fails there
+// proves nothing when it fails on a twin, so that fails t too), then each
+// twin's cases on the twin, as subtests "twin/<name>"; each must fail.
+func RunTwins(t *testing.T, h Harness, opts ...suite.Option) {
 	t.Helper()
-	var needed []string
-	for _, tw := range Twins() {
-		for _, name := range tw.CaughtBy {
-			if !slices.Contains(needed, name) {
-				needed = append(needed, name)
-			}
-		}
+	if h.Dir == "" {
+		h.Dir = t.TempDir()
 	}
-	base := h
-	base.Cases = needed
-	if base.Dir == "" {
-		base.Dir = t.TempDir()
-	}
-	baseline, err := RunReport(t.Context(), base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(baseline.Failed()) > 0 {
-		t.Errorf("the harness itself fails cases the twins are checked against, so their rejection proves nothing there:\n%s", baseline)
-	}
-	for _, tw := range Twins() {
-		t.Run(tw.Name, func(t *testing.T) {
-			th := tw.Wrap(h)
-			th.Cases = tw.CaughtBy
-			if th.Dir == "" {
-				th.Dir = t.TempDir()
-			}
-			rep, err := RunReport(t.Context(), th)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ran := rep.named()
-			for i, v := range suite.Judge(tw.CaughtBy, ran) {
-				name := tw.CaughtBy[i]
-				switch v {
-				case suite.NotApplicable:
-					t.Logf("case %s does not apply here: %s", name, skipped(rep, name))
-				case suite.Missed, suite.NotRun:
-					t.Errorf("twin %s passed case %s, which must reject it", tw.Name, name)
-				}
-			}
-			t.Logf("twin %s rejected by: %s", tw.Name, strings.Join(rep.Failed(), ", "))
-		})
-	}
-}
-
-// named is rep's results as the shared runner's outcomes.
-func (r Report) named() []suite.Named {
-	var out []suite.Named
-	for _, c := range r.Results {
-		out = append(out, suite.Named{Name: c.Name, Outcome: suite.Outcome{
-			Failures: c.Failures, Log: c.Log, Skipped: c.Skipped != "" && !c.Failed(), Reason: c.Skipped,
-		}})
-	}
-	return out
-}
-
-// skipped says why the named case was skipped in rep ("" if it ran).
-func skipped(rep Report, name string) string {
-	for _, r := range rep.Results {
-		if r.Name == name && !r.Failed() {
-			return r.Skipped
-		}
-	}
-	return ""
+	suite.RunTwins(t, h, Twins(), RunReport, opts...)
 }
 
 // twinDriver wraps a driver, changing its connections with edit. It never

@@ -3,7 +3,7 @@ package celltest
 import (
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 )
 
 // withoutTwin are the celltest cases no twin in Twins is declared to fail,
@@ -42,9 +42,5 @@ const runtimeOnly = "no twin through a port or option: decided inside core/cell,
 // one, or an exception above saying why not. (The twins themselves run
 // in the driver modules, through RunTwins: this package has no driver.)
 func TestEveryCaseHasATwin(t *testing.T) {
-	var caught [][]string
-	for _, tw := range Twins() {
-		caught = append(caught, tw.CaughtBy)
-	}
-	suite.CheckTwinCoverage(t, CaseNames(), caught, withoutTwin)
+	suite.CheckTwinCoverage(t, CaseNames(), suite.CaughtBy(Twins()), withoutTwin)
 }

@@ -38,11 +38,10 @@ type Harness struct {
 	// Steps is the number of random steps in each workload case. Zero
 	// means DefaultSteps.
 	Steps int
-	// Cases, when not empty, restricts the run to these cases: an entry
-	// selects the case of that exact name, or every case under it when it
-	// ends in "/" (e.g. "capture/").
-	Cases []string
 }
+
+// Cases are chosen with suite.Only and suite.Skip; the Harness holds
+// nothing to release.
 
 // resolved fills the defaults. It fails only on a malformed SeedEnv.
 func (h Harness) resolved() (Harness, error) {
@@ -68,17 +67,4 @@ func (h Harness) resolved() (Harness, error) {
 		h.Steps = DefaultSteps
 	}
 	return h, nil
-}
-
-// selects reports whether the harness's Cases filter admits name.
-func (h Harness) selects(name string) bool {
-	if len(h.Cases) == 0 {
-		return true
-	}
-	for _, c := range h.Cases {
-		if c == name || (strings.HasSuffix(c, "/") && strings.HasPrefix(name, c)) {
-			return true
-		}
-	}
-	return false
 }

@@ -2,7 +2,6 @@ package drivertest
 
 import (
 	"context"
-	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
@@ -12,70 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/driver"
 )
-
-// Report is the outcome of RunReport: one result per selected case.
-type Report struct {
-	Driver  string
-	Seed    int64
-	Results []CaseResult
-}
-
-// CaseResult is the outcome of one case.
-type CaseResult struct {
-	Name string
-	// Skipped is set when the case does not apply (e.g. a capability the
-	// driver does not declare); Reason says why.
-	Skipped bool
-	Reason  string
-	// Failures are the broken claims, each a complete sentence.
-	Failures []string
-	// Log is informational output (what was checked, sizes).
-	Log []string
-}
-
-// Failed reports whether the case found a broken claim.
-func (r CaseResult) Failed() bool { return len(r.Failures) > 0 }
-
-// Failed returns the names of the failed cases, in run order.
-func (r Report) Failed() []string {
-	var names []string
-	for _, c := range r.Results {
-		if c.Failed() {
-			names = append(names, c.Name)
-		}
-	}
-	return names
-}
-
-// OK reports whether no case failed.
-func (r Report) OK() bool { return len(r.Failed()) == 0 }
-
-// Result returns the result of the named case, if it ran.
-func (r Report) Result(name string) (CaseResult, bool) {
-	for _, c := range r.Results {
-		if c.Name == name {
-			return c, true
-		}
-	}
-	return CaseResult{}, false
-}
-
-// String summarises the report: every failure, and the seed to replay it.
-func (r Report) String() string {
-	var b strings.Builder
-	failed := r.Failed()
-	fmt.Fprintf(&b, "drivertest %s: %d cases, %d failed (seed %d; replay with %s=%d)\n",
-		r.Driver, len(r.Results), len(failed), r.Seed, SeedEnv, r.Seed)
-	for _, c := range r.Results {
-		for _, f := range c.Failures {
-			fmt.Fprintf(&b, "  %s: %s\n", c.Name, f)
-		}
-	}
-	return b.String()
-}
 
 // CaseNames lists every case of the suite, in run order.
 func CaseNames() []string { return caseNames(allCases()) }
@@ -90,8 +28,8 @@ func caseNames(cases []caseDef) []string {
 
 // Run runs the suite as subtests of t (one per case, named like
 // "capture/workload", so -run selects them) and fails t for every broken
-// claim.
-func Run(t *testing.T, h Harness) {
+// claim; a failed case's log says the seed to replay it with.
+func Run(t *testing.T, h Harness, opts ...suite.Option) {
 	t.Helper()
 	h, err := h.resolved()
 	if err != nil {
@@ -102,8 +40,10 @@ func Run(t *testing.T, h Harness) {
 	}
 	t.Logf("drivertest %s: seed %d (replay with %s=%d)", h.Driver.Name(), h.Seed, SeedEnv, h.Seed)
 	cases := allCases()
-	suite.Subtests(t, caseNames(cases), h.Cases, func(ctx context.Context, name string) suite.Outcome {
-		return runCase(ctx, h, caseNamed(cases, name))
+	cfg := suite.NewConfig(opts)
+	lim := suite.LimitsFor(cfg, 0)
+	suite.Subtests(t, suiteCases(cases), cfg, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return runCase(ctx, h, caseNamed(cases, c.Name), lim)
 	}, func(t *testing.T, o suite.Outcome) {
 		if o.Failed() {
 			t.Logf("seed %d: replay with %s=%d", h.Seed, SeedEnv, h.Seed)
@@ -112,38 +52,42 @@ func Run(t *testing.T, h Harness) {
 }
 
 // RunReport runs the suite without a testing.T and returns what each case
-// found. It is how the negative twins are shown to be rejected; a
-// third-party tool can also use it to print a conformance report. Only a
-// malformed harness is an error.
-func RunReport(ctx context.Context, h Harness) (Report, error) {
+// found, with the driver's name (Report.Subject) and the seed
+// (Report.Seed, to replay with SeedEnv). It is how the negative twins are
+// shown to be rejected; a third-party tool can also use it to print a
+// conformance report. It fails on a malformed harness, and with ctx's
+// error when ctx ends before every case ran (those not run are skipped).
+func RunReport(ctx context.Context, h Harness, opts ...suite.Option) (suite.Report, error) {
+	rep := suite.Report{Suite: "drivertest"}
 	h, err := h.resolved()
 	if err != nil {
-		return Report{}, err
+		rep.SetupError = err.Error()
+		return rep, err
 	}
+	rep.Subject, rep.Seed = h.Driver.Name(), h.Seed
 	if h.Dir == "" {
 		dir, err := os.MkdirTemp("", "drivertest-")
 		if err != nil {
-			return Report{}, err
+			rep.SetupError = err.Error()
+			return rep, err
 		}
 		defer os.RemoveAll(dir)
 		h.Dir = dir
 	}
 	cases := allCases()
-	ran, err := suite.Collect(ctx, caseNames(cases), h.Cases, func(ctx context.Context, name string) suite.Outcome {
-		return runCase(ctx, h, caseNamed(cases, name))
+	cfg := suite.NewConfig(opts)
+	rep.Notes = cfg.Notes(suiteCases(cases))
+	lim := suite.LimitsFor(cfg, 0)
+	rep.Cases, err = suite.Collect(ctx, suiteCases(cases), cfg, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return runCase(ctx, h, caseNamed(cases, c.Name), lim)
 	})
-	rep := Report{Driver: h.Driver.Name(), Seed: h.Seed}
-	for _, r := range ran {
-		rep.Results = append(rep.Results, CaseResult{Name: r.Name, Skipped: r.Skipped, Reason: r.Reason, Failures: r.Failures, Log: r.Log})
-	}
 	return rep, err
 }
 
-// named is rep's results as the shared runner's outcomes.
-func (r Report) named() []suite.Named {
-	var out []suite.Named
-	for _, c := range r.Results {
-		out = append(out, suite.Named{Name: c.Name, Outcome: suite.Outcome{Failures: c.Failures, Log: c.Log, Skipped: c.Skipped, Reason: c.Reason}})
+func suiteCases(cases []caseDef) []suite.Case {
+	out := make([]suite.Case, len(cases))
+	for i, c := range cases {
+		out[i] = suite.Case{Name: c.name}
 	}
 	return out
 }
@@ -175,8 +119,8 @@ func allCases() []caseDef {
 // runCase runs one case in its own directory (suite.RunCase: fatalf and
 // skip end the case, a panic in the driver is a failure), closing every
 // connection the case opened. A failed case's directory is kept.
-func runCase(ctx context.Context, h Harness, def caseDef) suite.Outcome {
-	return suite.RunCase(ctx, suite.Limits{}, true, func(ctx context.Context, rec *suite.Recorder) {
+func runCase(ctx context.Context, h Harness, def caseDef, lim suite.Limits) suite.Outcome {
+	return suite.RunCase(ctx, lim, true, func(ctx context.Context, rec *suite.Recorder) {
 		c := &checkT{ctx: ctx, h: h, caps: h.Driver.Capabilities(), rec: rec}
 		c.rng = rand.New(rand.NewPCG(uint64(h.Seed), nameHash(def.name)))
 		defer func() {
@@ -221,9 +165,15 @@ type checkT struct {
 	conns []driver.Conn
 }
 
-func (c *checkT) errorf(format string, args ...any) { c.rec.Errorf(format, args...) }
+func (c *checkT) errorf(format string, args ...any) {
+	c.rec.Helper()
+	c.rec.Errorf(format, args...)
+}
 
-func (c *checkT) fatalf(format string, args ...any) { c.rec.Fatalf(format, args...) }
+func (c *checkT) fatalf(format string, args ...any) {
+	c.rec.Helper()
+	c.rec.Fatalf(format, args...)
+}
 
 func (c *checkT) logf(format string, args ...any) { c.rec.Logf(format, args...) }
 
@@ -234,6 +184,7 @@ func (c *checkT) path(name string) string { return filepath.Join(c.dir, name) }
 
 // open opens a database and remembers to close it.
 func (c *checkT) open(path string, capture bool) driver.Conn {
+	c.rec.Helper()
 	conn, err := c.h.Driver.Open(c.ctx, driver.Config{Path: path, PageCapture: capture})
 	if err != nil {
 		c.fatalf("Open(Path=%q, PageCapture=%v): %v", path, capture, err)
@@ -247,6 +198,7 @@ func (c *checkT) open(path string, capture bool) driver.Conn {
 
 // close closes conn now, failing the case on error.
 func (c *checkT) close(conn driver.Conn) {
+	c.rec.Helper()
 	if i := slices.Index(c.conns, conn); i >= 0 {
 		c.conns = slices.Delete(c.conns, i, i+1)
 	}
@@ -267,6 +219,7 @@ func (c *checkT) closeAll() {
 
 // exec runs sql and fails the case on error.
 func (c *checkT) exec(conn driver.Conn, sql string, args ...any) driver.Result {
+	c.rec.Helper()
 	r, err := conn.Exec(c.ctx, sql, args...)
 	if err != nil {
 		c.fatalf("Exec(%s): %v", clip(sql), err)
@@ -276,6 +229,7 @@ func (c *checkT) exec(conn driver.Conn, sql string, args ...any) driver.Result {
 
 // query runs sql and returns every row, copied.
 func (c *checkT) query(conn driver.Conn, sql string, args ...any) [][]any {
+	c.rec.Helper()
 	rows, err := queryAll(c.ctx, conn, sql, args...)
 	if err != nil {
 		c.fatalf("Query(%s): %v", clip(sql), err)
@@ -285,6 +239,7 @@ func (c *checkT) query(conn driver.Conn, sql string, args ...any) [][]any {
 
 // queryOne runs sql expecting exactly one row with one column.
 func (c *checkT) queryOne(conn driver.Conn, sql string, args ...any) any {
+	c.rec.Helper()
 	rows := c.query(conn, sql, args...)
 	if len(rows) != 1 || len(rows[0]) != 1 {
 		c.fatalf("Query(%s) returned %d rows, want one row of one column", clip(sql), len(rows))
@@ -293,24 +248,28 @@ func (c *checkT) queryOne(conn driver.Conn, sql string, args ...any) any {
 }
 
 func (c *checkT) begin(conn driver.Conn) {
+	c.rec.Helper()
 	if err := conn.Begin(c.ctx); err != nil {
 		c.fatalf("Begin: %v", err)
 	}
 }
 
 func (c *checkT) commit(conn driver.Conn) {
+	c.rec.Helper()
 	if err := conn.Commit(c.ctx); err != nil {
 		c.fatalf("Commit: %v", err)
 	}
 }
 
 func (c *checkT) rollback(conn driver.Conn) {
+	c.rec.Helper()
 	if err := conn.Rollback(c.ctx); err != nil {
 		c.fatalf("Rollback: %v", err)
 	}
 }
 
 func (c *checkT) serialize(conn driver.Conn) []byte {
+	c.rec.Helper()
 	img, err := conn.Serialize(c.ctx)
 	if err != nil {
 		c.fatalf("Serialize: %v", err)
@@ -319,12 +278,14 @@ func (c *checkT) serialize(conn driver.Conn) []byte {
 }
 
 func (c *checkT) restore(conn driver.Conn, img []byte) {
+	c.rec.Helper()
 	if err := conn.Restore(c.ctx, img); err != nil {
 		c.fatalf("Restore(%d bytes): %v", len(img), err)
 	}
 }
 
 func (c *checkT) pageSize(conn driver.Conn) int {
+	c.rec.Helper()
 	n, err := conn.PageSize(c.ctx)
 	if err != nil {
 		c.fatalf("PageSize: %v", err)
@@ -333,6 +294,7 @@ func (c *checkT) pageSize(conn driver.Conn) int {
 }
 
 func (c *checkT) pageCount(conn driver.Conn) int64 {
+	c.rec.Helper()
 	n, err := conn.PageCount(c.ctx)
 	if err != nil {
 		c.fatalf("PageCount: %v", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/driver"
 )
 
@@ -149,31 +150,39 @@ func TestRunReportTurnsFailuresAndPanicsIntoResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Seed != 42 || len(rep.Results) != len(CaseNames()) {
-		t.Fatalf("report: seed %d, %d results", rep.Seed, len(rep.Results))
+	if rep.Seed != 42 || len(rep.Cases) != len(CaseNames()) || rep.Subject != "fake" {
+		t.Fatalf("report: seed %d, %d results, subject %q", rep.Seed, len(rep.Cases), rep.Subject)
 	}
 	if rep.OK() {
 		t.Fatal("a driver that cannot open a database passed")
 	}
-	res, _ := rep.Result("sql/open")
+	res, _ := rep.Case("sql/open")
 	if !res.Failed() || !strings.Contains(res.Failures[0], "no database for you") {
 		t.Fatalf("sql/open result: %+v", res)
 	}
-	if s := rep.String(); !strings.Contains(s, SeedEnv+"=42") {
+	// The failure names the case's line, not the helper's (checkT's
+	// helpers call Helper, as a testing.T helper would).
+	if !strings.HasPrefix(res.Failures[0], "cases_sql.go:") {
+		t.Fatalf("sql/open's failure does not name the case's line: %q", res.Failures[0])
+	}
+	if s := rep.String(); !strings.Contains(s, "(seed 42)") {
 		t.Fatalf("report does not say how to replay: %s", s)
 	}
 	// Capability cases skip rather than fail when nothing is declared.
-	if res, _ := rep.Result("sessions/workload"); !res.Skipped {
+	if res, _ := rep.Case("sessions/workload"); !res.Skipped() {
 		t.Fatalf("sessions/workload on a driver without sessions: %+v", res)
 	}
 
-	rep, err = RunReport(ctx, Harness{Driver: &fakeDriver{panics: true}, Seed: 1, Cases: []string{"sql/"}})
+	rep, err = RunReport(ctx, Harness{Driver: &fakeDriver{panics: true}, Seed: 1}, suite.Only("sql/"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rep.Results {
+	for _, r := range rep.Cases {
 		if !strings.HasPrefix(r.Name, "sql/") {
-			t.Fatalf("the Cases filter let %s through", r.Name)
+			if r.Status != suite.Skipped || r.Reason != "not selected" {
+				t.Fatalf("suite.Only let %s through: %+v", r.Name, r)
+			}
+			continue
 		}
 		if !r.Failed() || !strings.Contains(r.Failures[0], "panic: fake driver exploded") {
 			t.Fatalf("%s: a panicking driver gave %+v", r.Name, r)
@@ -181,7 +190,7 @@ func TestRunReportTurnsFailuresAndPanicsIntoResults(t *testing.T) {
 	}
 }
 
-func TestHarnessSeedAndFilter(t *testing.T) {
+func TestHarnessSeed(t *testing.T) {
 	t.Setenv(SeedEnv, "1234")
 	h, err := Harness{Driver: &fakeDriver{}}.resolved()
 	if err != nil || h.Seed != 1234 || h.BulkRows != DefaultBulkRows || h.Steps != DefaultSteps {
@@ -197,12 +206,6 @@ func TestHarnessSeedAndFilter(t *testing.T) {
 	}
 	if _, err := (Harness{}).resolved(); err == nil {
 		t.Fatal("a nil driver was accepted")
-	}
-	h = Harness{Cases: []string{"capture/", "sql/open"}}
-	for name, want := range map[string]bool{"capture/bulk": true, "sql/open": true, "sql/open-more": false, "sql/errors": false} {
-		if h.selects(name) != want {
-			t.Errorf("selects(%q) = %v", name, !want)
-		}
 	}
 }
 
@@ -360,12 +363,12 @@ func TestFailedCaseKeepsItsDatabasesAndIsNotHiddenBySkip(t *testing.T) {
 	// capture/memory on a driver declaring capture whose in-memory Open
 	// fails with an empty message: an error, then a skip.
 	d := &fakeDriver{caps: driver.Capabilities{PageCapture: true}, openErr: errors.New("")}
-	rep, err := RunReport(t.Context(), Harness{Driver: d, Dir: dir, Cases: []string{"capture/memory"}})
+	rep, err := RunReport(t.Context(), Harness{Driver: d, Dir: dir}, suite.Only("capture/memory"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := rep.Result("capture/memory")
-	if !res.Failed() || res.Skipped {
+	res, _ := rep.Case("capture/memory")
+	if !res.Failed() || res.Skipped() {
 		t.Fatalf("a failure followed by a skip: %+v", res)
 	}
 	if len(res.Log) == 0 || !strings.Contains(res.Log[len(res.Log)-1], dir) {

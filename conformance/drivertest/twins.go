@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/driver"
 )
 
@@ -15,8 +16,8 @@ import (
 // the way real drivers get it wrong. The suite must reject each one in the
 // cases its Twin entry names; RunTwins shows that it does.
 
-// Twin is one deliberately broken variant of a driver.
-type Twin struct {
+// twinDef is one deliberately broken variant of a driver.
+type twinDef struct {
 	// Name says what is broken.
 	Name string
 	// Wrap builds the broken driver around the driver under test.
@@ -36,9 +37,24 @@ func withCheckpoint(c driver.Capabilities) bool { return c.Checkpoint }
 
 func withCounters(c driver.Capabilities) bool { return c.StatementCounters }
 
-// Twins lists every shipped twin.
-func Twins() []Twin {
-	return []Twin{
+// Twins lists every shipped twin: each replaces the harness's driver with
+// a wrapper of it that breaks one claim, and applies to a driver with the
+// capabilities the fault needs.
+func Twins() []suite.Twin[Harness] {
+	var out []suite.Twin[Harness]
+	for _, tw := range twinDefs() {
+		out = append(out, suite.Twin[Harness]{
+			Name:     tw.Name,
+			Wrap:     func(h Harness) Harness { h.Driver = tw.Wrap(h.Driver); return h },
+			Applies:  func(h Harness) bool { return h.Driver != nil && tw.Applies(h.Driver.Capabilities()) },
+			CaughtBy: tw.CaughtBy,
+		})
+	}
+	return out
+}
+
+func twinDefs() []twinDef {
+	return []twinDef{
 		{"drop-page", DropPage, withCapture, []string{"capture/commit-time", "capture/restore-resets", "capture/workload", "capture/bulk", "capture/page-sizes"}},
 		// Its own entry: capture/memory is skipped by drivers that refuse
 		// to capture an in-memory database, and a twin is checked only where

@@ -3,7 +3,7 @@ package drivertest
 import (
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 )
 
 // withoutTwin are the drivertest cases no twin in Twins is declared to
@@ -13,9 +13,5 @@ var withoutTwin = map[string]string{}
 // TestEveryCaseHasATwin: a case that no twin is declared to fail needs
 // one, or an exception above saying why not.
 func TestEveryCaseHasATwin(t *testing.T) {
-	var caught [][]string
-	for _, tw := range Twins() {
-		caught = append(caught, tw.CaughtBy)
-	}
-	suite.CheckTwinCoverage(t, CaseNames(), caught, withoutTwin)
+	suite.CheckTwinCoverage(t, CaseNames(), suite.CaughtBy(Twins()), withoutTwin)
 }

@@ -5,9 +5,9 @@
 // A Harness starts participants ("nodes") that share one backing (a bucket,
 // a directory) and controls their time; the suite checks exclusivity,
 // epochs, release, crash takeover and self-fencing. Run it with Run(t, h)
-// from a test, or RunReport for a report without a *testing.T. The package
-// also ships deliberately broken wrappers (twins.go) and its own tests show
-// that the suite rejects each of them.
+// from a test (NewFleetHarness on your own bucket), or RunReport for a
+// report without a *testing.T. The package also ships deliberately broken
+// wrappers (Twins) and RunTwins shows that the suite rejects each of them.
 package leasetest
 
 import (

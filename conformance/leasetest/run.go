@@ -2,31 +2,58 @@ package leasetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 )
 
-// Run runs every case as a subtest of t, through the shared runner (a
+// Run runs every case as a subtest of t on h, through the shared runner (a
 // case's Fatalf ends only that case, a panic fails only that case, Skipf
-// skips its subtest).
-func Run(t *testing.T, h Harness) {
+// skips its subtest). h is the caller's to close.
+func Run(t *testing.T, h Harness, opts ...suite.Option) {
 	t.Helper()
-	suite.Subtests(t, caseNames(), nil, func(ctx context.Context, name string) suite.Outcome {
-		return runCase(ctx, h, caseNamed(name), true)
+	if h == nil {
+		t.Fatal("leasetest: the harness is nil")
+	}
+	cfg := suite.NewConfig(opts)
+	lim := suite.LimitsFor(cfg, 0)
+	suite.Subtests(t, suiteCases(), cfg, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return runCase(ctx, h, caseNamed(c.Name), lim, true)
 	}, nil)
 }
 
-// runCase runs c with the shared runner, with no time limit: the harness's
-// Advance and the cases' own waits bound it.
-func runCase(ctx context.Context, h Harness, c testCase, stack bool) suite.Outcome {
-	return suite.RunCase(ctx, suite.Limits{}, stack, func(ctx context.Context, rec *suite.Recorder) {
+// RunReport runs every case without a *testing.T and reports what each
+// found. It fails on a nil harness, and with ctx's error when ctx ends
+// before every case ran (those not run are skipped). h is the caller's
+// to close.
+func RunReport(ctx context.Context, h Harness, opts ...suite.Option) (suite.Report, error) {
+	rep := suite.Report{Suite: "leasetest"}
+	if h == nil {
+		rep.SetupError = "the harness is nil"
+		return rep, errors.New("leasetest: " + rep.SetupError)
+	}
+	cfg := suite.NewConfig(opts)
+	rep.Notes = cfg.Notes(suiteCases())
+	lim := suite.LimitsFor(cfg, 0)
+	var err error
+	rep.Cases, err = suite.Collect(ctx, suiteCases(), cfg, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return runCase(ctx, h, caseNamed(c.Name), lim, false)
+	})
+	return rep, err
+}
+
+// runCase runs c with the shared runner; without a CaseTimeout, the
+// harness's Advance and the cases' own waits bound it.
+func runCase(ctx context.Context, h Harness, c testCase, lim suite.Limits, stack bool) suite.Outcome {
+	return suite.RunCase(ctx, lim, stack, func(ctx context.Context, rec *suite.Recorder) {
 		c.run(rec, ctx, h)
 	})
 }
 
-func caseNames() []string {
+// CaseNames lists the suite's cases in run order.
+func CaseNames() []string {
 	out := make([]string, len(allCases))
 	for i, c := range allCases {
 		out[i] = c.name
@@ -34,44 +61,14 @@ func caseNames() []string {
 	return out
 }
 
-func caseNamed(name string) testCase {
-	return allCases[slices.IndexFunc(allCases, func(c testCase) bool { return c.name == name })]
-}
-
-// Result is one case's outcome in a Report.
-type Result struct {
-	Case    string
-	Passed  bool
-	Skipped bool
-	Message string
-}
-
-// Report is the outcome of RunReport.
-type Report struct {
-	Results []Result
-}
-
-// Failed lists the names of the cases that failed.
-func (r Report) Failed() []string {
-	var out []string
-	for _, res := range r.Results {
-		if !res.Passed && !res.Skipped {
-			out = append(out, res.Case)
-		}
+func suiteCases() []suite.Case {
+	out := make([]suite.Case, len(allCases))
+	for i, c := range allCases {
+		out[i] = suite.Case{Name: c.name}
 	}
 	return out
 }
 
-// RunReport runs every case without a *testing.T.
-func RunReport(ctx context.Context, h Harness) Report {
-	var rep Report
-	for _, c := range allCases {
-		o := runCase(ctx, h, c, false)
-		res := Result{Case: c.name, Passed: !o.Failed(), Skipped: o.Skipped, Message: o.Reason}
-		if o.Failed() {
-			res.Message = o.Failures[0]
-		}
-		rep.Results = append(rep.Results, res)
-	}
-	return rep
+func caseNamed(name string) testCase {
+	return allCases[slices.IndexFunc(allCases, func(c testCase) bool { return c.name == name })]
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/shard"
 )
 
@@ -57,29 +58,36 @@ func TestShardLeasePasses(t *testing.T) {
 	}
 }
 
-// TestSuiteRejectsBrokenShardLeases: the twins fail on the shard harness
-// too, including the immediate-takeover check that only TTL 0 enables.
-func TestSuiteRejectsBrokenShardLeases(t *testing.T) {
-	twins := []struct {
-		name string
-		wrap func(Harness) Harness
-		must []string
-	}{
-		{"unexclusive", Unexclusive, []string{"Exclusive", "OneWinnerUnderContention"}},
-		{"static epoch", StaticEpoch, []string{"EpochsGrow", "ReleaseHandsOver", "CrashTakeover"}},
+// shardTwins are Twins as the shard harness can show them, including the
+// immediate-takeover check that only TTL 0 enables.
+func shardTwins() []suite.Twin[Harness] {
+	must := map[string][]string{
+		"unexclusive":  {"Exclusive", "OneWinnerUnderContention"},
+		"static-epoch": {"EpochsGrow", "ReleaseHandsOver", "CrashTakeover"},
 		// No isolation on one host: the fence is seen after Release.
-		{"never fences", NeverFences, []string{"ReleaseHandsOver"}},
+		"never-fences": {"ReleaseHandsOver"},
 		// Crash and Close drop the locks alike here, so only Release shows it.
-		{"forgetful release", ForgetfulRelease, []string{"ReleaseHandsOver"}},
-		{"crash keeps claims", CrashKeepsClaims, []string{"CrashTakeover"}},
-		{"refusing grants", RefusingGrants, []string{"AcquireGrants"}},
+		"forgetful-release":  {"ReleaseHandsOver"},
+		"crash-keeps-claims": {"CrashTakeover"},
+		"refusing-grants":    {"AcquireGrants"},
 	}
-	for _, tw := range twins {
-		t.Run(tw.name, func(t *testing.T) {
-			t.Parallel()
-			h := tw.wrap(&shardHarness{dir: t.TempDir(), n: 4})
-			defer h.Close()
-			expectRejected(t, tw.name, RunReport(context.Background(), h), tw.must)
-		})
+	var out []suite.Twin[Harness]
+	for _, tw := range Twins() {
+		if m, ok := must[tw.Name]; ok {
+			tw.CaughtBy = m
+			out = append(out, tw)
+		}
 	}
+	return out
+}
+
+// TestSuiteRejectsBrokenShardLeases: the twins fail on the shard harness
+// too.
+func TestSuiteRejectsBrokenShardLeases(t *testing.T) {
+	t.Parallel()
+	twins := shardTwins()
+	if len(twins) != 6 {
+		t.Fatalf("%d shard twins, want 6", len(twins))
+	}
+	suite.RunTwins(t, Harness(&shardHarness{dir: t.TempDir(), n: 4}), twins, RunReport)
 }

@@ -1,5 +1,5 @@
 // Package r2test is the conformance suite of the R2 binding (core/r2): it
-// runs a binding over a Store and checks the R2 operations and celld's
+// runs a binding over a Store (the Harness) and checks the R2 operations and celld's
 // storage format (celld-bucket-format.md §4.7) by reading the store
 // directly. Every adapter's tests run it against its real server (see
 // docs/conformance.md); the twins in this package are bindings with one
@@ -10,12 +10,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/r2"
 	"github.com/cellb/cellb/core/store"
@@ -36,6 +37,24 @@ type Bind func(s store.Store, bucket string) (Binding, error)
 
 // Real binds core/r2's Bucket.
 func Real(s store.Store, bucket string) (Binding, error) { return r2.New(s, bucket) }
+
+// Harness is what the suite runs on: a bucket and the binding to check
+// over it. It holds nothing to release.
+type Harness struct {
+	// Store is the bucket (any store.Store: an adapter's, memstore). Each
+	// case works in an R2 bucket of its own under it and empties it
+	// afterwards.
+	Store store.Store
+	// Bind makes the binding under test; nil means Real (core/r2).
+	Bind Bind
+}
+
+func (h Harness) bind() Bind {
+	if h.Bind == nil {
+		return Real
+	}
+	return h.Bind
+}
 
 type tb interface {
 	Helper()
@@ -69,6 +88,14 @@ func CaseNames() []string {
 	return out
 }
 
+func suiteCases() []suite.Case {
+	out := make([]suite.Case, len(cases))
+	for i, c := range cases {
+		out[i] = suite.Case{Name: c.name, Summary: c.summary}
+	}
+	return out
+}
+
 func newEnv(ctx context.Context, s store.Store, bind Bind, name string) (*env, error) {
 	var r [6]byte
 	_, _ = rand.Read(r[:])
@@ -95,42 +122,45 @@ func (e *env) cleanup() {
 	}
 }
 
-// Run runs every case as a subtest of t, on s with the binding bind makes
-// (Real for core/r2), through the shared runner (a case's Fatalf ends only
-// that case, a panic fails only that case).
-func Run(t *testing.T, s store.Store, bind Bind) {
+// Run runs every case as a subtest of t on h, through the shared runner
+// (a case's Fatalf ends only that case, a panic fails only that case).
+func Run(t *testing.T, h Harness, opts ...suite.Option) {
 	t.Helper()
-	suite.Subtests(t, CaseNames(), nil, func(ctx context.Context, name string) suite.Outcome {
-		return runCase(ctx, s, bind, caseNamed(name), true)
+	if h.Store == nil {
+		t.Fatal("r2test: Harness.Store is nil")
+	}
+	cfg := suite.NewConfig(opts)
+	lim := suite.LimitsFor(cfg, 0)
+	suite.Subtests(t, suiteCases(), cfg, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return runCase(ctx, h, caseNamed(c.Name), lim, true)
 	}, nil)
 }
 
-// Check runs every case without a *testing.T and returns the failures of
-// each failed case (a panicking case fails). When ctx ends first, each case
-// not run fails with "not run: <ctx's error>".
-func Check(ctx context.Context, s store.Store, bind Bind) map[string][]string {
-	ran, err := suite.Collect(ctx, CaseNames(), nil, func(ctx context.Context, name string) suite.Outcome {
-		return runCase(ctx, s, bind, caseNamed(name), false)
+// RunReport runs every case without a *testing.T and reports what each
+// found (a panicking case fails). It fails on a harness without a store,
+// and with ctx's error when ctx ends before every case ran (those not run
+// are skipped).
+func RunReport(ctx context.Context, h Harness, opts ...suite.Option) (suite.Report, error) {
+	rep := suite.Report{Suite: "r2test"}
+	if h.Store == nil {
+		rep.SetupError = "Harness.Store is nil"
+		return rep, errors.New("r2test: " + rep.SetupError)
+	}
+	cfg := suite.NewConfig(opts)
+	rep.Notes = cfg.Notes(suiteCases())
+	lim := suite.LimitsFor(cfg, 0)
+	var err error
+	rep.Cases, err = suite.Collect(ctx, suiteCases(), cfg, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return runCase(ctx, h, caseNamed(c.Name), lim, false)
 	})
-	out := map[string][]string{}
-	for _, r := range ran {
-		if r.Failed() {
-			out[r.Name] = r.Failures
-		}
-	}
-	if err != nil {
-		for _, name := range CaseNames()[len(ran):] {
-			out[name] = []string{"not run: " + err.Error()}
-		}
-	}
-	return out
+	return rep, err
 }
 
 // runCase runs c with the shared runner in a bucket of its own, emptied
 // afterwards whichever way the case ends.
-func runCase(ctx context.Context, s store.Store, bind Bind, c testCase, stack bool) suite.Outcome {
-	return suite.RunCase(ctx, suite.Limits{}, stack, func(ctx context.Context, rec *suite.Recorder) {
-		e, err := newEnv(ctx, s, bind, c.name)
+func runCase(ctx context.Context, h Harness, c testCase, lim suite.Limits, stack bool) suite.Outcome {
+	return suite.RunCase(ctx, lim, stack, func(ctx context.Context, rec *suite.Recorder) {
+		e, err := newEnv(ctx, h.Store, h.bind(), c.name)
 		if err != nil {
 			rec.Fatalf("%v", err)
 		}

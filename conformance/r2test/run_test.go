@@ -2,6 +2,7 @@ package r2test_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cellb/cellb/conformance/r2test"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -19,12 +21,12 @@ import (
 func TestRunFailsOnlyThePanickingCase(t *testing.T) {
 	if os.Getenv("R2TEST_PANIC_CHILD") == "1" {
 		var calls atomic.Int64
-		r2test.Run(t, memstore.New(), func(s store.Store, bucket string) (r2test.Binding, error) {
+		r2test.Run(t, r2test.Harness{Store: memstore.New(), Bind: func(s store.Store, bucket string) (r2test.Binding, error) {
 			if calls.Add(1) == 1 {
 				panic("first binding")
 			}
 			return r2test.Real(s, bucket)
-		})
+		}})
 		return
 	}
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestRunFailsOnlyThePanickingCase$", "-test.v")
@@ -45,15 +47,19 @@ func TestRunFailsOnlyThePanickingCase(t *testing.T) {
 	}
 }
 
-// TestCheckAfterTheContextEndedPassesNothing: a Check whose context has
-// ended fails every case rather than reporting a clean run.
-func TestCheckAfterTheContextEndedPassesNothing(t *testing.T) {
+// TestReportAfterTheContextEndedPassesNothing: a RunReport whose context
+// has ended runs no case and fails with the context's error rather than
+// reporting a clean run.
+func TestReportAfterTheContextEndedPassesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	failed := r2test.Check(ctx, memstore.New(), r2test.Real)
+	rep, err := r2test.RunReport(ctx, r2test.Harness{Store: memstore.New()})
+	if !errors.Is(err, context.Canceled) || rep.Complete() {
+		t.Fatalf("RunReport after the end: %v, %s", err, rep)
+	}
 	for _, name := range r2test.CaseNames() {
-		if len(failed[name]) == 0 {
-			t.Errorf("case %s did not fail after the context ended", name)
+		if r, _ := rep.Case(name); r.Status != suite.Skipped || r.Reason != "not run: context canceled" {
+			t.Errorf("case %s after the context ended: %+v", name, r)
 		}
 	}
 }

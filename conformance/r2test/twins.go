@@ -4,23 +4,23 @@ import (
 	"context"
 	"io"
 	"net/url"
+	"testing"
 
 	"github.com/cellb/cellb/conformance/storetest/brokenstore"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/r2"
 	"github.com/cellb/cellb/core/store"
 )
 
-// Twin is a binding with one flaw, for showing that the suite rejects it.
-type Twin struct {
-	Name string
-	Flaw string
-	Bind Bind
-}
-
-// Twins are the deliberately wrong bindings. Each wraps core/r2's Bucket
-// and breaks one thing.
-func Twins() []Twin {
-	return []Twin{
+// Twins are the deliberately wrong bindings, each with the cases that
+// must reject it: each replaces the harness's binding with core/r2's
+// Bucket broken in one thing.
+func Twins() []suite.Twin[Harness] {
+	var out []suite.Twin[Harness]
+	for _, tw := range []struct {
+		name, flaw string
+		bind       Bind
+	}{
 		{"drops-envelope", "writes custom metadata as plain user metadata and drops the rest of the record (no celld-r2)", bindWith(func(b *r2.Bucket, s store.Store) Binding { return &dropsEnvelope{b, s} })},
 		{"ignores-onlyif", "ignores the onlyIf conditions of Put and Get", bindWith(func(b *r2.Bucket, _ store.Store) Binding { return ignoresOnlyIf{b} })},
 		{"stale-etag", "returns, from Put, the ETag of the version it replaced", bindWith(func(b *r2.Bucket, _ store.Store) Binding { return staleEtag{b} })},
@@ -36,7 +36,37 @@ func Twins() []Twin {
 		{"fixes-invalid-keys", "writes an empty or over-long key under a key made valid (\"_\", or cut to 1,024 bytes)", bindWith(func(b *r2.Bucket, _ store.Store) Binding { return fixesKeys{b} })},
 		{"drops-plain-metadata", "reads no custom metadata from an object stored without celld-r2", bindWith(func(b *r2.Bucket, s store.Store) Binding { return dropsPlainMetadata{b, s} })},
 		{"encodes-keys-twice", "percent-encodes keys itself before the binding's encoding", bindWith(func(b *r2.Bucket, _ store.Store) Binding { return encodesTwice{b} })},
+	} {
+		bind := tw.bind
+		out = append(out, suite.Twin[Harness]{Name: tw.name, Flaw: tw.flaw, CaughtBy: twinCaughtBy[tw.name],
+			Wrap: func(h Harness) Harness { h.Bind = bind; return h }})
 	}
+	return out
+}
+
+// twinCaughtBy names, for each twin, the cases that must fail on it.
+var twinCaughtBy = map[string][]string{
+	"drops-envelope":         {"put-get", "format", "multipart"},
+	"ignores-onlyif":         {"conditional-put", "conditional-get", "conditional-race"},
+	"stale-etag":             {"etag", "conditional-put"},
+	"headers-in-record-only": {"store-headers"},
+	"decompresses-gzip":      {"gzip-body"},
+	"ignores-store-headers":  {"celld-fixture"},
+	"ignores-range":          {"range"},
+	"skips-checksums":        {"checksums"},
+	"deletes-first-key":      {"delete"},
+	"ignores-delimiter":      {"list"},
+	"fixes-invalid-keys":     {"invalid-keys"},
+	"drops-plain-metadata":   {"no-envelope"},
+	"encodes-keys-twice":     {"key-encoding"},
+}
+
+// RunTwins shows the suite rejects every twin over h's store
+// (suite.RunTwins): the cases the twins name must pass on h, then each
+// must fail on every twin that names it.
+func RunTwins(t *testing.T, h Harness, opts ...suite.Option) {
+	t.Helper()
+	suite.RunTwins(t, h, Twins(), RunReport, opts...)
 }
 
 func bindWith(f func(*r2.Bucket, store.Store) Binding) Bind {

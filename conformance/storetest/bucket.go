@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -18,24 +19,20 @@ import (
 // *UnwritableError instead of running every case to fail it. (A probe
 // that fails later is left to the suite's probe case to report.) It also
 // fails when open does, and with the report's SetupError when the suite
-// could not start.
-func CheckBucket(ctx context.Context, bucket string, open func(ctx context.Context) (store.Store, error), opts ...Option) (Report, error) {
+// could not start or ctx ended (RunReport's error).
+func CheckBucket(ctx context.Context, bucket string, open func(ctx context.Context) (store.Store, error), opts ...suite.Option) (suite.Report, error) {
 	first, err := open(ctx)
 	if err != nil {
-		return Report{}, err
+		return suite.Report{Suite: "storetest"}, err
 	}
 	if _, err := (store.Prober{Tag: "diagnose"}).Run(ctx, first); err != nil {
 		var pe *store.ProbeError
 		if !errors.As(err, &pe) || pe.Step == store.ProbeCreate {
 			_ = store.Close(first)
-			return Report{}, &UnwritableError{Bucket: bucket, Err: err}
+			return suite.Report{Suite: "storetest"}, &UnwritableError{Bucket: bucket, Err: err}
 		}
 	}
-	rep := RunReport(ctx, &bucketHarness{first: first, open: open}, opts...)
-	if rep.SetupError != "" {
-		return rep, errors.New(rep.SetupError)
-	}
-	return rep, nil
+	return RunReport(ctx, &bucketHarness{first: first, open: open}, opts...)
 }
 
 // UnwritableError: the bucket did not take the probe's first write.
@@ -62,17 +59,17 @@ func (h *bucketHarness) MakeSecondStore(ctx context.Context) (store.Store, error
 	return h.open(ctx)
 }
 
-func (h *bucketHarness) Close() {}
+func (h *bucketHarness) Close() error { return nil }
 
-// Summary is the report in one line naming the bucket, e.g.
+// Summary is a storetest report in one line naming the bucket, e.g.
 // "s3://b: all 17 cases passed" or "s3://b: FAILED 1 of 17 cases
 // (pagination); 16 passed, 0 skipped".
-func (r Report) Summary(bucket string) string {
+func Summary(r suite.Report, bucket string) string {
 	passed, failed, skipped := r.Counts()
 	total := len(r.Cases)
 	switch {
 	case failed > 0:
-		return fmt.Sprintf("%s: FAILED %d of %d cases (%s); %d passed, %d skipped", bucket, failed, total, strings.Join(r.FailedCases(), ", "), passed, skipped)
+		return fmt.Sprintf("%s: FAILED %d of %d cases (%s); %d passed, %d skipped", bucket, failed, total, strings.Join(r.Failed(), ", "), passed, skipped)
 	case skipped > 0:
 		return fmt.Sprintf("%s: %d of %d cases passed, %d skipped: not every case ran", bucket, passed, total, skipped)
 	default:
@@ -87,41 +84,27 @@ type BucketReport struct {
 	OK       bool   `json:"ok"`
 	Complete bool   `json:"complete"`
 	// ExitCode is the exit status of the tool that prints the document;
-	// Report.BucketReport leaves it zero for the tool to set.
-	ExitCode int          `json:"exit_code"`
-	Error    string       `json:"error,omitempty"`
-	Summary  string       `json:"summary,omitempty"`
-	Prefix   string       `json:"prefix,omitempty"`
-	Cases    []CaseReport `json:"cases,omitempty"`
-	Notes    []string     `json:"notes,omitempty"`
+	// NewBucketReport leaves it zero for the tool to set.
+	ExitCode int              `json:"exit_code"`
+	Error    string           `json:"error,omitempty"`
+	Summary  string           `json:"summary,omitempty"`
+	Prefix   string           `json:"prefix,omitempty"`
+	Cases    []suite.CaseJSON `json:"cases,omitempty"`
+	Notes    []string         `json:"notes,omitempty"`
 }
 
-// CaseReport is one case of a BucketReport.
-type CaseReport struct {
-	Name     string   `json:"name"`
-	Summary  string   `json:"summary"`
-	Result   string   `json:"result"`
-	Seconds  float64  `json:"seconds"`
-	Reason   string   `json:"reason,omitempty"`
-	Failures []string `json:"failures,omitempty"`
-	Log      []string `json:"log,omitempty"`
-}
-
-// BucketReport is the report as a JSON document about bucket.
-func (r Report) BucketReport(bucket string) BucketReport {
+// NewBucketReport is a storetest report as a JSON document about bucket.
+func NewBucketReport(r suite.Report, bucket string) BucketReport {
 	out := BucketReport{
 		Bucket:   bucket,
 		OK:       r.OK(),
 		Complete: r.Complete(),
-		Summary:  r.Summary(bucket),
+		Summary:  Summary(r, bucket),
 		Prefix:   r.Prefix,
 		Notes:    r.Notes,
 	}
 	for _, c := range r.Cases {
-		out.Cases = append(out.Cases, CaseReport{
-			Name: c.Name, Summary: c.Summary, Result: string(c.Status), Seconds: c.Elapsed.Seconds(),
-			Reason: c.Reason, Failures: c.Failures, Log: c.Log,
-		})
+		out.Cases = append(out.Cases, c.JSON())
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/conformance/storetest"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -54,7 +55,7 @@ func TestCheckBucketRunsTheSuite(t *testing.T) {
 	rep, err := storetest.CheckBucket(t.Context(), "mem://b", func(context.Context) (store.Store, error) {
 		opened++
 		return s, nil
-	}, storetest.Quick())
+	}, suite.Quick())
 	if err != nil || !rep.OK() || len(rep.Cases) != len(storetest.Cases()) {
 		t.Fatalf("CheckBucket = %v, %v", rep, err)
 	}
@@ -64,30 +65,30 @@ func TestCheckBucketRunsTheSuite(t *testing.T) {
 }
 
 func TestReportSummaryAndJSON(t *testing.T) {
-	rep := storetest.Report{Prefix: "storetest/x/", Notes: []string{"n"}, Cases: []storetest.CaseResult{
-		{Name: "a", Summary: "sa", Status: storetest.Passed, Elapsed: 1500 * time.Millisecond},
-		{Name: "b", Status: storetest.Failed, Reason: "r", Failures: []string{"r", "s"}},
-		{Name: "c", Status: storetest.Skipped, Reason: "quick"},
+	rep := suite.Report{Prefix: "storetest/x/", Notes: []string{"n"}, Cases: []suite.CaseResult{
+		{Name: "a", Summary: "sa", Status: suite.Passed, Elapsed: 1500 * time.Millisecond},
+		{Name: "b", Status: suite.Failed, Reason: "r", Failures: []string{"r", "s"}},
+		{Name: "c", Status: suite.Skipped, Reason: "quick"},
 	}}
-	if got, want := rep.Summary("s3://b"), "s3://b: FAILED 1 of 3 cases (b); 1 passed, 1 skipped"; got != want {
+	if got, want := storetest.Summary(rep, "s3://b"), "s3://b: FAILED 1 of 3 cases (b); 1 passed, 1 skipped"; got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
 	}
 	rep.Cases = rep.Cases[:1]
-	if got, want := rep.Summary("s3://b"), "s3://b: all 1 cases passed"; got != want {
+	if got, want := storetest.Summary(rep, "s3://b"), "s3://b: all 1 cases passed"; got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
 	}
-	rep.Cases = append(rep.Cases, storetest.CaseResult{Name: "c", Status: storetest.Skipped})
-	if got, want := rep.Summary("s3://b"), "s3://b: 1 of 2 cases passed, 1 skipped: not every case ran"; got != want {
+	rep.Cases = append(rep.Cases, suite.CaseResult{Name: "c", Status: suite.Skipped})
+	if got, want := storetest.Summary(rep, "s3://b"), "s3://b: 1 of 2 cases passed, 1 skipped: not every case ran"; got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
 	}
-	js := rep.BucketReport("s3://b")
+	js := storetest.NewBucketReport(rep, "s3://b")
 	js.ExitCode = 3
 	b, err := json.Marshal(js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"bucket":"s3://b","ok":true,"complete":false,"exit_code":3,"summary":"s3://b: 1 of 2 cases passed, 1 skipped: not every case ran","prefix":"storetest/x/",` +
-		`"cases":[{"name":"a","summary":"sa","result":"pass","seconds":1.5},{"name":"c","summary":"","result":"skip","seconds":0}],"notes":["n"]}`
+		`"cases":[{"name":"a","summary":"sa","result":"pass","seconds":1.5},{"name":"c","result":"skip","seconds":0}],"notes":["n"]}`
 	if string(b) != want {
 		t.Errorf("JSON\n got %s\nwant %s", b, want)
 	}

@@ -27,6 +27,7 @@ var allCases = []testCase{
 	{name: "stream-range", summary: "a ranged read gives exactly its bytes (first, last, across a part boundary, cut at the end) and a range past the end is ErrInvalidRange", run: testStreamRange},
 	{name: "stream-failure", summary: "a body whose reader fails, or whose context ends, mid-stream leaves no object, or the previous one intact", run: testStreamFailure},
 	{name: "stream-conditions", summary: "create-only and compare-and-swap hold for streamed bodies: a lost condition writes nothing", run: testStreamConditions},
+	{name: "copy", summary: "a copy (store.Copy: the store's Copier, or a streamed read and create-only write) is byte-identical with the source's metadata and content headers, never replaces an existing destination, and gives ErrNotFound for a missing source", run: testCopy},
 	{name: "large-object", summary: "a large object (64 MiB unless lowered) round-trips byte for byte", slow: true, run: testLargeObject},
 	{name: "contention-create", summary: "goroutines racing create-only on one key: exactly one winner per round", slow: true, run: testContentionCreate},
 	{name: "contention-cas", summary: "goroutines racing a write on one version: exactly one winner per round", slow: true, run: testContentionCAS},

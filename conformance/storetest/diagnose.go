@@ -8,28 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 )
-
-// Exit statuses of a check of a live bucket (cellb diagnose's).
-const (
-	ExitOK         = 0 // every case ran and passed
-	ExitFailed     = 1 // a case failed, or the bucket could not be used
-	ExitIncomplete = 3 // every case that ran passed, but some were skipped
-)
-
-// ExitCode is the exit status a tool reporting r exits with: ExitFailed
-// when a case failed, ExitIncomplete when one was skipped, else ExitOK.
-func (r Report) ExitCode() int {
-	switch {
-	case !r.OK():
-		return ExitFailed
-	case !r.Complete():
-		return ExitIncomplete
-	default:
-		return ExitOK
-	}
-}
 
 // DiagnoseOptions are how Diagnose checks a bucket and reports it.
 type DiagnoseOptions struct {
@@ -38,31 +19,32 @@ type DiagnoseOptions struct {
 	// Quick skips the large-object and contention cases (Quick); the
 	// table says they were "skipped by --quick".
 	Quick bool
-	// Options are further options of the run (LargeObjectSize, Progress).
-	Options []Option
+	// Options are further options of the run (LargeObjectSize,
+	// suite.Progress).
+	Options []suite.Option
 }
 
 // Diagnose checks a live bucket (CheckBucket) and writes its report to w,
-// as a table or as JSON, and returns the exit status (Report.ExitCode).
-// When the bucket could not be checked it returns ExitFailed and the
-// error; with JSON it has then written a BucketReport holding the error's
-// first line.
+// as a table or as JSON, and returns the exit status
+// (suite.Report.ExitCode). When the bucket could not be checked it
+// returns suite.ExitFailed and the error; with JSON it has then written a
+// BucketReport holding the error's first line.
 func Diagnose(ctx context.Context, w io.Writer, bucket string, open func(ctx context.Context) (store.Store, error), o DiagnoseOptions) (int, error) {
 	opts := o.Options
 	if o.Quick {
-		opts = append(opts, Quick())
+		opts = append(opts, suite.Quick())
 	}
 	rep, err := CheckBucket(ctx, bucket, open, opts...)
 	if err != nil {
 		if o.JSON {
 			msg, _, _ := strings.Cut(err.Error(), "\n")
-			writeJSON(w, BucketReport{Bucket: bucket, Error: msg, ExitCode: ExitFailed})
+			writeJSON(w, BucketReport{Bucket: bucket, Error: msg, ExitCode: suite.ExitFailed})
 		}
-		return ExitFailed, err
+		return suite.ExitFailed, err
 	}
 	code := rep.ExitCode()
 	if o.JSON {
-		js := rep.BucketReport(bucket)
+		js := NewBucketReport(rep, bucket)
 		js.ExitCode = code
 		writeJSON(w, js)
 		return code, nil
@@ -71,7 +53,7 @@ func Diagnose(ctx context.Context, w io.Writer, bucket string, open func(ctx con
 	if o.Quick {
 		quickNote = "skipped by --quick"
 	}
-	rep.WriteTable(w, bucket, quickNote)
+	WriteTable(w, rep, bucket, quickNote)
 	return code, nil
 }
 
@@ -81,12 +63,12 @@ func writeJSON(w io.Writer, v any) {
 	_ = enc.Encode(v)
 }
 
-// ProgressLines writes each progress message to w as a line
-// "<prefix>: <case>: <message>"; the suite may report from several
+// ProgressLines is a suite.Progress option writing each message to w as a
+// line "<prefix>: <case>: <message>"; the suite may report from several
 // goroutines, so lines are written one at a time.
-func ProgressLines(w io.Writer, prefix string) Option {
+func ProgressLines(w io.Writer, prefix string) suite.Option {
 	var mu sync.Mutex
-	return Progress(func(caseName, msg string) {
+	return suite.Progress(func(caseName, msg string) {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(w, "%s: %s: %s\n", prefix, caseName, msg)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cellb/cellb/conformance/storetest"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -21,8 +22,8 @@ func TestDiagnoseReportsAndExitCodes(t *testing.T) {
 	mem := func(context.Context) (store.Store, error) { return shared, nil }
 	var out, progress bytes.Buffer
 	code, err := storetest.Diagnose(t.Context(), &out, "mem://b", mem, storetest.DiagnoseOptions{Quick: true,
-		Options: []storetest.Option{storetest.ProgressLines(&progress, "tool")}})
-	if err != nil || code != storetest.ExitIncomplete || !strings.Contains(out.String(), "skipped by --quick") {
+		Options: []suite.Option{storetest.ProgressLines(&progress, "tool")}})
+	if err != nil || code != suite.ExitIncomplete || !strings.Contains(out.String(), "skipped by --quick") {
 		t.Fatalf("quick: exit %d, %v, table:\n%s", code, err, out.String())
 	}
 	for _, line := range strings.Split(strings.TrimSpace(progress.String()), "\n") {
@@ -33,29 +34,29 @@ func TestDiagnoseReportsAndExitCodes(t *testing.T) {
 	out.Reset()
 	code, err = storetest.Diagnose(t.Context(), &out, "mem://b", mem, storetest.DiagnoseOptions{JSON: true, Quick: true})
 	var js storetest.BucketReport
-	if jerr := json.Unmarshal(out.Bytes(), &js); err != nil || jerr != nil || js.ExitCode != code || code != storetest.ExitIncomplete || !js.OK || js.Complete {
+	if jerr := json.Unmarshal(out.Bytes(), &js); err != nil || jerr != nil || js.ExitCode != code || code != suite.ExitIncomplete || !js.OK || js.Complete {
 		t.Fatalf("quick --json: exit %d, %v, %v, document:\n%s", code, err, jerr, out.String())
 	}
 	out.Reset()
 	boom := errors.New("no such bucket\nsecond line")
 	code, err = storetest.Diagnose(t.Context(), &out, "x://b", func(context.Context) (store.Store, error) { return nil, boom }, storetest.DiagnoseOptions{JSON: true})
 	js = storetest.BucketReport{}
-	if jerr := json.Unmarshal(out.Bytes(), &js); !errors.Is(err, boom) || code != storetest.ExitFailed || jerr != nil || js.Error != "no such bucket" || js.ExitCode != storetest.ExitFailed {
+	if jerr := json.Unmarshal(out.Bytes(), &js); !errors.Is(err, boom) || code != suite.ExitFailed || jerr != nil || js.Error != "no such bucket" || js.ExitCode != suite.ExitFailed {
 		t.Fatalf("unopenable --json: exit %d, %v, document:\n%s", code, err, out.String())
 	}
 }
 
 // ExitCode: failed beats skipped, which beats passed.
 func TestReportExitCode(t *testing.T) {
-	pass := storetest.CaseResult{Status: storetest.Passed}
+	pass := suite.CaseResult{Status: suite.Passed}
 	for _, c := range []struct {
-		rep  storetest.Report
+		rep  suite.Report
 		want int
 	}{
-		{storetest.Report{Cases: []storetest.CaseResult{pass}}, storetest.ExitOK},
-		{storetest.Report{Cases: []storetest.CaseResult{pass, {Status: storetest.Skipped}}}, storetest.ExitIncomplete},
-		{storetest.Report{Cases: []storetest.CaseResult{{Status: storetest.Skipped}, {Status: storetest.Failed}}}, storetest.ExitFailed},
-		{storetest.Report{SetupError: "no"}, storetest.ExitFailed},
+		{suite.Report{Cases: []suite.CaseResult{pass}}, suite.ExitOK},
+		{suite.Report{Cases: []suite.CaseResult{pass, {Status: suite.Skipped}}}, suite.ExitIncomplete},
+		{suite.Report{Cases: []suite.CaseResult{{Status: suite.Skipped}, {Status: suite.Failed}}}, suite.ExitFailed},
+		{suite.Report{SetupError: "no"}, suite.ExitFailed},
 	} {
 		if got := c.rep.ExitCode(); got != c.want {
 			t.Errorf("%+v: ExitCode %d, want %d", c.rep, got, c.want)

@@ -15,7 +15,11 @@
 //
 // Without a *testing.T (as `cellb diagnose` does against a live bucket):
 //
-//	report := storetest.RunReport(ctx, harness, storetest.Progress(logf))
+//	report, err := storetest.RunReport(ctx, harness, suite.Progress(logf))
+//
+// Run, RunReport and the options are every suite's (package
+// conformance/suite); the twins that show the suite has teeth are
+// brokenstore.Twins, run on any harness with brokenstore.RunTwins.
 //
 // The suite writes only under a fresh prefix (storetest/<run id>/) and
 // deletes what it writes, so a shared bucket can be used.

@@ -32,9 +32,7 @@ func (e *env) body(label string) []byte {
 }
 
 func (e *env) progressf(format string, args ...any) {
-	if e.cfg.progress != nil {
-		e.cfg.progress(e.name, fmt.Sprintf(format, args...))
-	}
+	e.cfg.Progressf(e.name, format, args...)
 }
 
 // cleanupTimeout bounds the deletion of a case's keys.

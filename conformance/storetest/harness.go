@@ -12,8 +12,10 @@ type Harness interface {
 	// hold other data: the suite works under its own prefix.
 	MakeStore(ctx context.Context) (store.Store, error)
 	// Close releases whatever the harness holds. The suite closes the
-	// stores it made (see store.Close) before it calls Close.
-	Close()
+	// stores it made (see store.Close) itself; the harness is the
+	// caller's, who closes it after the run (RunTwins runs several on
+	// one harness).
+	Close() error
 }
 
 // SecondClientHarness is a Harness that can open a second, independent
@@ -37,4 +39,4 @@ func (f HarnessFunc) MakeStore(ctx context.Context) (store.Store, error) { retur
 func (f HarnessFunc) MakeSecondStore(ctx context.Context) (store.Store, error) { return f(ctx) }
 
 // Close does nothing.
-func (HarnessFunc) Close() {}
+func (HarnessFunc) Close() error { return nil }

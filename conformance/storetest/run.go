@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -24,18 +24,25 @@ type testCase struct {
 }
 
 // CaseInfo describes a case for documentation and command-line help.
-type CaseInfo struct {
-	Name    string
-	Summary string
-	// Slow cases (the large object and contention) are skipped by Quick.
-	Slow bool
+type CaseInfo = suite.Case
+
+// Cases lists the suite's cases in the order they run, with what each
+// checks and whether Quick skips it.
+func Cases() []CaseInfo { return suiteCases() }
+
+// CaseNames lists the suite's cases in the order they run.
+func CaseNames() []string {
+	out := make([]string, len(allCases))
+	for i, c := range allCases {
+		out[i] = c.name
+	}
+	return out
 }
 
-// Cases lists the suite's cases in the order they run.
-func Cases() []CaseInfo {
-	out := make([]CaseInfo, len(allCases))
+func suiteCases() []suite.Case {
+	out := make([]suite.Case, len(allCases))
 	for i, c := range allCases {
-		out[i] = CaseInfo{Name: c.name, Summary: c.summary, Slow: c.slow}
+		out[i] = suite.Case{Name: c.name, Summary: c.summary, Slow: c.slow}
 	}
 	return out
 }
@@ -43,15 +50,13 @@ func Cases() []CaseInfo {
 // Probe runs celld's start-up probe (see store.Prober) on s.
 func Probe(ctx context.Context, s store.Store) error { return store.Probe(ctx, s) }
 
-// abandonGrace is how long RunReport waits for a case to notice that its
-// context ended before it gives up on the case.
-const abandonGrace = 30 * time.Second
-
 // Run runs every case as a subtest of t, through the shared runner (a
 // case's Fatalf ends only that case, a panic fails only that case). A
-// case left out by Skip, Only or Quick is a skipped subtest; Run sets no
-// time limit of its own (go test's -timeout bounds it).
-func Run(t *testing.T, h Harness, opts ...Option) {
+// case left out by suite.Skip or suite.Quick is a skipped subtest; one
+// suite.Only leaves out has none. Run sets no time limit of its own
+// unless suite.CaseTimeout is given (go test's -timeout bounds it). It
+// closes the stores it made; h is the caller's to close.
+func Run(t *testing.T, h Harness, opts ...suite.Option) {
 	t.Helper()
 	cfg := newConfig(opts)
 	cl, err := openClients(t.Context(), h)
@@ -59,16 +64,14 @@ func Run(t *testing.T, h Harness, opts ...Option) {
 		t.Fatalf("storetest: %v", err)
 	}
 	defer cl.close()
-	for _, n := range append(cfg.notes(), cl.notes...) {
+	for _, n := range append(cfg.weakening(), cl.notes...) { // suite.Subtests logs the rest
 		t.Logf("storetest note: %s", n)
 	}
 	run := newRunPrefix()
 	t.Logf("storetest: writing under %s", run)
-	suite.Subtests(t, caseNames(), nil, func(ctx context.Context, name string) suite.Outcome {
-		if reason := cfg.skipReason(name); reason != "" {
-			return suite.Outcome{Skipped: true, Reason: reason}
-		}
-		return cl.runCase(ctx, cfg, run, caseNamed(name), suite.Limits{}, true)
+	lim := suite.LimitsFor(cfg.Config, 0)
+	suite.Subtests(t, suiteCases(), cfg.Config, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return cl.runCase(ctx, cfg, run, caseNamed(c.Name), lim, true)
 	}, nil)
 	if n, err := countUnder(context.WithoutCancel(t.Context()), cl.s, run); err != nil || n > 0 {
 		t.Errorf("storetest: %d keys left under %s after the run (%v)", n, run, err)
@@ -76,45 +79,28 @@ func Run(t *testing.T, h Harness, opts ...Option) {
 }
 
 // RunReport runs every case without a *testing.T and reports the results,
-// for tools that check a live bucket. It never panics because of the
-// store: a panicking case is reported as failed.
-func RunReport(ctx context.Context, h Harness, opts ...Option) Report {
+// for tools that check a live bucket; each case is bounded by
+// DefaultCaseTimeout unless suite.CaseTimeout says otherwise. It never
+// panics because of the store: a panicking case is reported as failed. It
+// fails (with Report.SetupError set) when the harness cannot make its
+// stores, and with ctx's error when ctx ends before every case ran (those
+// not run are skipped). It closes the stores it made; h is the caller's
+// to close.
+func RunReport(ctx context.Context, h Harness, opts ...suite.Option) (suite.Report, error) {
 	cfg := newConfig(opts)
+	rep := suite.Report{Suite: "storetest"}
 	cl, err := openClients(ctx, h)
 	if err != nil {
-		return Report{SetupError: err.Error()}
+		rep.SetupError = err.Error()
+		return rep, err
 	}
 	defer cl.close()
 	run := newRunPrefix()
-	rep := Report{Prefix: run, Notes: append(cfg.notes(), cl.notes...)}
-	for _, tc := range allCases {
-		res := CaseResult{Name: tc.name, Summary: tc.summary}
-		if reason := cfg.skipReason(tc.name); reason != "" {
-			res.Status, res.Reason = Skipped, reason
-			rep.Cases = append(rep.Cases, res)
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			res.Status, res.Reason = Skipped, "not run: "+err.Error()
-			rep.Cases = append(rep.Cases, res)
-			continue
-		}
-		if cfg.progress != nil {
-			cfg.progress(tc.name, "running")
-		}
-		start := time.Now()
-		o := cl.runCase(ctx, cfg, run, tc, suite.Limits{Timeout: cfg.caseTimeout, Grace: abandonGrace}, false)
-		res.Elapsed = time.Since(start)
-		res.Failures, res.Log = o.Failures, o.Log
-		res.Status = Passed
-		if len(res.Failures) > 0 {
-			res.Status, res.Reason = Failed, res.Failures[0]
-		}
-		if cfg.progress != nil {
-			cfg.progress(tc.name, fmt.Sprintf("%s in %v", res.Status, res.Elapsed.Round(time.Millisecond)))
-		}
-		rep.Cases = append(rep.Cases, res)
-	}
+	rep.Prefix, rep.Notes = run, append(cfg.notes(), cl.notes...)
+	lim := suite.LimitsFor(cfg.Config, DefaultCaseTimeout)
+	rep.Cases, err = suite.Collect(ctx, suiteCases(), cfg.Config, func(ctx context.Context, c suite.Case) suite.Outcome {
+		return cl.runCase(ctx, cfg, run, caseNamed(c.Name), lim, false)
+	})
 	// A write a case abandoned (a timeout, a retried request the store
 	// applied late) may land after the case's cleanup: sweep the run's
 	// directory once more, so the bucket is left as it was found.
@@ -124,7 +110,7 @@ func RunReport(ctx context.Context, h Harness, opts ...Option) Report {
 	} else if n > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d keys left under %s", n, run))
 	}
-	return rep
+	return rep, err
 }
 
 // runCase runs tc with the shared runner, in its own directory under run,
@@ -137,16 +123,7 @@ func (c *clients) runCase(ctx context.Context, cfg *config, run string, tc testC
 	})
 }
 
-// caseNames lists the cases' names in run order.
-func caseNames() []string {
-	out := make([]string, len(allCases))
-	for i, c := range allCases {
-		out[i] = c.name
-	}
-	return out
-}
-
-// caseNamed returns the case of that name (one of caseNames).
+// caseNamed returns the case of that name (one of CaseNames).
 func caseNamed(name string) testCase {
 	return allCases[slices.IndexFunc(allCases, func(c testCase) bool { return c.name == name })]
 }
@@ -164,7 +141,6 @@ func openClients(ctx context.Context, h Harness) (*clients, error) {
 		err = errors.New("the harness returned a nil store")
 	}
 	if err != nil {
-		h.Close()
 		return nil, fmt.Errorf("making the store: %w", err)
 	}
 	cl := &clients{h: h, s: s, s2: s}
@@ -200,7 +176,6 @@ func (c *clients) close() {
 	if !sameStore(c.s, c.s2) {
 		_ = store.Close(c.s2)
 	}
-	c.h.Close()
 }
 
 func (c *clients) env(ctx context.Context, cfg *config, run, name string) *env {

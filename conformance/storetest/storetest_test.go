@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cellb/cellb/conformance/storetest"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
@@ -28,7 +29,7 @@ func TestPrefixedMemstorePasses(t *testing.T) {
 	base := memstore.New()
 	storetest.Run(t, storetest.HarnessFunc(func(context.Context) (store.Store, error) {
 		return store.WithPrefix(base, "tenant/app")
-	}), storetest.Skip("large-object"))
+	}), suite.Skip("large-object"))
 	if base.Len() != 0 {
 		t.Fatalf("%d objects left in the bucket", base.Len())
 	}
@@ -45,12 +46,12 @@ func TestReportOnMemstore(t *testing.T) {
 	base := memstore.New()
 	var mu sync.Mutex
 	var progress []string
-	rep := storetest.RunReport(t.Context(), shared(base), storetest.Progress(func(c, m string) {
+	rep, err := storetest.RunReport(t.Context(), shared(base), suite.Progress(func(c, m string) {
 		mu.Lock()
 		progress = append(progress, c+": "+m)
 		mu.Unlock()
 	}))
-	if !rep.OK() || !rep.Complete() {
+	if err != nil || !rep.OK() || !rep.Complete() {
 		for _, c := range rep.Cases {
 			t.Logf("%s: %s %s", c.Name, c.Status, strings.Join(c.Failures, "; "))
 		}
@@ -81,24 +82,24 @@ func TestReportOnMemstore(t *testing.T) {
 }
 
 func TestQuickSkipsSlowCasesAndSaysSo(t *testing.T) {
-	rep := storetest.RunReport(t.Context(), shared(memstore.New()), storetest.Quick())
-	if !rep.OK() || rep.Complete() {
+	rep, err := storetest.RunReport(t.Context(), shared(memstore.New()), suite.Quick())
+	if err != nil || !rep.OK() || rep.Complete() {
 		t.Fatalf("quick run: ok=%v complete=%v (%s)", rep.OK(), rep.Complete(), rep)
 	}
 	for _, c := range storetest.Cases() {
 		r, _ := rep.Case(c.Name)
-		if c.Slow != (r.Status == storetest.Skipped) {
+		if c.Slow != (r.Status == suite.Skipped) {
 			t.Errorf("%s: slow=%v status=%s", c.Name, c.Slow, r.Status)
 		}
 	}
 }
 
 func TestLoweredSizesAreReported(t *testing.T) {
-	rep := storetest.RunReport(t.Context(), shared(memstore.New()),
-		storetest.Only("large-object", "contention-cas"),
+	rep, err := storetest.RunReport(t.Context(), shared(memstore.New()),
+		suite.Only("large-object", "contention-cas"),
 		storetest.LargeObjectSize(1<<20), storetest.Contention(4, 2))
-	if !rep.OK() {
-		t.Fatal(rep)
+	if err != nil || !rep.OK() {
+		t.Fatal(rep, err)
 	}
 	notes := strings.Join(rep.Notes, "\n")
 	for _, want := range []string{"large-object lowered to 1 MiB (default 64 MiB)", "contention lowered to 4 goroutines x 2 rounds"} {
@@ -106,7 +107,7 @@ func TestLoweredSizesAreReported(t *testing.T) {
 			t.Errorf("notes %q do not say %q", notes, want)
 		}
 	}
-	if r, _ := rep.Case("pagination"); r.Status != storetest.Skipped || r.Reason != "not selected" {
+	if r, _ := rep.Case("pagination"); r.Status != suite.Skipped || r.Reason != "not selected" {
 		t.Errorf("pagination: %+v", r)
 	}
 	if r, _ := rep.Case("large-object"); len(r.Log) == 0 || !strings.Contains(r.Log[0], "lowered") {
@@ -116,8 +117,8 @@ func TestLoweredSizesAreReported(t *testing.T) {
 
 func TestSetupFailureIsReported(t *testing.T) {
 	boom := errors.New("no credentials")
-	rep := storetest.RunReport(t.Context(), storetest.HarnessFunc(func(context.Context) (store.Store, error) { return nil, boom }))
-	if rep.OK() || !strings.Contains(rep.SetupError, "no credentials") || len(rep.Cases) != 0 {
+	rep, err := storetest.RunReport(t.Context(), storetest.HarnessFunc(func(context.Context) (store.Store, error) { return nil, boom }))
+	if !errors.Is(err, boom) || rep.OK() || !strings.Contains(rep.SetupError, "no credentials") || len(rep.Cases) != 0 {
 		t.Fatalf("report: %+v", rep)
 	}
 }
@@ -125,11 +126,11 @@ func TestSetupFailureIsReported(t *testing.T) {
 func TestCancelledRunSkipsTheRest(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	rep := storetest.RunReport(ctx, shared(memstore.New()))
-	if rep.Complete() {
+	rep, err := storetest.RunReport(ctx, shared(memstore.New()))
+	if !errors.Is(err, context.Canceled) || rep.Complete() {
 		t.Fatal("a cancelled run claims to be complete")
 	}
-	if r, _ := rep.Case("probe"); r.Status != storetest.Skipped || !strings.Contains(r.Reason, "context canceled") {
+	if r, _ := rep.Case("probe"); r.Status != suite.Skipped || !strings.Contains(r.Reason, "context canceled") {
 		t.Fatalf("probe: %+v", r)
 	}
 }

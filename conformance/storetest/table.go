@@ -7,26 +7,28 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/cellb/cellb/conformance/suite"
 )
 
-// WriteTable writes the report for a terminal: a table of the cases
+// WriteTable writes a storetest report for a terminal: a table of the cases
 // (name, result, time, the first line of the reason), the notes, and the
 // Summary line. quickNote, if not empty, replaces the reason of the cases
 // skipped because the run was quick (e.g. "skipped by --quick").
-func (rep Report) WriteTable(w io.Writer, bucket, quickNote string) {
+func WriteTable(w io.Writer, rep suite.Report, bucket, quickNote string) {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tRESULT\tTIME\tREASON")
 	for _, c := range rep.Cases {
 		result, elapsed := string(c.Status), "-"
-		if c.Status == Failed {
+		if c.Status == suite.Failed {
 			result = "FAIL"
 		}
-		if c.Status != Skipped {
+		if c.Status != suite.Skipped {
 			elapsed = formatElapsed(c.Elapsed)
 		}
 		reason := firstLineOf(c.Reason)
-		if c.Status == Skipped && quickNote != "" && strings.Contains(reason, "quick") {
+		if c.Status == suite.Skipped && quickNote != "" && strings.Contains(reason, "quick") {
 			reason = quickNote
 		}
 		if n := len(c.Failures); n > 1 {
@@ -41,7 +43,7 @@ func (rep Report) WriteTable(w io.Writer, bucket, quickNote string) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	fmt.Fprintln(w, rep.Summary(bucket))
+	fmt.Fprintln(w, Summary(rep, bucket))
 }
 
 func formatElapsed(d time.Duration) string {

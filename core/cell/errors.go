@@ -96,6 +96,9 @@ var (
 	// ErrClosed is returned for calls made after Runtime.Close started
 	// (core/cellerr's, as BrokenObjectError is).
 	ErrClosed = cellerr.ErrClosed
+	// ErrForking is returned for calls to a cell while Runtime.Fork of this
+	// runtime writes it; call again once the fork has returned.
+	ErrForking = errors.New("cell: a fork is writing this cell; call it again when the fork has returned")
 	// ErrNotInTurn is returned by storage calls whose context does not
 	// belong to the turn currently holding the object's input gate: a
 	// context from outside the handler, from a goroutine the handler

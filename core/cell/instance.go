@@ -167,7 +167,19 @@ func (inst *instance) open(ctx context.Context) error {
 		return err
 	}
 	inst.db.path = path
-	if grant.BucketWins() {
+	// Whether pages are captured is decided here, once: the driver must
+	// capture them and the log must want commits (Local does not). The
+	// log is told so in its OpenRequest.
+	inst.db.localLog = isLocalLog(rt.log)
+	// A local-primary cell asked to restore a bookmark on its next
+	// session (restorenext.go) is restored from the bucket this once.
+	marked := false
+	if !grant.BucketWins() && !inst.db.localLog {
+		if marked, _, err = readRestoreMark(path); err != nil {
+			return err
+		}
+	}
+	if grant.BucketWins() || marked {
 		// The bucket wins: whatever the local file holds (an earlier
 		// ownership's state, commits that never became durable) is never
 		// read. The log restores the bucket's newest state into an empty
@@ -177,10 +189,6 @@ func (inst *instance) open(ctx context.Context) error {
 			return err
 		}
 	}
-	// Whether pages are captured is decided here, once: the driver must
-	// capture them and the log must want commits (Local does not). The
-	// log is told so in its OpenRequest.
-	inst.db.localLog = isLocalLog(rt.log)
 	stored, err := inst.db.holdsState(ctx)
 	if err != nil {
 		return err
@@ -199,11 +207,39 @@ func (inst *instance) open(ctx context.Context) error {
 	if err := inst.db.readMark(ctx); err != nil {
 		return err
 	}
-	ready, err := inst.readyLocked(ctx)
-	if err != nil {
-		return err
+	rr, fromRequest := inst.db.restoredFromRequest()
+	if marked && !fromRequest {
+		// The request was dropped before the mark (its snapshot is
+		// stored): the bucket's newest state, just restored, is current.
+		if err := rt.removeRestoreMark(path, grant.Epoch()); err != nil {
+			return err
+		}
 	}
-	if !ready {
+	ready := false
+	if !fromRequest {
+		if ready, err = inst.readyLocked(ctx); err != nil {
+			return err
+		}
+	}
+	if fromRequest {
+		// A restore on the next session: the epoch's bookkeeping is
+		// written now, so its snapshot of the restored state goes up
+		// (and the request is dropped) without waiting for a write,
+		// and the restored alarm is cleared.
+		if err := inst.recordEpoch(ctx); err != nil {
+			return err
+		}
+		if err := inst.bookkeepLocked(ctx); err != nil {
+			return err
+		}
+		if err := inst.clearRestoredAlarm(ctx); err != nil {
+			inst.db.conn.Rollback(ctx)
+			return err
+		}
+		if marked {
+			go inst.settleRestoreMark(rr)
+		}
+	} else if !ready {
 		// A database from before some of celld's tables (or without
 		// them), or a fleet that announces its new epoch's wake identity
 		// at once: write the bookkeeping now, in the activation's
@@ -232,6 +268,10 @@ func (inst *instance) bookkeepLocked(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, schemaSQL); err != nil {
 		conn.Rollback(ctx)
 		return fmt.Errorf("create celld tables: %w", err)
+	}
+	if err := inst.adoptForeignLocked(ctx); err != nil {
+		conn.Rollback(ctx)
+		return err
 	}
 	if name := inst.id.Name(); name != "" {
 		if _, err := conn.Exec(ctx, sqlPutMetadata, inst.key, name); err != nil {

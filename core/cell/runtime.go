@@ -129,6 +129,9 @@ type Runtime struct {
 	// commits' pages into and every log hands them back to, shared so a
 	// cell that commits rarely reuses buffers another cell released.
 	pages driver.PagePool
+	// restoreMarkMu serializes restore marks' writes and removals
+	// (restorenext.go).
+	restoreMarkMu sync.Mutex
 
 	// bg is the context of work the runtime starts on its own (activation,
 	// alarms, eviction); Close cancels it last.
@@ -140,6 +143,7 @@ type Runtime struct {
 	classes  map[string]*class
 	cells    map[string]*instance // live instances by cell key
 	retiring map[string]*instance // instances shutting down, by cell key
+	forking  map[string]bool      // cells a fork is writing (fork.go)
 
 	// sockets are the WebSockets the objects accepted, by cell key: they
 	// outlive instances (sockets.go).
@@ -224,6 +228,9 @@ func (rt *Runtime) instanceFor(cls *class, id ID) (*instance, error) {
 	}
 	if inst := rt.cells[key]; inst != nil {
 		return inst, nil
+	}
+	if rt.forking[key] {
+		return nil, ErrForking
 	}
 	inst := newInstance(rt, cls, id, rt.retiring[key])
 	rt.cells[key] = inst

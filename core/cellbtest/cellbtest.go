@@ -35,8 +35,9 @@ var Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Node is one runtime for a test: cell files in the test's temporary
 // directory, every commit made durable in an in-memory bucket through the
-// LTX log (as a node backed by a real bucket does), and all of the
-// runtime's timers (alarms, retries, idle eviction) on a fake clock that
+// LTX log (as a node backed by a real bucket does), each activation under
+// a new lease epoch (so a restart is a new session: bookmarks restore as
+// on a node), and all of the runtime's timers (alarms, retries, idle eviction) on a fake clock that
 // moves only when the test calls Advance.
 type Node struct {
 	// Runtime is where the test registers its classes and calls them.
@@ -67,6 +68,7 @@ func New(t testing.TB, drv driver.Driver, opts ...Option) *Node {
 		Driver:          drv,
 		DataDir:         t.TempDir(),
 		Log:             log,
+		Lease:           &epochLease{},
 		Clock:           n.Clock,
 		Logger:          discard(),
 		IdleTimeout:     -1, // objects stay until the test evicts them

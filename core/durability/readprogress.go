@@ -82,3 +82,9 @@ func (c *countingBody) Read(b []byte) (int, error) {
 func (p *progressStore) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
 	return store.PutFrom(ctx, p.Store, key, r, size, opts)
 }
+
+// Copy passes through (store.Copier): a copy inside the bucket reads
+// nothing through the node.
+func (p *progressStore) Copy(ctx context.Context, src, dst string) (store.Version, error) {
+	return store.Copy(ctx, p.Store, src, dst)
+}

@@ -320,22 +320,23 @@ func (c *cellLog) PinBookmark(ctx context.Context, find func(context.Context) (d
 	return b, nil
 }
 
-// pinLocked tiers the rows waiting up to b, if b is one of them, as one
-// file ending at b. Caller holds tierMu.
+// pinLocked tiers the rows waiting up to b, if b is one of them, so that
+// a file ends at b (one file, or one more at each pin of a restore request
+// among them). Caller holds tierMu.
 func (c *cellLog) pinLocked(ctx context.Context, b durability.Bookmark) error {
+	if b.Epoch != c.epoch {
+		return nil
+	}
 	c.mu.Lock()
-	rows := c.untiered
 	n := 0
-	if b.Epoch == c.epoch {
-		for n < len(rows) && rows[n].TXID <= ltx.TXID(b.TXID) {
-			n++
-		}
+	for n < len(c.untiered) && c.untiered[n].TXID <= ltx.TXID(b.TXID) {
+		n++
 	}
 	c.mu.Unlock()
 	if n == 0 {
 		return nil
 	}
-	if err := c.tierRowsLocked(ctx, rows[:n]); err != nil {
+	if err := c.tierThroughLocked(ctx, ltx.TXID(b.TXID)); err != nil {
 		return fmt.Errorf("ltxlog: %s: write the rows up to bookmark %s to the cell's prefix: %w", c.cell, b, err)
 	}
 	c.log.Debug("tiered the rows up to a bookmark", "bookmark", b.String(), "rows", n)

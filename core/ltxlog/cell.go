@@ -97,6 +97,12 @@ type cellLog struct {
 	stopped     bool
 	compactCtx  context.Context
 	stopCompact context.CancelFunc
+	// holdCompaction, once a restore on the next session is requested,
+	// starts no other compaction (restorenext.go).
+	holdCompaction bool
+	// next is the log's part in restores on the next session
+	// (restorenext.go).
+	next nextSession
 
 	// With a node log (nodelog.go): the rows credited and not yet tiered
 	// into the cell's prefix, in TXID order, under mu.
@@ -139,6 +145,7 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 		c.ret = &retention{meta: map[ltx.TXID]l0Meta{}}
 	}
 	c.compactCtx, c.stopCompact = context.WithCancel(context.Background())
+	c.next.settled = make(chan struct{})
 	popts := durability.PipelineOptions[*pending]{
 		Upload: c.uploadBatch,
 		Sync:   syncLocal,
@@ -294,6 +301,11 @@ func (c *cellLog) uploadBatch(batch []*pending) error {
 		if err != nil {
 			return err
 		}
+		// A restore request this epoch restored is done once its
+		// snapshot is stored (restorenext.go).
+		if err := c.dropRequest(context.Background()); err != nil {
+			return err
+		}
 		if batch = batch[1:]; len(batch) == 0 {
 			if c.nl != nil {
 				return c.nl.Confirm(context.Background())
@@ -324,7 +336,7 @@ func (c *cellLog) maybeCompact() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.compacting || c.stopped || len(c.l0Files) < c.opts.CompactAfter {
+	if c.compacting || c.stopped || c.holdCompaction || len(c.l0Files) < c.opts.CompactAfter {
 		return
 	}
 	c.compacting = true

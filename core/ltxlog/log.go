@@ -176,14 +176,14 @@ func (l *Log) Holds(ctx context.Context, cell string) (bool, error) {
 // of epoch. A driver that restores from a file it provides
 // (driver.ImageRestorer) gets the pages written into that file as they are
 // decoded; others get the image built in memory.
-func restoreInto(ctx context.Context, s store.Store, cell string, epoch uint64, conn driver.Conn) (*Result, error) {
+func restoreInto(ctx context.Context, s store.Store, cell string, epoch uint64, opts RestoreOptions, conn driver.Conn) (*Result, error) {
 	if ir, ok := conn.(driver.ImageRestorer); ok {
 		var res *Result
 		filled := false
 		err := ir.RestoreWith(ctx, func(w driver.ImageFile) error {
 			filled = true
 			var err error
-			res, err = restoreForTo(ctx, s, cell, epoch, w)
+			res, err = restoreForTo(ctx, s, cell, opts, epoch, w)
 			return err
 		})
 		switch {
@@ -197,7 +197,7 @@ func restoreInto(ctx context.Context, s store.Store, cell string, epoch uint64, 
 			return nil, err
 		}
 	}
-	res, err := restoreFor(ctx, s, cell, RestoreOptions{}, epoch)
+	res, err := restoreFor(ctx, s, cell, opts, epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -223,11 +223,19 @@ func restoreInto(ctx context.Context, s store.Store, cell string, epoch uint64, 
 // from a guessed state.
 func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
 	cellKey, epoch, conn := req.Cell, req.Epoch, req.Conn
-	var restored *durability.Bookmark
+	var restored, fromRequest *durability.Bookmark
 	if req.Restore {
-		res, err := restoreInto(ctx, l.opts.Store, cellKey, epoch, conn)
+		// A restore request recorded for this session (restorenext.go)
+		// shows in the listing of the cell's epochs: its bookmark is
+		// restored instead of the newest state.
+		opts, rq, err := openRestoreOptions(ctx, l.opts.Store, cellKey)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: %w", cellKey, err)
+		}
+		fromRequest = rq
+		res, err := restoreInto(ctx, l.opts.Store, cellKey, epoch, opts, conn)
 		switch {
-		case errors.Is(err, ErrNothingToRestore):
+		case errors.Is(err, ErrNothingToRestore) && fromRequest == nil:
 			// A bucket that holds nothing for the cell leaves the (empty)
 			// database as it is.
 		case err != nil:
@@ -249,6 +257,10 @@ func (l *Log) Open(ctx context.Context, req durability.OpenRequest) (durability.
 	// image is the snapshot.
 	c := newCellLog(l.opts, cellKey, epoch, nil, pageSize, req.PagesCaptured, req.SyncLocal)
 	c.restored = restored
+	if fromRequest != nil && restored != nil {
+		l.opts.Logger.Info("restored cell to the bookmark its restore request names", "cell", cellKey, "bookmark", fromRequest.String(), "epoch", epoch)
+		c.next.from = fromRequest
+	}
 	if req.PagesCaptured {
 		c.baseConn = conn
 	}

@@ -163,24 +163,48 @@ func (c *cellLog) tierLogged() {
 	}
 }
 
-// tier writes every credited row waiting into the cell's prefix as one
-// level-0 file (a row alone as it is, several merged), then tells the
-// node log they are covered. Nothing is written once the node fenced: the
-// node that recovers its log folds the rows instead.
+// tier writes every credited row waiting into the cell's prefix as
+// level-0 files (a row alone as it is, several merged): one file, or one
+// more at each TXID a restore request pinned (restorenext.go: a file must
+// end there), then tells the node log they are covered. Nothing is
+// written once the node fenced: the node that recovers its log folds the
+// rows instead.
 //
 // Merging drops the states inside the run (a restore reaches the file's
 // end only), which is what keeps tiering at a PUT per many rows. The
 // states a bookmark names are file ends all the same: PinDurableBookmark
-// tiers the rows up to the state it names before it names it, and the
-// retention ladder (retain.go) keeps every level-0 file's end, tiered or
-// pinned, for the window.
+// and PinBookmark tier the rows up to the state they name before they
+// name it, and the retention ladder (retain.go) keeps every level-0
+// file's end, tiered or pinned, for the window.
 func (c *cellLog) tier(ctx context.Context) error {
 	c.tierMu.Lock()
 	defer c.tierMu.Unlock()
-	c.mu.Lock()
-	rows := c.untiered
-	c.mu.Unlock()
-	return c.tierRowsLocked(ctx, rows)
+	return c.tierThroughLocked(ctx, ^ltx.TXID(0))
+}
+
+// tierThroughLocked tiers the rows waiting up to and including txid, one
+// file up to each pin among them (pinnedPrefixLocked), one for the rest.
+// Caller holds tierMu.
+func (c *cellLog) tierThroughLocked(ctx context.Context, txid ltx.TXID) error {
+	for {
+		c.mu.Lock()
+		rows := c.untiered
+		n := 0
+		for n < len(rows) && rows[n].TXID <= txid {
+			n++
+		}
+		rows = rows[:n]
+		if p := c.pinnedPrefixLocked(rows); p < len(rows) {
+			rows = rows[:p]
+		}
+		c.mu.Unlock()
+		if len(rows) == 0 {
+			return nil
+		}
+		if err := c.tierRowsLocked(ctx, rows); err != nil {
+			return err
+		}
+	}
 }
 
 // tierRowsLocked tiers rows, the oldest untiered ones, as one level-0
@@ -204,6 +228,7 @@ func (c *cellLog) tierRowsLocked(ctx context.Context, rows []nodelog.Row) error 
 	}
 	c.mu.Lock()
 	c.untiered = c.untiered[len(rows):]
+	c.dropPinsLocked(h.MaxTXID)
 	c.untBytes = 0
 	for _, r := range c.untiered {
 		c.untBytes += len(r.Data)

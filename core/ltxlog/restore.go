@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	"github.com/cellb/cellb/core/durability"
@@ -41,6 +40,12 @@ type RestoreOptions struct {
 	// not yet tiered (nodelog.Overlay; RestoreTo and the mode's restore
 	// use it by default, see WithOverlay).
 	Overlay func(ctx context.Context) ([]ltx.FileInfo, error)
+
+	// listed, when haveListed, are the cell's epochs as the caller just
+	// listed them (newest first), used by the first attempt instead of a
+	// listing of its own (restorenext.go).
+	listed     []uint64
+	haveListed bool
 }
 
 // WithOverlay returns opts reading the cell owner's node log too
@@ -94,6 +99,7 @@ func restoreFor(ctx context.Context, s store.Store, cell string, opts RestoreOpt
 	for attempt := 1; ; attempt++ {
 		res, err := restoreOnce(ctx, s, cell, opts, nil, writer)
 		if err != nil && store.IsNotFound(err) && attempt < 5 {
+			opts.listed, opts.haveListed = nil, false
 			continue
 		}
 		return res, err
@@ -101,13 +107,14 @@ func restoreFor(ctx context.Context, s store.Store, cell string, opts RestoreOpt
 }
 
 // restoreForTo is restoreFor writing the image to sink.
-func restoreForTo(ctx context.Context, s store.Store, cell string, writer uint64, sink ltx.Sink) (*Result, error) {
+func restoreForTo(ctx context.Context, s store.Store, cell string, opts RestoreOptions, writer uint64, sink ltx.Sink) (*Result, error) {
 	for attempt := 1; ; attempt++ {
 		if err := sink.Truncate(0); err != nil {
 			return nil, err
 		}
-		res, err := restoreOnce(ctx, s, cell, RestoreOptions{}, sink, writer)
+		res, err := restoreOnce(ctx, s, cell, opts, sink, writer)
 		if err != nil && store.IsNotFound(err) && attempt < 5 {
+			opts.listed, opts.haveListed = nil, false
 			continue
 		}
 		return res, err
@@ -131,7 +138,11 @@ func restoreOnce(ctx context.Context, s store.Store, cell string, opts RestoreOp
 			opts.Epoch, opts.TXID, opts.Time = b.Epoch, ltx.TXID(b.TXID), time.Time{}
 		}
 	}
-	chain, err := findChainUpTo(ctx, s, cell, writer, opts.Epoch, overlay)
+	var listed []uint64
+	if opts.haveListed {
+		listed = append([]uint64{}, opts.listed...)
+	}
+	chain, err := findChainListed(ctx, s, cell, writer, opts.Epoch, overlay, listed, opts.haveListed)
 	if err != nil {
 		return nil, err
 	}
@@ -274,9 +285,17 @@ func findChain(ctx context.Context, s store.Store, cell string, writer uint64, o
 // findChainUpTo is findChain ignoring the epochs above upTo (0: none
 // ignored), after the writer's check (which looks at every epoch).
 func findChainUpTo(ctx context.Context, s store.Store, cell string, writer, upTo uint64, overlay []ltx.FileInfo) ([]ltx.FileInfo, error) {
-	epochs, err := listEpochs(ctx, s, cell)
-	if err != nil {
-		return nil, err
+	return findChainListed(ctx, s, cell, writer, upTo, overlay, nil, false)
+}
+
+// findChainListed is findChainUpTo on the epochs the caller listed, when
+// haveListed (else it lists them).
+func findChainListed(ctx context.Context, s store.Store, cell string, writer, upTo uint64, overlay []ltx.FileInfo, epochs []uint64, haveListed bool) ([]ltx.FileInfo, error) {
+	if !haveListed {
+		var err error
+		if epochs, err = listEpochs(ctx, s, cell); err != nil {
+			return nil, err
+		}
 	}
 	if len(epochs) == 0 {
 		return nil, ErrNothingToRestore
@@ -337,19 +356,8 @@ func findChainUpTo(ctx context.Context, s store.Store, cell string, writer, upTo
 
 // listEpochs returns the cell's epochs, newest first.
 func listEpochs(ctx context.Context, s store.Store, cell string) ([]uint64, error) {
-	page, err := store.ListAll(ctx, s, store.ListOptions{Prefix: ltx.CellPrefix(cell), Delimiter: "/"})
-	if err != nil {
-		return nil, err
-	}
-	var epochs []uint64
-	for _, p := range page.Prefixes {
-		name := p[len(ltx.CellPrefix(cell)):]
-		if e, ok := ltx.ParseEpochDir(name); ok {
-			epochs = append(epochs, e)
-		}
-	}
-	sort.Slice(epochs, func(i, j int) bool { return epochs[i] > epochs[j] })
-	return epochs, nil
+	l, err := listCellLTX(ctx, s, cell)
+	return l.epochs, err
 }
 
 func listEpochFiles(ctx context.Context, s store.Store, cell string, epoch uint64) ([]ltx.FileInfo, error) {

@@ -20,6 +20,9 @@ const (
 	OpPut    = "put"
 	OpDelete = "delete"
 	OpList   = "list"
+	// OpCopy is a copy inside the bucket (store.Copier); on a store
+	// without one it streams, and still counts as one copy.
+	OpCopy = "copy"
 )
 
 // Outcomes of a bucket request besides ok, error and canceled.
@@ -61,7 +64,7 @@ func InstrumentStore(mp metric.MeterProvider, s store.Store) (store.Store, error
 	}
 	m := meter(mp)
 	reqs, err1 := m.Int64Counter(NameBucketRequests, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests to the bucket, by operation (get, put, delete, list) and outcome (ok, not_found, precondition_failed, ambiguous, canceled, error)."))
+		metric.WithDescription("Requests to the bucket, by operation (get, put, delete, list, copy) and outcome (ok, not_found, precondition_failed, ambiguous, canceled, error)."))
 	dur, err2 := m.Float64Histogram(NameBucketDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of requests to the bucket, by operation."),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...))
@@ -136,9 +139,19 @@ func (m *measured) PutFrom(ctx context.Context, key string, r io.Reader, size in
 	return v, err
 }
 
+// Copy implements store.Copier through the wrapped store, counted as a
+// copy.
+func (m *measured) Copy(ctx context.Context, src, dst string) (store.Version, error) {
+	start := time.Now()
+	v, err := store.Copy(ctx, m.inner, src, dst)
+	m.done(ctx, OpCopy, start, err)
+	return v, err
+}
+
 func (m *measured) Close() error { return store.Close(m.inner) }
 
 var (
 	_ store.Streamer = (*measured)(nil)
+	_ store.Copier   = (*measured)(nil)
 	_ store.Closer   = (*measured)(nil)
 )

@@ -122,3 +122,15 @@ func (p *prefixed) PutFrom(ctx context.Context, key string, r io.Reader, size in
 	}
 	return PutFrom(ctx, p.inner, p.prefix+key, r, size, opts)
 }
+
+// Copy implements Copier through the wrapped store, with both keys under
+// the prefix.
+func (p *prefixed) Copy(ctx context.Context, src, dst string) (Version, error) {
+	if err := ValidateKey(src); err != nil {
+		return "", err
+	}
+	if err := ValidateKey(dst); err != nil {
+		return "", err
+	}
+	return Copy(ctx, p.inner, p.prefix+src, p.prefix+dst)
+}

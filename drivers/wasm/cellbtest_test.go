@@ -102,3 +102,70 @@ func TestCellbtestFetch(t *testing.T) {
 		t.Fatalf("KV n = %v, want 2", n)
 	}
 }
+
+// tally is a class with one number in KV.
+type tally struct{ st *cell.State }
+
+// The kit's node gives every activation a new epoch, so a class's
+// restore of a bookmark on its next session works as on a node: the
+// restarted object (Abort) reads the bookmarked state, and the undo
+// bookmark brings the later one back.
+func TestCellbtestRestoreBookmark(t *testing.T) {
+	node := cellbtest.New(t, wasm.New())
+	ns, err := cell.Register(node.Runtime, "Tally", func(ctx context.Context, st *cell.State) (*tally, error) {
+		return &tally{st: st}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ns.Get(ns.IDFromName("x"))
+	put := func(v int64) string {
+		t.Helper()
+		var b string
+		if err := cell.Inspect(context.Background(), s, func(ctx context.Context, st *cell.State) error {
+			if err := st.KV().Put(ctx, "n", v); err != nil {
+				return err
+			}
+			var err error
+			b, err = st.CurrentBookmark(ctx)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	restore := func(b string) string {
+		t.Helper()
+		var undo string
+		if err := cell.Inspect(context.Background(), s, func(ctx context.Context, st *cell.State) error {
+			var err error
+			undo, err = st.RestoreBookmarkOnNextSession(ctx, b)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// Abort ends the turn that calls it; the next call restarts.
+		err := cell.Inspect(context.Background(), s, func(ctx context.Context, st *cell.State) error {
+			st.Abort(ctx, "restore "+b)
+			return nil
+		})
+		var broken *cell.BrokenObjectError
+		if !errors.As(err, &broken) {
+			t.Fatalf("Abort: %v", err)
+		}
+		return undo
+	}
+	want := func(n int64) {
+		t.Helper()
+		v, _ := cellbtest.KV(t, s, "n")
+		if got, _ := v.Any(); got != float64(n) {
+			t.Fatalf("n = %v, want %d", got, n)
+		}
+	}
+	b1 := put(1)
+	put(2)
+	undo := restore(b1)
+	want(1)
+	restore(undo)
+	want(2)
+}

@@ -13,9 +13,20 @@
 //	                                 committed at or before Unix ms MS
 //	                                 (State.BookmarkForTime); 404 before the
 //	                                 history kept
+//	POST /counter/<name>/restore?bookmark=B
+//	                                 200 {"undo":U}: the cell's storage is
+//	                                 restored to B and the object restarted
+//	                                 (State.RestoreBookmarkOnNextSession, then
+//	                                 State.Abort), so the next call reads
+//	                                 B's value; U names the state before, and
+//	                                 restoring it undoes the restore. The
+//	                                 alarm is not restored (it is cleared).
+//	                                 400 for a bad B or one after the current
+//	                                 state, 404 for one no longer kept
 //
 // Bookmarks need the LTX log (cellb serve's default): on another log the
-// bookmark routes answer 501.
+// bookmark routes answer 501, as the restore route does under a lease
+// without epochs (lease.None).
 //
 // Errors are answered as core/httperr maps them (400 for bad input, 409 for
 // a cell owned elsewhere, 503 for a reset object or a refused write, ...),
@@ -92,6 +103,16 @@ func (c *Counter) Bookmark(ctx context.Context, at time.Time) (string, error) {
 	return c.st.BookmarkForTime(ctx, at)
 }
 
+// RestoreOnNextSession asks that the cell's storage be restored to
+// bookmark b when the object next starts; it returns the undo bookmark.
+func (c *Counter) RestoreOnNextSession(ctx context.Context, b string) (string, error) {
+	return c.st.RestoreBookmarkOnNextSession(ctx, b)
+}
+
+// Restart resets the object (State.Abort); the next call starts it
+// afresh. Called with a handler's context it ends that handler.
+func (c *Counter) Restart(ctx context.Context, reason string) { c.st.Abort(ctx, reason) }
+
 // Epoch is the epoch of the writer this call runs under.
 func (c *Counter) Epoch() uint64 { return c.st.Epoch() }
 
@@ -132,6 +153,7 @@ type reply struct {
 	Value    int64
 	Alarm    int64  // Unix ms of the alarm set, for the alarm route
 	Bookmark string // for the bookmark route, whose body holds only it
+	Undo     string // for the restore route, whose body holds only it
 	Epoch    uint64
 }
 
@@ -173,6 +195,16 @@ func (a *App) Routes(mux *http.ServeMux) {
 		}
 		return reply{Bookmark: b, Epoch: c.Epoch()}, nil
 	}))
+	// The restore is recorded by one call; a second one restarts the
+	// object (Abort ends the handler that calls it, so its reply could
+	// not carry the undo bookmark).
+	mux.HandleFunc("POST /counter/{name}/restore", a.handle(checkBookmark, func(ctx context.Context, c *Counter, r *http.Request) (reply, error) {
+		undo, err := c.RestoreOnNextSession(ctx, r.URL.Query().Get("bookmark"))
+		if err != nil {
+			return reply{}, bookmarkError(err)
+		}
+		return reply{Undo: undo, Epoch: c.Epoch()}, nil
+	}))
 }
 
 // statusError answers err with its own status (httperr.StatusError).
@@ -186,14 +218,25 @@ func (e *statusError) Unwrap() error   { return e.err }
 func (e *statusError) HTTPStatus() int { return e.status }
 
 // bookmarkError gives the bookmark errors their statuses: a time before
-// the history kept is 404 (nothing is there), a log without bookmarks 501.
+// the history kept, or a bookmark no longer restorable, is 404 (nothing is
+// there), a bookmark after the current state 400, and a log without
+// bookmarks (or a cell that cannot restore them) 501.
 func bookmarkError(err error) error {
-	var tooOld *durability.BookmarkTooOldError
-	var none *durability.NoBookmarksError
+	var (
+		tooOld   *durability.BookmarkTooOldError
+		gone     *durability.BookmarkNotRestorableError
+		future   *durability.BookmarkInFutureError
+		none     *durability.NoBookmarksError
+		noEpoch  *durability.RestoreNeedsEpochError
+		unsupp   *durability.RestoreUnsupportedError
+		notKnown *durability.BookmarkSyntaxError
+	)
 	switch {
-	case errors.As(err, &tooOld):
+	case errors.As(err, &tooOld), errors.As(err, &gone):
 		return &statusError{http.StatusNotFound, err}
-	case errors.As(err, &none):
+	case errors.As(err, &future), errors.As(err, &notKnown):
+		return &statusError{http.StatusBadRequest, err}
+	case errors.As(err, &none), errors.As(err, &noEpoch), errors.As(err, &unsupp):
 		return &statusError{http.StatusNotImplemented, err}
 	}
 	return err
@@ -232,6 +275,15 @@ func checkAt(r *http.Request) error {
 	return nil
 }
 
+// checkBookmark checks the restore route's bookmark.
+func checkBookmark(r *http.Request) error {
+	b := r.URL.Query().Get("bookmark")
+	if _, err := durability.ParseBookmark(b); err != nil {
+		return httperr.BadInput("bookmark must be a bookmark from GET /counter/<name>/bookmark: %v", err)
+	}
+	return nil
+}
+
 func (a *App) handle(check func(*http.Request) error, fn func(ctx context.Context, c *Counter, r *http.Request) (reply, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := validate(r, check); err != nil {
@@ -249,11 +301,28 @@ func (a *App) handle(check func(*http.Request) error, fn func(ctx context.Contex
 			httperr.Write(w, err)
 			return
 		}
+		if out.Undo != "" {
+			// The restore is recorded: restart the object so the next
+			// call runs on the restored state.
+			_, err := cell.Call(r.Context(), stub, func(ctx context.Context, c *Counter) (int, error) {
+				c.Restart(ctx, "restore bookmark "+r.URL.Query().Get("bookmark"))
+				return 0, nil
+			})
+			var broken *cell.BrokenObjectError
+			if err != nil && !errors.As(err, &broken) {
+				httperr.Write(w, err)
+				return
+			}
+		}
 		w.Header().Set("X-Cellb-Node", a.node)
 		w.Header().Set("X-Cellb-Epoch", strconv.FormatUint(out.Epoch, 10))
 		w.Header().Set("Content-Type", "application/json")
 		if out.Bookmark != "" {
 			_ = json.NewEncoder(w).Encode(map[string]string{"bookmark": out.Bookmark})
+			return
+		}
+		if out.Undo != "" {
+			_ = json.NewEncoder(w).Encode(map[string]string{"undo": out.Undo})
 			return
 		}
 		body := map[string]int64{"value": out.Value}

@@ -6,16 +6,17 @@ import (
 
 	fsstore "github.com/cellb/cellb/adapters/fs"
 	"github.com/cellb/cellb/conformance/storetest"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/cli"
 	"github.com/cellb/cellb/core/store"
 )
 
 // Exit statuses of diagnose.
 const (
-	diagnoseOK         = storetest.ExitOK         // every case ran and passed
-	diagnoseFailed     = storetest.ExitFailed     // a case failed, or the bucket could not be used
-	diagnoseUsage      = cli.ExitUsage            // bad flags or arguments
-	diagnoseIncomplete = storetest.ExitIncomplete // every case that ran passed, but some were skipped
+	diagnoseOK         = suite.ExitOK         // every case ran and passed
+	diagnoseFailed     = suite.ExitFailed     // a case failed, or the bucket could not be used
+	diagnoseUsage      = cli.ExitUsage        // bad flags or arguments
+	diagnoseIncomplete = suite.ExitIncomplete // every case that ran passed, but some were skipped
 )
 
 func diagnoseCommand() appCommand {
@@ -50,7 +51,7 @@ func diagnose(ctx context.Context, e *env, args []string, mux *store.URLMux) int
 		return cl.UsageErr(e.stderr, "--large-mib must be at least 1")
 	}
 	rawURL := pos[0]
-	o := storetest.DiagnoseOptions{JSON: *asJSON, Quick: *quick, Options: []storetest.Option{storetest.LargeObjectSize(*largeMiB << 20)}}
+	o := storetest.DiagnoseOptions{JSON: *asJSON, Quick: *quick, Options: []suite.Option{storetest.LargeObjectSize(*largeMiB << 20)}}
 	if !*quiet {
 		o.Options = append(o.Options, storetest.ProgressLines(e.stderr, "cellb diagnose"))
 	}

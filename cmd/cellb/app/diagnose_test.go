@@ -113,7 +113,7 @@ func TestDiagnoseBrokenBucketFails(t *testing.T) {
 		t.Fatalf("exit %d, want %d\n%s", code, diagnoseFailed, &out.stdout)
 	}
 	table := out.stdout.String()
-	want := fmt.Sprintf("broken://b: FAILED 4 of %d cases (probe, create-only, stream-conditions, contention-create)", len(storetest.Cases()))
+	want := fmt.Sprintf("broken://b: FAILED 5 of %d cases (probe, create-only, stream-conditions, copy, contention-create)", len(storetest.Cases()))
 	for _, want := range []string{"\ncreate-only ", "  FAIL  ", "ignores If-None-Match", want} {
 		if !strings.Contains(table, want) {
 			t.Errorf("output lacks %q:\n%s", want, table)

@@ -29,14 +29,19 @@ so it is safe while nodes serve the cell. Progress goes to stderr, from 0%.
 name one when it holds several): ltx, the LTX log (any TXID or time with
 --txid or --time, which takes RFC 3339 such as 2026-05-30T02:46:41Z or Unix
 milliseconds); changeset, the changeset log (its newest state); backup, the
-newest whole-database backup. Without --txid and --time the newest state is
-restored; TXIDs start at 1, so --txid 0 is refused.`
+newest whole-database backup. --bookmark restores the state a bookmark
+names (State.CurrentBookmark, State.BookmarkForTime, or the counter's
+GET /counter/<name>/bookmark: <epoch>-<txid>, 16 hex digits each), which
+may be in an older epoch than the newest (ltx only). Without --txid, --time
+and --bookmark the newest state is restored; TXIDs start at 1, so --txid 0
+is refused.`
 
 func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) int {
 	modes := durabilityModes()
 	cl := newCmdLine("restore", "<bucket-url> <Class:id> <out.db>", restoreAbout, 3, 3, "<bucket-url> <Class:id> <out.db>")
 	txid := cl.Flags.Uint64("txid", 0, "restore exactly this transaction (1 or more; ltx only)")
 	at := cl.Flags.String("time", "", "restore the newest state at or before this `time` (RFC 3339 or Unix ms; ltx only)")
+	bookmark := cl.Flags.String("bookmark", "", "restore the state this `bookmark` names (<epoch>-<txid>; ltx only)")
 	force := cl.Flags.Bool("force", false, "overwrite out.db if it exists")
 	from := cl.Flags.String("from", "", "the `log` to restore from: "+modeChoices(modes)+" (default: what the bucket holds)")
 	quiet := cl.Flags.Bool("quiet", false, "no progress on stderr")
@@ -69,6 +74,19 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 		}
 		req.Time = t
 	}
+	if cl.Set("bookmark") {
+		if cl.Set("txid") || *at != "" {
+			return cl.UsageErr(e.stderr, "give one of --txid, --time and --bookmark")
+		}
+		b, err := durability.ParseBookmark(*bookmark)
+		if err != nil {
+			return cl.UsageErr(e.stderr, "--bookmark: %v", err)
+		}
+		if b.TXID == 0 {
+			return cl.UsageErr(e.stderr, "--bookmark %s names the empty database before the cell's first commit: nothing to restore", *bookmark)
+		}
+		req.Epoch, req.TXID = b.Epoch, b.TXID
+	}
 	if !*force {
 		if _, err := os.Stat(out); err == nil {
 			return cl.Fail(e.stderr, fmt.Errorf("%s exists; pass --force to overwrite it", out))
@@ -93,7 +111,7 @@ func restoreCmd(ctx context.Context, e *env, args []string, mux *store.URLMux) i
 	var npe *durability.NoPointInTimeError
 	switch {
 	case errors.As(err, &npe):
-		return cl.UsageErr(e.stderr, "--txid and --time need a log that restores to a point in time (%s); the %s log restores its newest state",
+		return cl.UsageErr(e.stderr, "--txid, --time and --bookmark need a log that restores to a point in time (%s); the %s log restores its newest state",
 			strings.Join(modes.PointInTime().Names(), ", "), mode.Name)
 	case errors.As(err, &several):
 		return cl.Fail(e.stderr, fmt.Errorf("%s: %w with --from", cellKey, err))

@@ -1,8 +1,9 @@
 // Package brokenstore holds deliberately broken stores: wrappers that give
 // any correct store.Store one flaw each, the way real buckets and adapters
-// go wrong. They exist to prove that storetest catches each flaw; the
-// package's tests run the suite against every one and check that the cases
-// that should notice it fail.
+// go wrong. They exist to prove that storetest catches each flaw: Twins
+// describes each as a storetest twin (suite.Twin) with the cases that must
+// reject it, and RunTwins shows they do, on memstore in this package's
+// tests or on any bucket from a user's own test.
 package brokenstore
 
 import (
@@ -58,6 +59,8 @@ func All() []Twin {
 		{"repeats-versions", "versions are a per-key counter that starts again after a delete", RepeatsVersions},
 		{"deletes-by-prefix", "a delete removes every key that begins with the one asked for", DeletesByPrefix},
 		{"nesting-fails-opaquely", "a key below an existing object is refused with an untyped error", NestingFailsOpaquely},
+		{"copy-overwrites", "a server-side copy replaces an existing destination", CopyOverwrites},
+		{"copy-drops-metadata", "a server-side copy leaves the source's metadata and content headers behind", CopyDropsMetadata},
 	}
 }
 

@@ -3,101 +3,33 @@ package brokenstore_test
 import (
 	"context"
 	"errors"
-	"maps"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/cellb/cellb/conformance/internal/suite"
 	"github.com/cellb/cellb/conformance/storetest"
 	"github.com/cellb/cellb/conformance/storetest/brokenstore"
+	"github.com/cellb/cellb/conformance/suite"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/store/memstore"
 )
 
-// caughtBy names, for each twin, the cases that must fail on it. Each
-// list holds only cases that catch the flaw every time; others may fail
-// too (a flaw often spreads), and the test logs them.
-var caughtBy = map[string][]string{
-	"ignores-if-none-match":     {"probe", "create-only", "contention-create"},
-	"ignores-if-match":          {"probe", "compare-and-swap", "contention-cas"},
-	"stale-reads":               {"probe", "compare-and-swap", "read-after-write", "version-changes", "get-data"},
-	"stale-data-reads":          {"get-data"},
-	"unordered-list":            {"list-order", "delimiter", "pagination"},
-	"acks-failed-writes":        {"probe", "create-only", "compare-and-swap", "metadata", "invalid-keys"},
-	"loses-writes":              {"read-after-write", "list-after-write", "pagination", "no-lost-update"},
-	"tears-large-objects":       {"large-object"},
-	"ignores-cancel":            {"context-cancel"},
-	"accepts-invalid-keys":      {"invalid-keys"},
-	"drops-metadata":            {"metadata"},
-	"repeats-across-pages":      {"list-order", "delimiter", "pagination"},
-	"busy-directories":          {"concurrent-siblings", "pagination"},
-	"truncates-streams":         {"stream-put", "stream-failure"},
-	"ignores-range":             {"stream-range"},
-	"publishes-partial-bodies":  {"stream-failure", "stream-put"},
-	"ignores-stream-conditions": {"stream-conditions"},
-	"drops-headers":             {"content-headers", "headers-conditional"},
-	"drops-headers-on-replace":  {"headers-conditional"},
-	"headless-streams":          {"content-headers", "headers-conditional"},
-	"decompresses-gzip":         {"gzip-body"},
-	"missing-delete-fails":      {"delete"},
-	"nesting-fails-opaquely":    {"object-and-prefix"},
-	"repeats-versions":          {"delete-recreate-swap"},
-	"deletes-by-prefix":         {"delete"},
-}
-
+// TestEveryTwinFailsTheSuite: the suite rejects every twin
+// (brokenstore.RunTwins), and every broken store of brokenstore.All is a
+// twin with cases that catch it.
 func TestEveryTwinFailsTheSuite(t *testing.T) {
-	twins := brokenstore.All()
-	if len(twins) != len(caughtBy) {
-		t.Fatalf("%d twins, %d expectations", len(twins), len(caughtBy))
+	twins := brokenstore.Twins()
+	if len(twins) != len(brokenstore.All()) {
+		t.Fatalf("%d twins for %d broken stores", len(twins), len(brokenstore.All()))
 	}
-	cases := map[string]bool{}
-	for _, c := range storetest.Cases() {
-		cases[c.Name] = true
+	for _, tw := range twins {
+		if len(tw.CaughtBy) == 0 {
+			t.Errorf("twin %s names no case that catches it", tw.Name)
+		}
 	}
-	for _, twin := range twins {
-		t.Run(twin.Name, func(t *testing.T) {
-			want, ok := caughtBy[twin.Name]
-			if !ok {
-				t.Fatalf("no expectation for twin %q", twin.Name)
-			}
-			var opts []storetest.Option
-			if twin.Name != "tears-large-objects" {
-				// The large object only matters to the tearing twin; keep
-				// the other runs light.
-				opts = append(opts, storetest.LargeObjectSize(2*brokenstore.TearThreshold))
-			}
-			if !strings.HasPrefix(twin.Name, "truncates-") && !strings.HasPrefix(twin.Name, "ignores-range") &&
-				!strings.HasPrefix(twin.Name, "publishes-") && !strings.HasPrefix(twin.Name, "ignores-stream") {
-				// Likewise the streamed bodies, for twins that do not
-				// break streaming.
-				opts = append(opts, storetest.StreamObjectSize(3*brokenstore.TruncateAt+17))
-			}
-			broken := twin.Wrap(memstore.New())
-			rep := storetest.RunReport(t.Context(), storetest.HarnessFunc(func(context.Context) (store.Store, error) {
-				return broken, nil
-			}), opts...)
-			if rep.OK() {
-				t.Fatalf("the suite passed a store that %s", twin.Flaw)
-			}
-			failed := rep.FailedCases()
-			for _, name := range want {
-				if !cases[name] {
-					t.Fatalf("expectation names unknown case %q", name)
-				}
-				if !slices.Contains(failed, name) {
-					r, _ := rep.Case(name)
-					t.Errorf("case %s did not catch a store that %s (status %s)", name, twin.Flaw, r.Status)
-				}
-			}
-			for _, name := range failed {
-				r, _ := rep.Case(name)
-				t.Logf("%s: %s", name, firstLine(r.Reason))
-			}
-		})
-	}
+	bucket := memstore.New()
+	brokenstore.RunTwins(t, storetest.HarnessFunc(func(context.Context) (store.Store, error) { return bucket, nil }))
 }
 
 // TestTwinsAreOtherwiseSound shows each twin breaks only what it claims:
@@ -120,6 +52,8 @@ func TestTwinsAreOtherwiseSound(t *testing.T) {
 		"ignores-stream-conditions": {"probe", "create-only", "compare-and-swap", "stream-put", "stream-range", "stream-failure"},
 		"missing-delete-fails":      {"probe", "create-only", "compare-and-swap", "read-after-write", "pagination"},
 		"nesting-fails-opaquely":    {"probe", "create-only", "compare-and-swap", "read-after-write", "delete", "pagination"},
+		"copy-overwrites":           {"probe", "create-only", "compare-and-swap", "read-after-write", "metadata", "stream-put"},
+		"copy-drops-metadata":       {"probe", "create-only", "compare-and-swap", "read-after-write", "metadata", "stream-put"},
 	}
 	for _, twin := range brokenstore.All() {
 		only, ok := sound[twin.Name]
@@ -128,19 +62,14 @@ func TestTwinsAreOtherwiseSound(t *testing.T) {
 		}
 		t.Run(twin.Name, func(t *testing.T) {
 			broken := twin.Wrap(memstore.New())
-			rep := storetest.RunReport(t.Context(), storetest.HarnessFunc(func(context.Context) (store.Store, error) {
+			rep, err := storetest.RunReport(t.Context(), storetest.HarnessFunc(func(context.Context) (store.Store, error) {
 				return broken, nil
-			}), storetest.Only(only...), storetest.LargeObjectSize(brokenstore.TearThreshold))
-			if !rep.OK() {
-				t.Fatalf("unrelated cases failed: %s", rep)
+			}), suite.Only(only...), storetest.LargeObjectSize(brokenstore.TearThreshold))
+			if err != nil || !rep.OK() {
+				t.Fatalf("unrelated cases failed: %s (%v)", rep, err)
 			}
 		})
 	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 // TestRunFailsUnderGoTest proves the testing.T entry point reports a
@@ -174,23 +103,19 @@ func TestChildSuiteOnTwin(t *testing.T) {
 		if twin.Name == name {
 			broken := twin.Wrap(memstore.New())
 			storetest.Run(t, storetest.HarnessFunc(func(context.Context) (store.Store, error) { return broken, nil }),
-				storetest.Skip("large-object"))
+				suite.Skip("large-object"))
 			return
 		}
 	}
 	t.Fatalf("no twin %q", name)
 }
 
-// withoutTwin are the storetest cases no twin in brokenstore.All is
+// withoutTwin are the storetest cases no twin in brokenstore.Twins is
 // declared to fail, each with the reason (docs/conformance.md lists them).
 var withoutTwin = map[string]string{}
 
 // TestEveryCaseHasATwin: a case that no twin is declared to fail needs
 // one, or an exception above saying why not.
 func TestEveryCaseHasATwin(t *testing.T) {
-	var names []string
-	for _, c := range storetest.Cases() {
-		names = append(names, c.Name)
-	}
-	suite.CheckTwinCoverage(t, names, slices.Collect(maps.Values(caughtBy)), withoutTwin)
+	suite.CheckTwinCoverage(t, storetest.CaseNames(), suite.CaughtBy(brokenstore.Twins()), withoutTwin)
 }

@@ -1,11 +1,20 @@
-// Package suite is the runner the conformance suites (celltest,
-// drivertest, leasetest, storetest, r2test) share, under Run as without a
-// *testing.T (RunReport, r2test's Check): case selection, running one
-// case with or without a *testing.T (a Recorder that stands in for it,
-// Fatalf and Skipf ending the case's goroutine as testing.T's do, a panic
-// turned into a failure, an optional time limit), reporting an outcome
-// onto a *testing.T, and judging a negative twin's run. Each suite keeps
-// its own public API (Run, RunReport or Check, Report, Twins) on top of it.
+// Package suite is the one shape of CellB's conformance suites
+// (storetest, r2test, leasetest, drivertest, celltest) and the runner they
+// share. Every suite has a Harness of its own (what it runs on) and the
+// same functions on top of this package:
+//
+//	Run(t *testing.T, h Harness, opts ...suite.Option)
+//	RunReport(ctx context.Context, h Harness, opts ...suite.Option) (suite.Report, error)
+//	CaseNames() []string
+//	Twins() []suite.Twin[Harness]
+//	RunTwins(t *testing.T, h Harness, opts ...suite.Option)
+//
+// with one Report, the common Options (Only, Skip, Quick, CaseTimeout,
+// Progress) and one Twin description. The runner runs one case with or
+// without a *testing.T (a Recorder stands in for it: Fatalf and Skipf end
+// the case's goroutine as testing.T's do, a panic is a failure of that
+// case, a failure names the case's file and line), optionally within a
+// time limit, and judges a negative twin's run.
 package suite
 
 import (
@@ -22,21 +31,6 @@ import (
 	"testing"
 	"time"
 )
-
-// Selects reports whether a case filter admits name: an empty filter
-// admits every case; an entry selects the case of that exact name, or
-// every case under it when it ends in "/" (e.g. "capture/").
-func Selects(filter []string, name string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, c := range filter {
-		if c == name || (strings.HasSuffix(c, "/") && strings.HasPrefix(name, c)) {
-			return true
-		}
-	}
-	return false
-}
 
 // Outcome is what one case found.
 type Outcome struct {
@@ -237,156 +231,5 @@ func Emit(t testing.TB, o Outcome) {
 	}
 	if o.Skipped {
 		t.Skip(o.Reason)
-	}
-}
-
-// Named is one case's outcome under its name.
-type Named struct {
-	Name string
-	Outcome
-}
-
-// Subtests runs, as subtests of t in the order given, each name filter
-// admits, reporting each outcome run returns (Emit); after calls it, when
-// set, with the subtest and the outcome (for a suite's own notes).
-func Subtests(t *testing.T, names, filter []string, run func(ctx context.Context, name string) Outcome, after func(t *testing.T, o Outcome)) {
-	t.Helper()
-	for _, name := range names {
-		if !Selects(filter, name) {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			o := run(t.Context(), name)
-			if after != nil {
-				after(t, o)
-			}
-			Emit(t, o)
-		})
-	}
-}
-
-// Collect runs, in the order given, each name filter admits and returns
-// the outcomes. When ctx ends it stops and returns what ran and ctx's
-// error.
-func Collect(ctx context.Context, names, filter []string, run func(ctx context.Context, name string) Outcome) ([]Named, error) {
-	var out []Named
-	for _, name := range names {
-		if !Selects(filter, name) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		out = append(out, Named{Name: name, Outcome: run(ctx, name)})
-	}
-	return out, nil
-}
-
-// Verdict is how one case a twin must fail fared on the twin.
-type Verdict int
-
-// The verdicts.
-const (
-	// Rejected: the case failed on the twin, as it must.
-	Rejected Verdict = iota
-	// Missed: the case passed on the twin.
-	Missed
-	// NotApplicable: the case skipped itself on the twin.
-	NotApplicable
-	// NotRun: the case is not in the twin's results.
-	NotRun
-)
-
-// Judge gives the verdict for each case in caughtBy, in order, from a
-// twin's outcomes.
-func Judge(caughtBy []string, results []Named) []Verdict {
-	out := make([]Verdict, len(caughtBy))
-	for i, name := range caughtBy {
-		j := slices.IndexFunc(results, func(r Named) bool { return r.Name == name })
-		switch {
-		case j < 0:
-			out[i] = NotRun
-		case results[j].Failed():
-			out[i] = Rejected
-		case results[j].Skipped:
-			out[i] = NotApplicable
-		default:
-			out[i] = Missed
-		}
-	}
-	return out
-}
-
-// Coverage is how a suite's cases stand against its negative twins.
-type Coverage struct {
-	// Missing are the cases no twin names and no exception excuses (an
-	// exception without a reason excuses nothing).
-	Missing []string
-	// Stale are exceptions for a case a twin now names, or for no case
-	// of the suite.
-	Stale []string
-	// Unknown are the names twins declare that are no case of the suite.
-	Unknown []string
-}
-
-// OK reports whether every case has a twin or a reasoned exception, and
-// every declaration names a case.
-func (c Coverage) OK() bool { return len(c.Missing)+len(c.Stale)+len(c.Unknown) == 0 }
-
-// TwinCoverage checks the project's rule that every case has a negative
-// twin: cases are the suite's case names, caughtBy the cases each twin
-// declares it must fail, and exceptions the cases that have no twin, each
-// with the reason why. The lists it returns are in the order of cases
-// (Unknown and the unknown part of Stale sorted).
-func TwinCoverage(cases []string, caughtBy [][]string, exceptions map[string]string) Coverage {
-	var cov Coverage
-	known := map[string]bool{}
-	for _, name := range cases {
-		known[name] = true
-	}
-	covered := map[string]bool{}
-	for _, names := range caughtBy {
-		for _, name := range names {
-			covered[name] = true
-			if !known[name] && !slices.Contains(cov.Unknown, name) {
-				cov.Unknown = append(cov.Unknown, name)
-			}
-		}
-	}
-	for _, name := range cases {
-		reason, excused := exceptions[name]
-		switch {
-		case covered[name] && excused:
-			cov.Stale = append(cov.Stale, name)
-		case !covered[name] && strings.TrimSpace(reason) == "":
-			cov.Missing = append(cov.Missing, name)
-		}
-	}
-	var foreign []string
-	for name := range exceptions {
-		if !known[name] {
-			foreign = append(foreign, name)
-		}
-	}
-	slices.Sort(foreign)
-	slices.Sort(cov.Unknown)
-	cov.Stale = append(cov.Stale, foreign...)
-	return cov
-}
-
-// CheckTwinCoverage fails t for every case without a twin or a reasoned
-// exception, every stale exception and every twin declaration that names
-// no case.
-func CheckTwinCoverage(t testing.TB, cases []string, caughtBy [][]string, exceptions map[string]string) {
-	t.Helper()
-	cov := TwinCoverage(cases, caughtBy, exceptions)
-	for _, name := range cov.Missing {
-		t.Errorf("case %s has no negative twin: add one that the case rejects, or an exception saying why it cannot have one", name)
-	}
-	for _, name := range cov.Stale {
-		t.Errorf("the exception for %s is stale: a twin covers it, or the suite has no such case", name)
-	}
-	for _, name := range cov.Unknown {
-		t.Errorf("a twin declares case %s, which the suite does not have", name)
 	}
 }

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func TestRunCaseFatalEndsTheCase(t *testing.T) {
 	if after || !deferred {
 		t.Fatalf("after Fatalf: went on %v, deferred ran %v", after, deferred)
 	}
-	if !slices.Equal(o.Failures, []string{"suite_test.go:36: first", "suite_test.go:38: second"}) || !slices.Equal(o.Log, []string{"note"}) || o.Skipped {
+	if !slices.Equal(o.Failures, []string{"suite_test.go:37: first", "suite_test.go:39: second"}) || !slices.Equal(o.Log, []string{"note"}) || o.Skipped {
 		t.Fatalf("outcome %+v", o)
 	}
 }
@@ -102,30 +103,91 @@ func TestRunCaseTimeout(t *testing.T) {
 }
 
 func TestCollectSelectsInOrderAndStops(t *testing.T) {
-	names := []string{"a/1", "a/2", "b/1"}
+	cases := []Case{{Name: "a/1"}, {Name: "a/2", Slow: true}, {Name: "b/1"}, {Name: "b/2"}}
 	var ran []string
-	got, err := Collect(context.Background(), names, []string{"a/"}, func(ctx context.Context, name string) Outcome {
-		ran = append(ran, name)
+	run := func(ctx context.Context, c Case) Outcome {
+		ran = append(ran, c.Name)
 		return Outcome{}
-	})
-	if err != nil || !slices.Equal(ran, []string{"a/1", "a/2"}) || len(got) != 2 || got[1].Name != "a/2" {
+	}
+	var progress []string
+	cfg := NewConfig([]Option{Only("a/", "b/1"), Skip("b/1"), Progress(func(c, m string) { progress = append(progress, c+": "+m) })})
+	got, err := Collect(context.Background(), cases, cfg, run)
+	if err != nil || !slices.Equal(ran, []string{"a/1", "a/2"}) || len(got) != 4 {
 		t.Fatalf("ran %v, got %+v, %v", ran, got, err)
 	}
+	for i, want := range []struct {
+		status Status
+		reason string
+	}{{Passed, ""}, {Passed, ""}, {Skipped, "skipped by option"}, {Skipped, "not selected"}} {
+		if got[i].Status != want.status || got[i].Reason != want.reason {
+			t.Errorf("%s: %s %q, want %s %q", got[i].Name, got[i].Status, got[i].Reason, want.status, want.reason)
+		}
+	}
+	if len(progress) != 4 || progress[0] != "a/1: running" || !strings.HasPrefix(progress[1], "a/1: pass in ") {
+		t.Errorf("progress %q", progress)
+	}
+	ran = nil
+	got, _ = Collect(context.Background(), cases, NewConfig([]Option{Quick()}), run)
+	if r := got[1]; r.Status != Skipped || r.Reason != QuickReason || len(ran) != 3 {
+		t.Errorf("quick: %+v, ran %v", r, ran)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	got, err = Collect(ctx, names, nil, func(ctx context.Context, name string) Outcome {
+	got, err = Collect(ctx, cases, NewConfig(nil), func(ctx context.Context, c Case) Outcome {
 		cancel()
 		return Outcome{}
 	})
-	if err == nil || len(got) != 1 {
-		t.Fatalf("after cancel: %d ran, err %v", len(got), err)
+	if err == nil || got[0].Status != Passed || got[1].Status != Skipped || got[1].Reason != "not run: context canceled" {
+		t.Fatalf("after cancel: %+v, err %v", got, err)
+	}
+}
+
+func TestConfigNotesUnknownNames(t *testing.T) {
+	cfg := NewConfig([]Option{Only("a/", "zz"), Skip("b", "yy/")})
+	notes := cfg.Notes([]Case{{Name: "a/1"}, {Name: "b"}})
+	want := []string{`option names unknown case "yy/"`, `option names unknown case "zz"`}
+	if !slices.Equal(notes, want) {
+		t.Fatalf("notes %q, want %q", notes, want)
+	}
+}
+
+func TestReport(t *testing.T) {
+	rep := Report{Suite: "x", Cases: []CaseResult{
+		{Name: "a", Status: Passed, Elapsed: time.Second},
+		{Name: "b", Status: Failed, Reason: "f.go:1: broke", Failures: []string{"f.go:1: broke", "f.go:2: again"}},
+		{Name: "c", Status: Skipped, Reason: "not selected"},
+	}, Notes: []string{"lowered"}}
+	if p, f, s := rep.Counts(); p != 1 || f != 1 || s != 1 || rep.OK() || rep.Complete() {
+		t.Fatalf("counts %d %d %d ok %v complete %v", p, f, s, rep.OK(), rep.Complete())
+	}
+	if c, ok := rep.Case("b"); !ok || !c.Failed() || !slices.Equal(rep.Failed(), []string{"b"}) {
+		t.Fatalf("Case(b) = %+v %v, Failed %v", c, ok, rep.Failed())
+	}
+	want := "x: 1 passed, 1 failed, 1 skipped (b)\n  b: f.go:1: broke\n  b: f.go:2: again\n  note: lowered"
+	if rep.String() != want {
+		t.Fatalf("String:\n%s\nwant:\n%s", rep, want)
+	}
+	var doc struct {
+		Suite  string
+		OK     bool
+		Failed int
+		Cases  []CaseJSON
+	}
+	if err := json.Unmarshal(rep.JSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Suite != "x" || doc.OK || doc.Failed != 1 || len(doc.Cases) != 3 || doc.Cases[0].Seconds != 1 || doc.Cases[1].Result != "fail" {
+		t.Fatalf("JSON: %+v", doc)
+	}
+	if setup := (Report{Suite: "x", SetupError: "no bucket"}); setup.OK() || setup.Summary() != "x: setup failed: no bucket" {
+		t.Fatalf("setup failure: ok %v, %q", setup.OK(), setup.Summary())
 	}
 }
 
 func TestJudge(t *testing.T) {
-	results := []Named{
-		{"fails", Outcome{Failures: []string{"x"}}},
-		{"passes", Outcome{}},
-		{"skips", Outcome{Skipped: true, Reason: "n/a"}},
+	results := []CaseResult{
+		{Name: "fails", Status: Failed},
+		{Name: "passes", Status: Passed},
+		{Name: "skips", Status: Skipped},
 	}
 	got := Judge([]string{"fails", "passes", "skips", "absent"}, results)
 	if want := []Verdict{Rejected, Missed, NotApplicable, NotRun}; !slices.Equal(got, want) {
@@ -172,10 +234,10 @@ func checkPositive(r *Recorder, n int) {
 // (a panic) names no line.
 func TestFailuresNameTheCaseLine(t *testing.T) {
 	o := RunCase(context.Background(), Limits{}, false, func(ctx context.Context, r *Recorder) {
-		checkPositive(r, -1) // line 175
+		checkPositive(r, -1) // line 237
 		panic("boom")
 	})
-	want := []string{"suite_test.go:175: -1 is not positive", "panic: boom"}
+	want := []string{"suite_test.go:237: -1 is not positive", "panic: boom"}
 	if !slices.Equal(o.Failures, want) {
 		t.Fatalf("failures %q, want %q", o.Failures, want)
 	}
