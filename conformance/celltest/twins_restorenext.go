@@ -2,6 +2,7 @@ package celltest
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cellb/cellb/core/durability"
@@ -101,4 +102,28 @@ func (l dropAtOpenLog) Open(ctx context.Context, req durability.OpenRequest) (du
 		}
 	}
 	return cl, nil
+}
+
+// EpochBlindRestore is a log that, refused a grant whose epoch is not
+// above the bucket's newest, opens under an epoch of its own choosing
+// instead (the newest plus one): a session the lease never granted writes
+// into the cell, and a restore request runs under it.
+func EpochBlindRestore(l durability.Log) durability.Log {
+	rc, ok := l.(restoreCanceller)
+	if !ok {
+		return l
+	}
+	return epochBlindLog{rc}
+}
+
+type epochBlindLog struct{ restoreCanceller }
+
+func (l epochBlindLog) Open(ctx context.Context, req durability.OpenRequest) (durability.CellLog, error) {
+	cl, err := l.restoreCanceller.Open(ctx, req)
+	var inUse *durability.EpochInUseError
+	if errors.As(err, &inUse) {
+		req.Epoch = inUse.Newest + 1
+		return l.restoreCanceller.Open(ctx, req)
+	}
+	return cl, err
 }
