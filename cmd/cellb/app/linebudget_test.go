@@ -14,8 +14,10 @@ import (
 // It was 900 until issue 24 made the commands importable (package app,
 // Options and a separate main: wiring, about 40 lines), then 1000 when
 // import came (docs/migrating.md: its flags, usage and output, about 55
-// lines; the logic is core/migrate's).
-const lineBudget = 1000
+// lines; the logic is core/migrate's), then 1025 for issue 23's flags
+// (restore --bookmark: its usage text and the check that it is alone, 18
+// lines; serve --retention, 4; the restore itself is core/ltxlog's).
+const lineBudget = 1025
 
 // TestLineBudget fails when the non-test Go files of cmd/cellb (its
 // ten-line main and this package, app) hold more than lineBudget lines (as wc -l counts them): move logic into a library
