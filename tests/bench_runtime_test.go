@@ -225,7 +225,7 @@ func BenchmarkAckedWrites(b *testing.B) {
 		b.Run(fmt.Sprintf("ceiling-no-sync/callers=%d", n), func(b *testing.B) {
 			// Not a mode: the runtime with nothing durable at all (no
 			// sync, no bucket), the most one cell's turns can do here.
-			drv, _ := pickDriver("wasm", syncNone)
+			drv, _ := pickDriver("wasm", "OFF")
 			_, ns := benchRuntime(b, drv, durability.Local{}, nil)
 			stub := ns.Get(ns.IDFromName("acked"))
 			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
@@ -242,7 +242,7 @@ func BenchmarkAckedWrites(b *testing.B) {
 				lopts := ltxlog.Options{Store: s, Logger: quietLogger()}
 				cs := nodeSync(fleetMode, ltxlog.Mode())
 				if mode == "local-primary-sync-each" {
-					cs = syncEachCommit // as before issue 13: SQLite syncs every commit
+					cs = "FULL" // as before issue 13: SQLite syncs every commit
 				}
 				drv, _ := pickDriver("wasm", cs)
 				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Logger: quietLogger(), IdleTimeout: -1}

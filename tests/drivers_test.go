@@ -5,46 +5,27 @@ import (
 
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/drivers/modernc"
 	"github.com/cellb/cellb/drivers/wasm"
 )
 
-// commitSync is how often a node's local SQLite file is synced; the tests
-// configure each driver as `cellb serve` does for the same node
-// (cmd/cellb/app/drivers.go, whose choice TestNodeSyncPicksTheLocalSync
-// checks there).
-type commitSync int
-
-const (
-	// syncEachCommit: synchronous=FULL, SQLite syncs every commit.
-	syncEachCommit commitSync = iota
-	// syncPerGroup: synchronous=NORMAL; the durability log syncs the
-	// local file once per group commit.
-	syncPerGroup
-	// syncNone: synchronous=OFF; the bucket wins (a fleet).
-	syncNone
-)
-
-// nodeSync is the commitSync of a node: none when the bucket wins, one
-// per group commit when the mode's log syncs the local file, else one per
-// commit.
-func nodeSync(bucketWins bool, mode durability.Mode) commitSync {
-	switch {
-	case bucketWins:
-		return syncNone
-	case mode.SyncsLocal:
-		return syncPerGroup
+// nodeSync is SQLite's synchronous level for a node (a fleet's or a
+// single host's) under mode: what cellb serve configures, host.Synchronous.
+func nodeSync(fleet bool, mode durability.Mode) string {
+	if fleet {
+		return host.Synchronous(host.Fleet, mode)
 	}
-	return syncEachCommit
+	return host.Synchronous(host.SingleHost, mode)
 }
 
 // newCgo is drivers/cgo (driver_cgo_test.go) when cgo is on, else nil.
 var newCgo func(pragma string) driver.Driver
 
-// pickDriver is the named driver (wasm in WAL mode, cgo, modernc) synced
-// as cs says; cgo without cgo is an error, which the tests skip on.
-func pickDriver(name string, cs commitSync) (driver.Driver, error) {
-	pragma := [...]string{syncEachCommit: "FULL", syncPerGroup: "NORMAL", syncNone: "OFF"}[cs]
+// pickDriver is the named driver (wasm in WAL mode, cgo, modernc) with
+// SQLite's synchronous level pragma (OFF, NORMAL, FULL); cgo without cgo
+// is an error, which the tests skip on.
+func pickDriver(name, pragma string) (driver.Driver, error) {
 	switch {
 	case name == "wasm":
 		return wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous="+pragma)), nil

@@ -34,7 +34,7 @@ func BenchmarkIdleCellsByKind(b *testing.B) {
 		n = v
 	}
 	for _, name := range []string{"wasm", "cgo", "modernc"} {
-		drv, err := pickDriver(name, syncPerGroup)
+		drv, err := pickDriver(name, "NORMAL")
 		if err != nil {
 			continue // cgo in a build without it
 		}
@@ -111,7 +111,7 @@ func idleCells(b *testing.B, drv driver.Driver, kind string, release bool, n int
 //	go test -run '^$' -bench BenchmarkReleasedCellCall -benchtime 300x ./tests
 func BenchmarkReleasedCellCall(b *testing.B) {
 	for _, name := range []string{"wasm", "cgo", "modernc"} {
-		drv, err := pickDriver(name, syncPerGroup)
+		drv, err := pickDriver(name, "NORMAL")
 		if err != nil {
 			continue
 		}

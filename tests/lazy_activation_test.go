@@ -45,7 +45,7 @@ type lazyNode struct {
 
 func openLazy(t testing.TB, dir string) *lazyNode {
 	t.Helper()
-	drv, _ := pickDriver("wasm", syncPerGroup)
+	drv, _ := pickDriver("wasm", "NORMAL")
 	return openLazyWith(t, dir, drv)
 }
 
@@ -223,7 +223,7 @@ func TestReadsOfUnseenCellsStoreNothing(t *testing.T) {
 			if m.NeedsSessions {
 				drvName = "modernc"
 			}
-			drv, err := pickDriver(drvName, syncPerGroup)
+			drv, err := pickDriver(drvName, "NORMAL")
 			if err != nil {
 				t.Skip(err)
 			}
@@ -502,7 +502,7 @@ func TestReadThenWriteThenRestoreInEveryMode(t *testing.T) {
 			}
 			dir := t.TempDir()
 			open := func() *lazyNode {
-				drv, err := pickDriver(drvName, syncPerGroup)
+				drv, err := pickDriver(drvName, "NORMAL")
 				if err != nil {
 					t.Skip(err)
 				}
@@ -548,7 +548,7 @@ func TestReadThenWriteThenRestoreInEveryMode(t *testing.T) {
 // keeping every connection open until the timer stops.
 func benchDriverOpens(b *testing.B, callers int) {
 	ctx := context.Background()
-	drv, _ := pickDriver("wasm", syncPerGroup)
+	drv, _ := pickDriver("wasm", "NORMAL")
 	dir := b.TempDir()
 	path := func(i int) string { return filepath.Join(dir, "c"+strconv.Itoa(i)+".db") }
 	for i := 0; i < b.N; i++ {

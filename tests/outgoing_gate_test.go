@@ -134,7 +134,7 @@ func (f *firstRead) Read(p []byte) (int, error) {
 // none of them is made and each handler gets the reset; with
 // cell.AllowUnconfirmed each goes while the upload is held.
 func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
-	drv, err := pickDriver("wasm", syncPerGroup) // single host, LTX log
+	drv, err := pickDriver("wasm", "NORMAL") // single host, LTX log
 	if err != nil {
 		t.Fatal(err)
 	}

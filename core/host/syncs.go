@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
 )
 
 // LocalDurabilityError: where the local file is the primary copy of a cell
@@ -33,6 +34,31 @@ func (e *LocalDurabilityError) Error() string {
 
 // synchronousNames are PRAGMA synchronous's levels by number.
 var synchronousNames = []string{"OFF", "NORMAL", "FULL", "EXTRA"}
+
+// Synchronous is the SQLite synchronous level a node's driver should run
+// with, for its ownership and durability mode, in WAL mode: OFF in a fleet
+// (the bucket wins: every activation replaces the local file, and a reply
+// waits for the bucket); where the local file is the primary copy, NORMAL
+// under a mode whose log syncs the file once per group commit
+// (Mode.SyncsLocal), FULL otherwise (after a power loss a database that is
+// not empty is never restored from the bucket). New refuses a driver
+// below what this names (a LocalDurabilityError); cellb serve configures
+// its drivers with it.
+func Synchronous(o Ownership, mode durability.Mode) string {
+	return synchronousNames[needSync(o, mode, "wal")]
+}
+
+// needSync is Synchronous as a level, for a driver in journal mode jm:
+// NORMAL leaves a file consistent between group syncs only in WAL mode.
+func needSync(o Ownership, mode durability.Mode, jm string) int64 {
+	switch {
+	case o == Fleet:
+		return 0
+	case mode.SyncsLocal && jm == "wal":
+		return 1
+	}
+	return 2
+}
 
 // checkLocalSync opens a scratch database with the configured driver and
 // checks its synchronous level against what the ownership mode needs:
@@ -74,12 +100,9 @@ func checkLocalSync(ctx context.Context, cfg Config, warn func(msg string, args 
 func judgeLocalSync(cfg Config, level, journal any) error {
 	lvl, _ := level.(int64)
 	jm := strings.ToLower(fmt.Sprint(journal))
-	need, why := int64(2), "every acknowledged commit must be on the local disk, and no durability mode syncs it"
+	need, why := needSync(cfg.Ownership, cfg.Mode, jm), "every acknowledged commit must be on the local disk, and no durability mode syncs it"
 	if cfg.Mode.SyncsLocal {
-		need, why = 1, "the durability mode syncs the file once per group commit, which NORMAL leaves consistent only in WAL mode"
-		if jm != "wal" {
-			need = 2
-		}
+		why = "the durability mode syncs the file once per group commit, which NORMAL leaves consistent only in WAL mode"
 	}
 	if lvl >= need {
 		return nil

@@ -29,7 +29,7 @@ func TestCgoBuildHasTheCgoDriver(t *testing.T) {
 	if _, err := parseServe([]string{"--driver", "cgo"}); err != nil {
 		t.Fatalf("parseServe --driver cgo: %v", err)
 	}
-	for cs, want := range map[commitSync]cgo.Synchronous{syncEachCommit: cgo.SyncFull, syncPerGroup: cgo.SyncNormal, syncNone: cgo.SyncNormal} {
+	for cs, want := range map[string]cgo.Synchronous{"FULL": cgo.SyncFull, "NORMAL": cgo.SyncNormal, "OFF": cgo.SyncNormal} {
 		d, err := pickDriver("cgo", cs)
 		if err != nil {
 			t.Fatalf("pickDriver(cgo, %v): %v", cs, err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/cellb/cellb/core/driver"
-	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/drivers/wasm"
 )
 
@@ -47,54 +46,19 @@ func sessionsDriver() (driver.Driver, error) {
 	return optional["modernc"](""), nil
 }
 
-// commitSync is how often the local SQLite file is synced, which the
-// node's mode decides (see pickDriver).
-type commitSync int
-
-const (
-	// syncEachCommit: SQLite syncs every commit (synchronous=FULL).
-	syncEachCommit commitSync = iota
-	// syncPerGroup: SQLite leaves commits unsynced (synchronous=NORMAL,
-	// which in WAL mode syncs only at checkpoints, so the file stays
-	// consistent) and the durability log syncs the local file once per
-	// group commit, beside its upload (OpenRequest.SyncLocal).
-	syncPerGroup
-	// syncNone: the local file is a cache the bucket replaces at every
-	// activation; no sync per commit.
-	syncNone
-)
-
-// nodeSync is the commitSync of a node: none when the bucket wins (fleet),
-// one per group commit when the local file is the primary copy and the
-// mode's log syncs it (Mode.SyncsLocal), else one per commit.
-func nodeSync(bucketWins bool, mode durability.Mode) commitSync {
-	switch {
-	case bucketWins:
-		return syncNone
-	case mode.SyncsLocal:
-		return syncPerGroup
-	}
-	return syncEachCommit
-}
-
-// pickDriver configures the named driver for the node's commitSync. When
-// the bucket wins (fleet), every activation replaces the local file with
-// the bucket's copy and a reply waits for the bucket, so the local commit
-// need not reach the disk. When the local file is the primary copy, each
-// acknowledged commit must be on the disk, because after a power loss a
-// database that is not empty is never restored from the bucket: the log
-// syncs it once per group commit, or SQLite syncs every commit.
-func pickDriver(name string, cs commitSync) (driver.Driver, error) {
+// pickDriver configures the named driver with SQLite's synchronous level
+// sync, which host.Synchronous names for the node's ownership and mode (a
+// fleet's cache need not reach the disk; a primary copy's commits must).
+func pickDriver(name, sync string) (driver.Driver, error) {
 	if err := checkDriver(name); err != nil {
 		return nil, err
 	}
-	pragma := [...]string{syncEachCommit: "FULL", syncPerGroup: "NORMAL", syncNone: "OFF"}[cs]
 	switch name {
 	case "wasm":
 		// WAL: one sync per commit (FULL) instead of the rollback
 		// journal's two.
-		return wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous="+pragma)), nil
+		return wasm.New(wasm.WithJournalMode(wasm.JournalWAL), wasm.WithPragmas("synchronous="+sync)), nil
 	default: // cgo, modernc
-		return optional[name](pragma), nil
+		return optional[name](sync), nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cellb/cellb/core/changeset"
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/ltxlog"
 )
 
@@ -20,19 +21,19 @@ import (
 func TestNodeSyncPicksTheLocalSync(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		name       string
-		bucketWins bool
-		mode       durability.Mode
-		want       int64 // PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL
+		name      string
+		ownership host.Ownership
+		mode      durability.Mode
+		want      int64 // PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL
 	}{
-		{"local-primary/ltx", false, ltxlog.Mode(), 1},
-		{"local-primary/changeset", false, changeset.Mode(), 1},
-		{"local-primary/backup", false, backup.Mode(), 2},
-		{"fleet/ltx", true, ltxlog.Mode(), 0},
+		{"local-primary/ltx", host.SingleHost, ltxlog.Mode(), 1},
+		{"local-primary/changeset", host.SingleHost, changeset.Mode(), 1},
+		{"local-primary/backup", host.SingleHost, backup.Mode(), 2},
+		{"fleet/ltx", host.Fleet, ltxlog.Mode(), 0},
 	} {
 		for _, name := range []string{"wasm", "modernc"} {
 			t.Run(c.name+"/"+name, func(t *testing.T) {
-				d, err := pickDriver(name, nodeSync(c.bucketWins, c.mode))
+				d, err := pickDriver(name, host.Synchronous(c.ownership, c.mode))
 				if err != nil {
 					t.Fatal(err)
 				}

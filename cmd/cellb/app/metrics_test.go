@@ -295,7 +295,7 @@ func TestFleetMetrics(t *testing.T) {
 	t.Cleanup(func() { pm.provider.Shutdown(context.Background()) })
 	fs := memstore.New()
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
-	drv, err := pickDriver("wasm", syncNone)
+	drv, err := pickDriver("wasm", "OFF")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func TestTurnsOwnedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pm.provider.Shutdown(context.Background()) })
-	drv, err := pickDriver("wasm", syncPerGroup)
+	drv, err := pickDriver("wasm", "NORMAL")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestNodeLogMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pm.provider.Shutdown(context.Background()) })
-	drv, err := pickDriver("wasm", syncNone)
+	drv, err := pickDriver("wasm", "OFF")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,7 +163,11 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 	if err != nil {
 		return nil, err
 	}
-	drv, err := pickDriver(cfg.Driver, nodeSync(cfg.Bucket != "", mode))
+	own := host.SingleHost
+	if cfg.Bucket != "" {
+		own = host.Fleet
+	}
+	drv, err := pickDriver(cfg.Driver, host.Synchronous(own, mode))
 	if err != nil {
 		return nil, err
 	}
