@@ -20,7 +20,14 @@ import (
 // serveOn serves the app on a runtime whose log is log (nil: local).
 func serveOn(t *testing.T, log durability.Log) *httptest.Server {
 	t.Helper()
-	rt, err := cell.New(cell.Options{ScriptName: "cellb-example", Driver: wasm.New(), DataDir: t.TempDir(), Log: log})
+	return serveWith(t, cell.Options{DataDir: t.TempDir(), Log: log})
+}
+
+// serveWith serves the app on a runtime of opts, on the wasm driver.
+func serveWith(t *testing.T, opts cell.Options) *httptest.Server {
+	t.Helper()
+	opts.ScriptName, opts.Driver = "cellb-example", wasm.New()
+	rt, err := cell.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

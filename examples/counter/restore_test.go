@@ -1,9 +1,7 @@
 package counter
 
 import (
-	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store/memstore"
-	"github.com/cellb/cellb/drivers/wasm"
 )
 
 // serveLeased serves the app on the LTX log under single-host shard locks
@@ -30,20 +27,7 @@ func serveLeased(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := cell.New(cell.Options{ScriptName: "cellb-example", Driver: wasm.New(), DataDir: dir, Log: log, Lease: ls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	app, err := Register(rt, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	app.Routes(mux)
-	hs := httptest.NewServer(mux)
-	t.Cleanup(hs.Close)
-	return hs
+	return serveWith(t, cell.Options{DataDir: dir, Log: log, Lease: ls})
 }
 
 func restore(t *testing.T, url string) string {
