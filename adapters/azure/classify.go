@@ -73,10 +73,3 @@ func transient(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
-
-// isRangeRefused reports Azure's 416, its answer to a range that starts at
-// the very end of a blob.
-func isRangeRefused(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusRequestedRangeNotSatisfiable
-}

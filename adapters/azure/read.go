@@ -28,7 +28,7 @@ func (d *driver) NewRangeReader(ctx context.Context, key string, offset, length 
 		if err == nil {
 			return downloaded(resp, offset)
 		}
-		if !isRangeRefused(err) {
+		if d.Classify(err).Kind != store.KindInvalidRange {
 			return nil, err
 		}
 		refused = true
