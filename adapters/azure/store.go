@@ -12,10 +12,12 @@
 // Azure answers If-None-Match: * on an existing blob with 409
 // BlobAlreadyExists rather than 412; both are ErrPreconditionFailed. A
 // conditional write is sent with the SDK's retries off (a retried
-// compare-and-swap can meet its own first attempt), and the Bucket reports
-// every failure other than those clean rejections and the definite
-// refusals as ErrAmbiguous. Azure's ETags are not content hashes, so S3's
-// equal-body trap does not apply.
+// compare-and-swap can meet its own first attempt); once the write that
+// carries it was sent, the Bucket reports any failure other than those
+// clean rejections and the refusals of the credentials or the container
+// as ErrAmbiguous. A failure while blocks are staged is definite: nothing
+// was committed. Azure's ETags are not content hashes, so S3's equal-body
+// trap does not apply.
 //
 // Metadata names are C# identifiers on Azure: '-' is stored as '_' and
 // mapped back on reads, as celld does (litestream-timestamp becomes
