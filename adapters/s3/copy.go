@@ -38,8 +38,9 @@ var errSourceChanged = errors.New("the source changed during the copy")
 // ignores it and overwrites), while the condition on the completion of a
 // multipart upload is the one every qualifying server honours (the Put of
 // a large object relies on it). It also copies objects over CopyObject's
-// 5 GiB limit. An object of more than 10,000 such parts (more than S3
-// holds, so only with a test's small parts) is copied by streaming.
+// 5 GiB limit. An object of more than 10,000 such parts is
+// store.ErrCopyTooLarge (an *OpError, which the Bucket keeps as it is: the
+// copy is not ambiguous, nothing was written).
 func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, error) {
 	bucket, objKey := aws.String(d.opts.Bucket), aws.String(dst)
 	head, err := d.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: bucket, Key: aws.String(src)})
@@ -51,7 +52,7 @@ func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, erro
 	}
 	size := aws.ToInt64(head.ContentLength)
 	if (size+maxCopyPart-1)/maxCopyPart > maxParts {
-		return "", fmt.Errorf("%w: %w: %d bytes", store.ErrCopyUnsupported, store.ErrCopyTooLarge, size)
+		return "", &store.OpError{Op: "copy", Key: dst, Err: fmt.Errorf("%w: %d bytes", store.ErrCopyTooLarge, size)}
 	}
 	up, err := d.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: bucket, Key: objKey,
 		Metadata: head.Metadata, ContentType: head.ContentType, ContentLanguage: head.ContentLanguage,
