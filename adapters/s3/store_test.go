@@ -315,17 +315,19 @@ func TestErrorClassification(t *testing.T) {
 // refusal of its first request is the same definite refusal as a small
 // put's.
 func TestMultipartFailureBeforeCompletion(t *testing.T) {
-	for _, c := range []struct {
-		fake fakeS3
-		want error
+	cases := []struct {
+		status int
+		code   string
+		want   error
 	}{
-		{fakeS3{status: 403, code: "AccessDenied"}, store.ErrAccessDenied},
-		{fakeS3{status: 404, code: "NoSuchBucket"}, store.ErrBucketNotFound},
-		{fakeS3{status: 500, code: "InternalError"}, nil},
-	} {
+		{403, "AccessDenied", store.ErrAccessDenied},
+		{404, "NoSuchBucket", store.ErrBucketNotFound},
+		{500, "InternalError", nil},
+	}
+	for _, c := range cases {
 		for _, cond := range []store.Condition{{}, store.IfAbsent} {
-			t.Run(fmt.Sprintf("%d %s", c.fake.status, cond), func(t *testing.T) {
-				srv := httptest.NewServer(&c.fake)
+			t.Run(fmt.Sprintf("%d %s", c.status, cond), func(t *testing.T) {
+				srv := httptest.NewServer(&fakeS3{status: c.status, code: c.code})
 				t.Cleanup(srv.Close)
 				st, err := s3.New(t.Context(), s3.Options{
 					Bucket: "b", Endpoint: srv.URL, Region: "us-east-1", UsePathStyle: true,
