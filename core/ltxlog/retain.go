@@ -30,33 +30,35 @@ import (
 //     where it ends); the other seven stay for the window, since the
 //     states inside the run restore from them.
 //   - The state at position 8r+k (0 ≤ k < 8) then restores from the anchor,
-//     one block per set bit of r (a Fenwick tree's prefix) and the run's
-//     first k level-0 files: at most 1 + 12 + 7 = 20 objects while an era
+//     one block per set bit of r (a Fenwick tree's prefix) and the first k
+//     level-0 files of run r+1: at most 1 + 12 + 7 = 20 objects while an era
 //     holds at most 2^12 runs. The restore planner, celld's and
 //     Litestream's greedy choice of the file reaching furthest, finds that
 //     cover or a shorter one: nothing the reader needs to know.
 //   - An era ends at a run whose merge is a full merge instead of a block:
 //     due by FullMergePercent as before (the blocks of the chain and the
 //     run add up to the full file), or forced at the era's 2^12th run. In
-//     a small database that is most runs, and one full merge costs what
-//     the block would have.
+//     a small database that is most runs, where the full merge costs
+//     about what the block would have (a block is at most the database).
 //   - Nothing a merge replaces is deleted (but each run's last level-0
 //     file): retire deletes what no state of the window needs once it ages
 //     out. The window's states are every position whose timestamp is at or
 //     after now-Retention, and the newest one before (the state at the
 //     window's start). With c that state's position in its era, a file is
 //     needed by some state at or after c exactly when the positions that
-//     use it reach past c (ladderFile.until): a block of runs (r-w, r] is
-//     used up to run r+w, a level-0 file up to its run's end. Everything
+//     use it reach past c (ladderFile.until): a block of runs (r-w, r]
+//     serves the positions before 8(r+w), a level-0 file those before its
+//     run's end. Everything
 //     of older eras goes, and so do the epochs below the newest one that
 //     began before the window (see retireEpochs). Deletions go newest
 //     first, so every file still listed restores exactly whatever step a
 //     crash stops at.
 //
-// Against a ladder over single uploads (a block every second upload), this
-// writes a level-1 file per eight uploads instead of about one per two in
-// a small database, and keeps the same number of objects (seven level-0
-// files and a block per run, against an upload and a block per two).
+// Against a ladder over single uploads (a block every second upload, and in
+// a small database a full merge about every fourth), this writes one
+// level-1 file per eight uploads instead of about six, and keeps the same
+// number of objects (seven level-0 files and a block per run, against an
+// upload and a block per two).
 
 // ladderRun is how many level-0 files make one step of the ladder: the
 // states inside a run restore from up to ladderRun-1 of them.
