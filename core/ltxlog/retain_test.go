@@ -252,13 +252,13 @@ func (h *retainHistory) stateAt(t time.Time) (retainedState, bool) {
 }
 
 // TestRetentionRestoresEveryBookmarkOfTheWindow: 40 simulated days of
-// commits (a fake clock; an epoch change on day 2; thousands of
-// compactions), then every bookmark the log gave within the 30-day
-// window — sampled, and those of 1 hour, 1 day and 29 days ago —
-// restores its exact state from at most 20 objects, and BookmarkForTime
-// names the state of each of those times; states older than the window
-// are gone, and so is the older epoch. Eras end by size (the default
-// full-merge rule) or only by position count (a deep ladder).
+// commits (a fake clock; an epoch change on day 2; hundreds of
+// compactions, one per run of 8 uploads), then every bookmark the log
+// gave within the 30-day window — sampled, and those of 1 hour, 1 day and
+// 29 days ago — restores its exact state from at most 20 objects, and
+// BookmarkForTime names the state of each of those times; states older
+// than the window are gone, and so is the older epoch. Eras end by size
+// (the default full-merge rule) or only by run count (a deep ladder).
 func TestRetentionRestoresEveryBookmarkOfTheWindow(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -349,7 +349,8 @@ func TestWithoutRetentionOldBookmarksAreGone(t *testing.T) {
 }
 
 // A history shorter than the window deletes nothing but the level-0
-// files the ladder's blocks replace: every state restores.
+// files the ladder's blocks (or full merges) replace, each run's last:
+// every state restores.
 func TestRetentionKeepsEveryStateOfAShortHistory(t *testing.T) {
 	h := runRetainHistory(t, Options{CompactAfter: 2}, 600, 6)
 	for _, st := range h.states {
