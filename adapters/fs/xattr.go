@@ -84,7 +84,7 @@ func getAttr(f afero.File) ([]byte, error) {
 	switch {
 	case err == nil:
 		return buf[:n], nil
-	case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
+	case errors.Is(err, errNoAttrData), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
 		return nil, errNoAttr
 	}
 	return nil, err
