@@ -155,7 +155,7 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, r io.Reader, size int6
 	if err := CheckPut(ctx, key, opts); err != nil {
 		return "", err
 	}
-	body := &trackedBody{r: Body(ctx, r, size)}
+	body := &trackedBody{r: Body(ctx, r, size), size: size, done: size == 0}
 	v, err := b.d.PutFrom(ctx, key, body, size, opts)
 	if err != nil {
 		if body.err != nil {
@@ -177,20 +177,30 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, r io.Reader, size int6
 // trackedBody records how a streamed body ended: read to its end (done),
 // or failed by the caller's reader, its declared size or its context
 // (err). Either way the Bucket knows whether the object can have been
-// published.
+// published. A body of a declared size is complete once that many bytes
+// were read: an SDK that sends exactly the content length it was given
+// never asks for the io.EOF after it.
 type trackedBody struct {
 	r    io.Reader
+	size int64 // -1: unknown
+	n    int64
 	done bool
 	err  error
 }
 
 func (t *trackedBody) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
+	t.n += int64(n)
 	switch {
 	case err == io.EOF:
+		t.done = t.err == nil
+	case err != nil:
+		t.done = false
+		if t.err == nil {
+			t.err = err
+		}
+	case t.size >= 0 && t.n == t.size:
 		t.done = true
-	case err != nil && t.err == nil:
-		t.err = err
 	}
 	return n, err
 }
@@ -244,9 +254,7 @@ func (b *Bucket) Copy(ctx context.Context, src, dst string) (Version, error) {
 		return CopyByStreaming(ctx, b, src, dst)
 	}
 	if err != nil {
-		if b.is(err, KindNotFound, ErrNotFound) {
-			return "", CopyError(src, dst, fmt.Errorf("%w: %w", ErrNotFound, err))
-		}
+		// A missing src is ErrNotFound, by writeError's portable kinds.
 		var oe *OpError
 		errors.As(b.writeError("copy", dst, IfAbsent, true, err), &oe)
 		return "", CopyError(src, dst, oe.Err)
@@ -353,11 +361,13 @@ func (b *Bucket) writeError(op, key string, cond Condition, sent bool, err error
 		return &OpError{Op: op, Key: key, Err: fmt.Errorf("%w: %w", ErrPreconditionFailed, err)}
 	case k == KindPreconditionFailed && !cond.IsConditional():
 		return &OpError{Op: op, Key: key, Err: err}
-	case k == KindRejected && !cond.IsConditional(), !sent:
-		return &OpError{Op: op, Key: key, Err: err}
 	}
+	// A refusal stays a refusal however much of the body had left.
 	if perr, ok := b.portable(err); ok {
 		return &OpError{Op: op, Key: key, Err: perr}
+	}
+	if !sent || (k == KindRejected && !cond.IsConditional()) {
+		return &OpError{Op: op, Key: key, Err: err}
 	}
 	return Ambiguous(op, key, err)
 }
