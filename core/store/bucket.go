@@ -66,12 +66,24 @@ func (b *Bucket) get(ctx context.Context, op, key string, dataOnly bool) (*Objec
 		return nil, err
 	}
 	defer r.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, min(r.Length, 64<<20)))
-	if _, err := buf.ReadFrom(r.Body); err != nil {
+	var data []byte
+	if r.Length <= maxExactGet {
+		// The body gives exactly Length bytes (or fails): one allocation.
+		data = make([]byte, r.Length)
+		_, err = io.ReadFull(r.Body, data)
+	} else {
+		data, err = io.ReadAll(r.Body)
+	}
+	if err != nil {
 		return nil, &OpError{Op: op, Key: key, Err: fmt.Errorf("reading the body: %w", err)}
 	}
-	return &Object{Key: key, Data: buf.Bytes(), Version: r.Version, Metadata: r.Metadata, Headers: r.Headers, Modified: r.Modified}, nil
+	return &Object{Key: key, Data: data, Version: r.Version, Metadata: r.Metadata, Headers: r.Headers, Modified: r.Modified}, nil
 }
+
+// maxExactGet is the largest body a Get allocates at once from the size the
+// backend announced; a larger one grows as it arrives, so a wrong size
+// cannot make one huge allocation.
+const maxExactGet = 256 << 20
 
 // NewRangeReader opens length bytes of key from offset (see the package
 // function NewRangeReader for the rules).
