@@ -32,10 +32,6 @@ type Bucket struct {
 // NewBucket returns the portable bucket over d.
 func NewBucket(d Driver) *Bucket { return &Bucket{d: d} }
 
-// Bucket returns b itself, so that Wrap finds the Bucket inside an
-// adapter's type that embeds it.
-func (b *Bucket) Bucket() *Bucket { return b }
-
 // Driver returns the driver b runs on.
 func (b *Bucket) Driver() Driver { return b.d }
 
