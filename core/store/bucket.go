@@ -344,6 +344,26 @@ func alreadyPortable(err error) bool {
 	return false
 }
 
+// ReadError is the error a Bucket over d reports when d's read (op "get",
+// "list" or "delete") of key failed with err, for a middleware that
+// reports what the caller will see (metrics). A nil err stays nil.
+func ReadError(d Driver, op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return NewBucket(d).readError(op, key, err)
+}
+
+// WriteError is the error a Bucket over d reports when d's write (op "put"
+// or "copy") of key under cond failed with err; sent says whether the body
+// had been read to its end. A nil err stays nil.
+func WriteError(d Driver, op, key string, cond Condition, sent bool, err error) error {
+	if err == nil {
+		return nil
+	}
+	return NewBucket(d).writeError(op, key, cond, sent, err)
+}
+
 // readError wraps the failure of a read (get, list, delete).
 func (b *Bucket) readError(op, key string, err error) error {
 	var oe *OpError
