@@ -16,9 +16,10 @@ import (
 type Middleware func(Driver) Driver
 
 // Wrap returns s with mws applied around its driver, the last one
-// outermost. A Store that embeds a *Bucket (every adapter) is unwrapped
-// to its Driver; any other Store (a test fake, a third-party Store) is
-// first adapted with DriverOf.
+// outermost. A *Bucket, or a Store that embeds one directly (every
+// adapter), is unwrapped to its Driver; any other Store (a test fake, a
+// type embedding an adapter, a third-party Store) is first adapted with
+// DriverOf (see DriverFor).
 func Wrap(s Store, mws ...Middleware) *Bucket {
 	d := DriverFor(s)
 	for _, mw := range mws {
