@@ -48,7 +48,7 @@ const maxListLimit = 1000
 
 // Get reads a whole object.
 func (b *Bucket) Get(ctx context.Context, key string) (*Object, error) {
-	return b.get(ctx, "get", key, false)
+	return b.get(withWhole(ctx, true), "get", key, false)
 }
 
 // GetData reads key's body and version (see DataGetter).
@@ -84,7 +84,7 @@ const maxExactGet = 256 << 20
 // NewRangeReader opens length bytes of key from offset (see the package
 // function NewRangeReader for the rules).
 func (b *Bucket) NewRangeReader(ctx context.Context, key string, offset, length int64) (*Reader, error) {
-	return b.open(ctx, "get", key, offset, length, false)
+	return b.open(withWhole(ctx, false), "get", key, offset, length, false)
 }
 
 func (b *Bucket) open(ctx context.Context, op, key string, offset, length int64, dataOnly bool) (*Reader, error) {
@@ -155,11 +155,38 @@ func (e *exactBody) Close() error { return e.rc.Close() }
 
 // Put writes a whole object.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts PutOptions) (Version, error) {
-	return b.PutFrom(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+	return b.putFrom(withWhole(ctx, true), key, bytes.NewReader(data), int64(len(data)), opts)
 }
 
 // PutFrom writes the object read from r (see Streamer).
 func (b *Bucket) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Version, error) {
+	return b.putFrom(withWhole(ctx, false), key, r, size, opts)
+}
+
+// wholeKey marks the context of a driver call made for a whole-object Get
+// or Put of the Bucket (true) or for a streamed one (false). A driver
+// never needs it; DriverOf does, to call a Store's own Get and Put for
+// them rather than its streaming half, so that a Store whose Put and
+// PutFrom differ (a test double overriding one of them, a conformance
+// twin) behaves the same wrapped as bare.
+type wholeKey struct{}
+
+// withWhole marks ctx for a whole-object call (or not), leaving an
+// unmarked context unmarked for a streamed one.
+func withWhole(ctx context.Context, whole bool) context.Context {
+	if !whole && ctx.Value(wholeKey{}) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, wholeKey{}, whole)
+}
+
+// isWhole reports whether ctx carries a whole-object call of a Bucket.
+func isWhole(ctx context.Context) bool {
+	w, _ := ctx.Value(wholeKey{}).(bool)
+	return w
+}
+
+func (b *Bucket) putFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Version, error) {
 	if err := CheckPut(ctx, key, opts); err != nil {
 		return "", err
 	}

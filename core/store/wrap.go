@@ -70,7 +70,8 @@ func ownBucket(s Store) *Bucket {
 }
 
 // DriverOf adapts a Store written against the Store interface directly
-// into a Driver: streaming, body-only reads and copies go through the
+// into a Driver: a Bucket's whole-object Get and Put reach the Store's own
+// Get and Put; streaming, body-only reads and copies go through the
 // Store's optional interfaces when it has them and fall back to whole
 // objects otherwise (the one place those fallbacks are written). Its
 // errors are the Store's own, already portable.
@@ -84,6 +85,8 @@ func (d storeDriver) NewRangeReader(ctx context.Context, key string, offset, len
 	switch st, streams := d.s.(Streamer); {
 	case dataOnly:
 		o, err = GetData(ctx, d.s, key)
+	case isWhole(ctx):
+		o, err = d.s.Get(ctx, key)
 	case streams:
 		return st.NewRangeReader(ctx, key, offset, length)
 	default:
@@ -95,8 +98,18 @@ func (d storeDriver) NewRangeReader(ctx context.Context, key string, offset, len
 	return ReaderOf(o, offset, length)
 }
 
+// PutFrom streams into the Store, except for a Bucket's whole-object Put,
+// which reaches the Store's own Put (the body still read here, through
+// whatever the middlewares made of it).
 func (d storeDriver) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Version, error) {
-	return PutFrom(ctx, d.s, key, r, size, opts)
+	if !isWhole(ctx) {
+		return PutFrom(ctx, d.s, key, r, size, opts)
+	}
+	data, err := ReadBody(ctx, "put", key, r, size)
+	if err != nil {
+		return "", err
+	}
+	return d.s.Put(ctx, key, data, opts)
 }
 
 func (d storeDriver) Delete(ctx context.Context, key string) error { return d.s.Delete(ctx, key) }
