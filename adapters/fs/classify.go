@@ -36,17 +36,3 @@ func pathErr(err error) error {
 	}
 	return err
 }
-
-// notApplied reports the failure of a write that stopped before its
-// rename, so nothing was applied. The Bucket calls a write's unclassified
-// failure ambiguous (a remote store cannot know better), and has no kind
-// for "failed here, for certain" that holds for conditional writes too
-// (KindRejected leaves them ambiguous); it keeps an *store.OpError as it
-// is, so the driver says it with one, carrying the portable kind Classify
-// gives.
-func (s *driver) notApplied(op, key string, err error) error {
-	if s.Classify(err).Kind == store.KindInvalidKey && !errors.Is(err, store.ErrInvalidKey) {
-		err = fmt.Errorf("%w: %w", store.ErrInvalidKey, err)
-	}
-	return &store.OpError{Op: op, Key: key, Err: err}
-}

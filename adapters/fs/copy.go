@@ -24,7 +24,7 @@ func (s *driver) Copy(ctx context.Context, src, dst string) (store.Version, erro
 		return "", err
 	}
 	if err != nil {
-		return "", s.notApplied("get", src, err)
+		return "", store.NotApplied("reading the source", err)
 	}
 	defer r.Body.Close()
 	// The source is read through store.Body, so that a file another

@@ -21,13 +21,13 @@ import (
 // file is renamed onto the key's path, whose directory is then fsynced.
 // The rename is the moment the write takes effect: every failure before it
 // (a body that fails or ends early included) leaves the object as it was
-// and the temporary file removed, and is definite (see notApplied); a
+// and the temporary file removed, and is definite (store.NotApplied); a
 // failure after it (the directory fsync) is left to the Bucket to report
 // as ambiguous.
 func (s *driver) PutFrom(ctx context.Context, key string, r io.Reader, _ int64, opts store.PutOptions) (store.Version, error) {
 	v, applied, err := s.put(ctx, key, r, opts)
 	if err != nil && !applied {
-		return "", s.notApplied("put", key, err)
+		return "", store.NotApplied("", err)
 	}
 	return v, err
 }

@@ -409,6 +409,9 @@ func (b *Bucket) writeError(op, key string, cond Condition, sent bool, err error
 	if errors.As(err, &oe) {
 		return err
 	}
+	if notApplied(err) {
+		sent = false
+	}
 	k := b.kind(err)
 	switch {
 	case k == KindNotFound && cond.Kind == MatchVersion:
