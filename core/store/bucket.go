@@ -155,12 +155,12 @@ func (e *exactBody) Close() error { return e.rc.Close() }
 
 // Put writes a whole object.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts PutOptions) (Version, error) {
-	return b.putFrom(withWhole(ctx, true), key, bytes.NewReader(data), int64(len(data)), opts)
+	return b.putFrom(withWhole(ctx, true), key, bytes.NewReader(data), int64(len(data)), opts, data)
 }
 
 // PutFrom writes the object read from r (see Streamer).
 func (b *Bucket) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Version, error) {
-	return b.putFrom(withWhole(ctx, false), key, r, size, opts)
+	return b.putFrom(withWhole(ctx, false), key, r, size, opts, nil)
 }
 
 // wholeKey marks the context of a driver call made for a whole-object Get
@@ -186,11 +186,13 @@ func isWhole(ctx context.Context) bool {
 	return w
 }
 
-func (b *Bucket) putFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Version, error) {
+// putFrom writes r; data, when not nil, is the whole of r (a Put), which a
+// driver may take at once with WholeBody.
+func (b *Bucket) putFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions, data []byte) (Version, error) {
 	if err := CheckPut(ctx, key, opts); err != nil {
 		return "", err
 	}
-	body := &trackedBody{r: Body(ctx, r, size), size: size, done: size == 0}
+	body := &trackedBody{r: Body(ctx, r, size), size: size, done: size == 0, data: data}
 	v, err := b.d.PutFrom(ctx, key, body, size, opts)
 	if err != nil {
 		if body.err != nil {
@@ -221,6 +223,27 @@ type trackedBody struct {
 	n    int64
 	done bool
 	err  error
+	data []byte // the whole body, for a Put
+}
+
+// eof is a body with nothing left.
+type eof struct{}
+
+func (eof) Read([]byte) (int, error) { return 0, io.EOF }
+
+// WholeBody gives a driver the whole body of a Bucket's Put as the
+// caller's byte slice, and counts it as read to its end, so a driver that
+// sends a body in one request needs no copy of it. ok is false for a
+// streamed body (PutFrom) and once any of the body was read. The slice
+// belongs to the caller: the driver must not keep or modify it.
+func WholeBody(r io.Reader) (data []byte, ok bool) {
+	t, isTracked := r.(*trackedBody)
+	if !isTracked || t.data == nil || t.n != 0 || t.err != nil {
+		return nil, false
+	}
+	t.n, t.done = int64(len(t.data)), true
+	t.r = eof{}
+	return t.data, true
 }
 
 func (t *trackedBody) Read(p []byte) (int, error) {
@@ -306,6 +329,9 @@ func (b *Bucket) Close() error { return b.d.Close() }
 // read runs a read once, and once more when it failed transiently and
 // ctx still allows.
 func (b *Bucket) read(ctx context.Context, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	err := f()
 	if err != nil && ctx.Err() == nil && b.kind(err) == KindTransient {
 		err = f()

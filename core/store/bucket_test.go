@@ -379,13 +379,55 @@ func TestBucketRetriesATransientReadOnce(t *testing.T) {
 		}
 	}
 
-	// A context that ended is not worth a second try.
+	// A context that ended before the read sends nothing, and is not
+	// worth a second try.
 	d := newFake()
 	d.getErrs = []error{errTransient, errTransient}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := store.NewBucket(d).Get(cctx, "k"); err == nil || len(d.calls) != 1 {
+	b := store.NewBucket(d)
+	if _, err := b.Get(cctx, "k"); !errors.Is(err, context.Canceled) || len(d.calls) != 0 {
 		t.Fatalf("a cancelled read: %d calls, %v", len(d.calls), err)
+	}
+	if _, err := b.List(cctx, store.ListOptions{}); !errors.Is(err, context.Canceled) || len(d.calls) != 0 {
+		t.Fatalf("a cancelled list: %d calls, %v", len(d.calls), err)
+	}
+	if err := b.Delete(cctx, "k"); !errors.Is(err, context.Canceled) || len(d.calls) != 0 {
+		t.Fatalf("a cancelled delete: %d calls, %v", len(d.calls), err)
+	}
+}
+
+// wholeDriver records what WholeBody gives its PutFrom.
+type wholeDriver struct {
+	*fakeDriver
+	got   []byte
+	whole bool
+}
+
+func (w *wholeDriver) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	w.got, w.whole = store.WholeBody(r)
+	if !w.whole {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return "", err
+		}
+		w.got = data
+	}
+	return "v1", nil
+}
+
+// TestBucketWholeBody: a Put hands the driver the caller's slice itself
+// (no copy) and counts it as read; a streamed put does not.
+func TestBucketWholeBody(t *testing.T) {
+	ctx := t.Context()
+	w := &wholeDriver{fakeDriver: newFake()}
+	b := store.NewBucket(w)
+	data := []byte("0123456789")
+	if _, err := b.Put(ctx, "k", data, store.PutOptions{}); err != nil || !w.whole || &w.got[0] != &data[0] {
+		t.Fatalf("Put: whole %v, same slice %v, %v", w.whole, len(w.got) > 0 && &w.got[0] == &data[0], err)
+	}
+	if _, err := b.PutFrom(ctx, "k", bytes.NewReader(data), 10, store.PutOptions{}); err != nil || w.whole || string(w.got) != string(data) {
+		t.Fatalf("PutFrom: whole %v, %q, %v", w.whole, w.got, err)
 	}
 }
 

@@ -58,7 +58,14 @@ func (e BodyFailure) Unwrap() error { return e.Err }
 // an adapter can send it in one request; otherwise the rest of the body
 // is what body reads next. A failure of the body is returned as
 // BodyError's error.
+//
+// The whole body of a Bucket's Put (WholeBody) is returned as it is, with
+// no copy: whole when it fits the threshold, otherwise as a head longer
+// than the threshold after which the body is empty.
 func ReadHead(key string, body io.Reader, size, threshold int64) (head []byte, whole bool, err error) {
+	if data, ok := WholeBody(body); ok {
+		return data, int64(len(data)) <= threshold, nil
+	}
 	var buf bytes.Buffer
 	if size >= 0 {
 		buf.Grow(int(min(size, threshold)))
