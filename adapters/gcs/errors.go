@@ -16,10 +16,10 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// ErrNoVersion reports a successful write whose response carried no
-// generation. The write was applied but its version is unknown, so it is
-// an ambiguous outcome (the caller re-reads), never an empty version.
-var ErrNoVersion = errors.New("gcs: the response carried no object generation")
+// ErrNoVersion reports an answer that carried no object generation: a
+// read fails with it, and a write that succeeded without one is an
+// ambiguous outcome (the caller re-reads), never an empty version.
+var ErrNoVersion = store.ErrNoVersion
 
 // ErrChecksum reports an upload the service stored with another CRC32C
 // than the body's. It is an ambiguous outcome: something was written.

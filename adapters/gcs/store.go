@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+
+	"github.com/cellb/cellb/core/store"
 )
 
 // Store is a store.Store on one GCS bucket: the portable bucket over this
 // package's driver.
 type Store struct {
-	*shimBucket
+	*store.Bucket
 }
+
+var _ store.Store = (*Store)(nil)
 
 // New opens a Store with opts' credentials and endpoint. Close the Store
 // to release its connections.
@@ -57,5 +61,5 @@ func NewFromHTTPClient(hc *http.Client, opts Options) (*Store, error) {
 }
 
 func storeOf(d *driver) *Store {
-	return &Store{shimBucket: &shimBucket{d: d}}
+	return &Store{Bucket: store.NewBucket(d)}
 }
