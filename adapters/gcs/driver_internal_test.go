@@ -390,3 +390,35 @@ func TestResumableUpload(t *testing.T) {
 type iotest struct{ err error }
 
 func (e iotest) Read([]byte) (int, error) { return 0, e.err }
+
+// STORAGE_EMULATOR_HOST points the adapter at an emulator without
+// credentials, as every Google client does; Options.Endpoint wins over it.
+func TestEndpoint(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, c := range []struct {
+		opts      Options
+		env       map[string]string
+		want      string
+		anonymous bool
+	}{
+		{Options{}, nil, defaultEndpoint, false},
+		{Options{Anonymous: true}, nil, defaultEndpoint, true},
+		{Options{}, map[string]string{emulatorHost: "127.0.0.1:4443"}, "http://127.0.0.1:4443/storage/v1/", true},
+		{Options{}, map[string]string{emulatorHost: "https://gcs.test/"}, "https://gcs.test/storage/v1/", true},
+		{Options{Endpoint: "http://e/storage/v1/"}, map[string]string{emulatorHost: "127.0.0.1:4443"}, "http://e/storage/v1/", false},
+	} {
+		got, anon := endpoint(c.opts, env(c.env))
+		if got != c.want || anon != c.anonymous {
+			t.Errorf("%+v with %v: %q anonymous=%v, want %q %v", c.opts, c.env, got, anon, c.want, c.anonymous)
+		}
+	}
+	s, err := newStore(t.Context(), Options{Bucket: "b"}, env(map[string]string{emulatorHost: "127.0.0.1:1"}))
+	if err != nil {
+		t.Fatalf("an emulator needs no credentials: %v", err)
+	}
+	d := s.Bucket.Driver().(*driver)
+	if d.api != "http://127.0.0.1:1/storage/v1/" || d.upload != "http://127.0.0.1:1/upload/storage/v1/" {
+		t.Errorf("api %q, upload %q", d.api, d.upload)
+	}
+	s.Close()
+}
