@@ -44,6 +44,7 @@ func TestClassify(t *testing.T) {
 		{"404 on an upload", api(opPut, 404, ""), store.KindBucketNotFound, "bucket's name"},
 		{"404 on a listing", api(opList, 404, "Not Found"), store.KindBucketNotFound, "bucket's name"},
 		{"404 source of a copy", api(opCopy, 404, "No such object: b/src"), store.KindNotFound, ""},
+		{"404 object whose name says bucket", api(opGet, 404, "No such object: b/the bucket does not exist"), store.KindNotFound, ""},
 		{"404 upload session", api(opChunk, 404, ""), store.KindRejected, ""},
 		{"416", api(opGet, 416, ""), store.KindInvalidRange, ""},
 		{"429", api(opPut, 429, ""), store.KindTransient, ""},

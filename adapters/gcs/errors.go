@@ -104,7 +104,7 @@ func (e *APIError) missingBucket() bool {
 		return true
 	}
 	m := strings.ToLower(e.Message)
-	return strings.Contains(m, "bucket") && (strings.Contains(m, "not exist") || strings.Contains(m, "not found"))
+	return !strings.HasPrefix(m, "no such object") && strings.Contains(m, "bucket does not exist")
 }
 
 // Classify is the one place GCS answers map to portable kinds.
