@@ -423,3 +423,25 @@ func TestEndpoint(t *testing.T) {
 	}
 	s.Close()
 }
+
+// A resumable session refused when it is opened, before the body is read,
+// keeps the answer's kind: a failed precondition, a refusal with its hint;
+// never ambiguous.
+func TestResumableSessionRefused(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		want   error
+	}{{412, store.ErrPreconditionFailed}, {401, store.ErrAccessDenied}, {403, store.ErrAccessDenied}, {404, store.ErrBucketNotFound}} {
+		f := &recorder{answer: func(*http.Request, []byte) (int, string) {
+			return c.status, `{"error":{"code":1,"message":"refused"}}`
+		}}
+		s := openRecorder(t, f)
+		_, err := s.PutFrom(t.Context(), "big", bytes.NewReader(make([]byte, chunkSize+5)), -1, store.PutOptions{Condition: store.IfAbsent})
+		if !errors.Is(err, c.want) || store.IsAmbiguous(err) {
+			t.Errorf("%d: %v, want %v", c.status, err, c.want)
+		}
+		if n := len(f.requests()); n != 1 {
+			t.Errorf("%d: %d requests, want 1", c.status, n)
+		}
+	}
+}

@@ -154,7 +154,9 @@ func (d *driver) created(op string, req *http.Request, sum uint32) (store.Versio
 func (d *driver) putResumable(ctx context.Context, key string, body io.Reader, meta resource, gen string) (store.Version, error) {
 	session, err := d.openSession(ctx, meta, gen)
 	if err != nil {
-		return "", err
+		// The service answered before the body was read (a session is
+		// opened with the precondition and the credentials checked).
+		return "", definite(err)
 	}
 	fail := func(err error) (store.Version, error) {
 		d.cancelSession(session)
