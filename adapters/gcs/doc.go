@@ -16,8 +16,8 @@
 // directly, the calls are a few hundred lines, and `go list -deps
 // ./cmd/cellb` went from 1,009 packages to 640 (this package's own from 672
 // to 209, most of them the standard library); a cold build of this
-// package alone (empty GOCACHE, warm module cache) from 150 s to 53 s of
-// CPU (docs/benchmarks.md, "The first build").
+// package alone (empty GOCACHE, warm module cache) from 237 s to 67 s of
+// CPU, measured back to back (docs/benchmarks.md, "The first build").
 //
 // Credentials are the one Google library kept: golang.org/x/oauth2/google
 // (Application Default Credentials — GOOGLE_APPLICATION_CREDENTIALS,
