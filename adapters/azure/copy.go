@@ -2,64 +2,46 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/cellb/cellb/core/store"
 )
-
-var _ store.Copier = (*Store)(nil)
 
 // copyPoll is how often Copy looks at a copy the service runs in the
 // background.
 const copyPoll = 200 * time.Millisecond
 
-// Copy implements store.Copier with Copy Blob (StartCopyFromURL): the
-// service copies the blob, body, metadata and content headers, inside the
-// account. The destination carries If-None-Match: *, so an existing blob
-// is never replaced (409 BlobAlreadyExists or 412: ErrPreconditionFailed),
-// and the request is sent without retries. Copy Blob has no size limit
-// (the synchronous Copy Blob From URL stops at 256 MiB); within one
-// account it usually completes at once, and otherwise Copy waits for it,
-// polling the destination's copy status. A copy that fails, or whose
-// context ends while it runs, is aborted and its destination deleted.
-func (s *Store) Copy(ctx context.Context, src, dst string) (store.Version, error) {
-	const op = "copy"
-	if err := store.ValidateKey(src); err != nil {
-		return "", err
-	}
-	if err := store.ValidateKey(dst); err != nil {
-		return "", err
-	}
-	if err := ctx.Err(); err != nil {
-		return "", &store.OpError{Op: op, Key: dst, Err: err}
-	}
-	to := s.client.NewBlobClient(dst)
-	resp, err := to.StartCopyFromURL(noRetries(ctx), s.client.NewBlobClient(src).URL(), &blob.StartCopyFromURLOptions{
+// Copy is Copy Blob (StartCopyFromURL): the service copies the blob, body,
+// metadata and content headers, inside the account. The destination
+// carries If-None-Match: *, so an existing blob is never replaced (409
+// BlobAlreadyExists or 412), and the request is sent without retries. Copy
+// Blob has no size limit (the synchronous Copy Blob From URL stops at 256
+// MiB); within one account it usually completes at once, and otherwise
+// Copy waits for it, polling the destination's copy status. A copy that
+// fails, or whose context ends while it runs, is aborted and its
+// destination deleted.
+func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, error) {
+	to := d.client.NewBlobClient(dst)
+	resp, err := to.StartCopyFromURL(noRetries(ctx), d.client.NewBlobClient(src).URL(), &blob.StartCopyFromURLOptions{
 		AccessConditions: accessConditions(store.IfAbsent),
 	})
 	if err != nil {
-		if status(err) == http.StatusNotFound && (bloberror.HasCode(err, bloberror.BlobNotFound) || bloberror.HasCode(err, bloberror.CannotVerifyCopySource)) {
-			return "", &store.OpError{Op: op, Key: src, Err: fmt.Errorf("%w: %w", store.ErrNotFound, err)}
-		}
-		werr := writeError(dst, store.IfAbsent, err)
-		if oe, ok := werr.(*store.OpError); ok {
-			oe.Op = op
-		}
-		return "", werr
+		return "", err
 	}
-	if resp.CopyStatus != nil && *resp.CopyStatus == blob.CopyStatusTypeSuccess {
-		return versionOf(dst, resp.ETag)
+	if deref(resp.CopyStatus) == blob.CopyStatusTypeSuccess {
+		return version(resp.ETag), nil
 	}
-	return s.awaitCopy(ctx, to, dst, resp.CopyID)
+	return awaitCopy(ctx, to, dst, resp.CopyID)
 }
 
-// awaitCopy polls dst until the copy with id ends.
-func (s *Store) awaitCopy(ctx context.Context, to *blob.Client, dst string, id *string) (store.Version, error) {
+// awaitCopy polls dst until the copy with id ends. Its errors are
+// *store.OpError, which the Bucket keeps as they are: a copy aborted and
+// deleted is a definite failure, one replaced under it an ambiguous one.
+func awaitCopy(ctx context.Context, to *blob.Client, dst string, id *string) (store.Version, error) {
 	const op = "copy"
 	fail := func(cause error) (store.Version, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -85,19 +67,14 @@ func (s *Store) awaitCopy(ctx context.Context, to *blob.Client, dst string, id *
 		if id != nil && p.CopyID != nil && *p.CopyID != *id {
 			return "", store.Ambiguous(op, dst, fmt.Errorf("azure: another copy (%s) replaced this one (%s)", *p.CopyID, *id))
 		}
-		if p.CopyStatus == nil {
-			return "", store.Ambiguous(op, dst, fmt.Errorf("azure: the destination has no copy status"))
-		}
-		switch *p.CopyStatus {
+		switch deref(p.CopyStatus) {
 		case blob.CopyStatusTypeSuccess:
-			return versionOf(dst, p.ETag)
+			return version(p.ETag), nil
 		case blob.CopyStatusTypePending:
+		case "":
+			return "", store.Ambiguous(op, dst, errors.New("azure: the destination has no copy status"))
 		default:
-			desc := ""
-			if p.CopyStatusDescription != nil {
-				desc = *p.CopyStatusDescription
-			}
-			return fail(fmt.Errorf("azure: the copy ended %s: %s", *p.CopyStatus, desc))
+			return fail(fmt.Errorf("azure: the copy ended %s: %s", *p.CopyStatus, deref(p.CopyStatusDescription)))
 		}
 	}
 }

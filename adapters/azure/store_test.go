@@ -259,11 +259,16 @@ type fakeAzure struct {
 	code     string
 	noETag   bool
 	requests atomic.Int32
+	// gate, when set, holds every answer until it is closed.
+	gate chan struct{}
 }
 
 func (f *fakeAzure) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	f.requests.Add(1)
+	if f.gate != nil {
+		<-f.gate
+	}
 	if f.status == http.StatusCreated {
 		if !f.noETag {
 			w.Header().Set("ETag", `"0x8D0000000000001"`)
@@ -277,16 +282,20 @@ func (f *fakeAzure) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>%s</Code><Message>fake</Message></Error>`, f.code)
 }
 
-func openFake(t *testing.T, f *fakeAzure) store.Store {
+func openFake(t *testing.T, f *fakeAzure, tweak ...func(*azure.Options)) store.Store {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	st, err := azure.New(t.Context(), azure.Options{
+	opts := azure.Options{
 		Container: "c", ServiceURL: srv.URL + "/acct", Account: "acct",
 		AccountKey: base64.StdEncoding.EncodeToString([]byte("not a real key")),
 		ClientOptions: &container.ClientOptions{ClientOptions: policy.ClientOptions{
 			Retry: policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: time.Millisecond},
 		}},
-	})
+	}
+	for _, tw := range tweak {
+		tw(&opts)
+	}
+	st, err := azure.New(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,6 +349,13 @@ func TestGetClassification(t *testing.T) {
 	}
 	if _, err := openFake(t, &fakeAzure{status: 404, code: "ContainerNotFound"}).Get(t.Context(), "k"); err == nil || errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ContainerNotFound: got %v, want an error that is not ErrNotFound", err)
+	}
+	// A missing blob is deleted already; a missing container is not.
+	if err := openFake(t, &fakeAzure{status: 404, code: "BlobNotFound"}).Delete(t.Context(), "k"); err != nil {
+		t.Fatalf("delete, BlobNotFound: %v", err)
+	}
+	if err := openFake(t, &fakeAzure{status: 404, code: "ContainerNotFound"}).Delete(t.Context(), "k"); !errors.Is(err, store.ErrBucketNotFound) {
+		t.Fatalf("delete, ContainerNotFound: got %v, want ErrBucketNotFound", err)
 	}
 }
 

@@ -20,16 +20,6 @@ import (
 // even when the caller's context is already cancelled.
 const abortTimeout = 30 * time.Second
 
-// putMultipart uploads data in parts and completes the upload with the
-// Put's condition, so a large conditional write stays conditional: S3
-// checks If-None-Match / If-Match when CompleteMultipartUpload makes the
-// object visible. Parts are plain idempotent uploads and keep the SDK's
-// retries; the completion of a conditional write does not. Whatever fails,
-// the upload is aborted so no parts are left behind (and billed).
-func (s *Store) putMultipart(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	return s.putParts(ctx, key, store.ChunksOf(data, s.opts.PartSize, nil), opts)
-}
-
 // putParts uploads the parts next gives and completes the upload with the
 // Put's condition, so a large conditional write stays conditional: S3
 // checks If-None-Match / If-Match when CompleteMultipartUpload makes the
@@ -37,26 +27,21 @@ func (s *Store) putMultipart(ctx context.Context, key string, data []byte, opts 
 // retries; the completion of a conditional write does not. Whatever fails
 // — S3, the body, the context — the upload is aborted, so nothing becomes
 // visible and no parts are left behind (and billed).
-func (s *Store) putParts(ctx context.Context, key string, next store.Chunks, opts store.PutOptions) (store.Version, error) {
-	cond := opts.Condition
-	bucket, objKey := aws.String(s.opts.Bucket), aws.String(key)
+func (d *driver) putParts(ctx context.Context, key string, next store.Chunks, opts store.PutOptions) (store.Version, error) {
+	bucket, objKey := aws.String(d.opts.Bucket), aws.String(key)
 	h := opts.Headers
 	create := &s3.CreateMultipartUploadInput{Bucket: bucket, Key: objKey, Metadata: opts.Metadata,
 		ContentType: optional(h.ContentType), ContentLanguage: optional(h.ContentLanguage),
 		ContentDisposition: optional(h.ContentDisposition), ContentEncoding: optional(h.ContentEncoding),
 		CacheControl: optional(h.CacheControl)}
-	if !s.opts.ChecksumsWhenRequired {
+	if !d.opts.ChecksumsWhenRequired {
 		// The SDK adds a CRC32 to every part by default; the upload must
 		// declare it and the completion must list each part's value.
 		create.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32
 	}
-	up, err := s.client.CreateMultipartUpload(ctx, create)
+	up, err := d.client.CreateMultipartUpload(ctx, create)
 	if err != nil {
-		// Nothing is visible until completion: a failure here changed nothing.
-		if r := refusal(err); r != nil {
-			return "", &store.OpError{Op: "put", Key: key, Err: r}
-		}
-		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("starting multipart upload: %w", err)}
+		return "", d.notApplied("put", key, "starting multipart upload", err)
 	}
 	uploadID := up.UploadId
 	completed := false
@@ -66,27 +51,23 @@ func (s *Store) putParts(ctx context.Context, key string, next store.Chunks, opt
 		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 		defer cancel()
-		_, aerr := s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: bucket, Key: objKey, UploadId: uploadID})
+		_, aerr := d.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: bucket, Key: objKey, UploadId: uploadID})
 		if aerr != nil && code(aerr) != "NoSuchUpload" {
-			s.opts.Logger.Warn("s3: could not abort multipart upload; its parts stay until a lifecycle rule removes them",
-				"bucket", s.opts.Bucket, "key", *objKey, "upload_id", aws.ToString(uploadID), "err", aerr)
+			d.opts.Logger.Warn("s3: could not abort multipart upload; its parts stay until a lifecycle rule removes them",
+				"bucket", d.opts.Bucket, "key", *objKey, "upload_id", aws.ToString(uploadID), "err", aerr)
 		}
 	}()
 
-	parts, err := s.uploadParts(ctx, bucket, objKey, uploadID, next)
+	parts, err := d.uploadParts(ctx, bucket, objKey, uploadID, next)
 	var berr store.BodyFailure
 	if errors.As(err, &berr) {
 		return "", store.BodyError("put", key, berr.Err)
 	}
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			// Nothing was completed: the write did not happen.
-			return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("uploading parts: %w", cerr)}
-		}
-		return "", &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("uploading parts: %w", err)}
+	if err == nil {
+		err = ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
-		return "", &store.OpError{Op: "put", Key: key, Err: err}
+	if err != nil {
+		return "", d.notApplied("put", key, "uploading parts", err)
 	}
 	complete := &s3.CompleteMultipartUploadInput{
 		Bucket:          bucket,
@@ -94,35 +75,27 @@ func (s *Store) putParts(ctx context.Context, key string, next store.Chunks, opt
 		UploadId:        uploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	}
-	complete.IfNoneMatch, complete.IfMatch = preconditions(cond)
-	var optFns []func(*s3.Options)
-	if cond.IsConditional() {
-		optFns = append(optFns, noRetries)
-	}
-	out, err := s.client.CompleteMultipartUpload(ctx, complete, optFns...)
+	complete.IfNoneMatch, complete.IfMatch = preconditions(opts.Condition)
+	out, err := d.client.CompleteMultipartUpload(ctx, complete, retriesFor(opts.Condition)...)
 	if err != nil {
-		return "", writeError(key, cond, err)
+		return "", err
 	}
 	completed = true
-	v, ok := version(out.ETag)
-	if !ok {
-		return "", store.Ambiguous("put", key, ErrNoVersion)
-	}
-	return v, nil
+	return version(out.ETag), nil
 }
 
 // uploadParts uploads the parts of next, PartConcurrency at a time, and
 // returns the completed parts in order. At most PartConcurrency parts are
 // in memory. The first failure cancels the rest; a failure of the body
-// comes back as errPartBody.
-func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *string, next store.Chunks) ([]types.CompletedPart, error) {
+// comes back as a store.BodyFailure.
+func (d *driver) uploadParts(ctx context.Context, bucket, objKey, uploadID *string, next store.Chunks) ([]types.CompletedPart, error) {
 	var (
 		mu    sync.Mutex
 		parts []types.CompletedPart
 	)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	sem := make(chan struct{}, s.opts.PartConcurrency)
+	sem := make(chan struct{}, d.opts.PartConcurrency)
 	var wg sync.WaitGroup
 	for i := 0; ; i++ {
 		select {
@@ -144,7 +117,7 @@ func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *strin
 		}
 		if i >= maxParts {
 			<-sem
-			cancel(store.BodyFailure{Err: fmt.Errorf("the body needs more than %d parts of %d bytes", maxParts, s.opts.PartSize)})
+			cancel(store.BodyFailure{Err: fmt.Errorf("the body needs more than %d parts of %d bytes", maxParts, d.opts.PartSize)})
 			break
 		}
 		mu.Lock()
@@ -153,7 +126,7 @@ func (s *Store) uploadParts(ctx context.Context, bucket, objKey, uploadID *strin
 		wg.Go(func() {
 			defer func() { <-sem }()
 			num := aws.Int32(int32(i + 1))
-			out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+			out, err := d.client.UploadPart(ctx, &s3.UploadPartInput{
 				Bucket:        bucket,
 				Key:           objKey,
 				UploadId:      uploadID,

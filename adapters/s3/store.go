@@ -25,10 +25,13 @@
 // A service qualifies only if it honours If-None-Match and If-Match on PUT
 // (AWS S3 since 2024, R2, Tigris, MinIO, versitygw); run `cellb diagnose
 // s3://bucket/prefix` to check one.
+//
+// The Store is a store.Bucket over this package's driver: the Bucket
+// validates, checks ranges and decides what each failure means from the
+// driver's Classify; the driver is the SDK calls.
 package s3
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,13 +45,18 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// Store is a store.Store on one S3 bucket.
+// Store is a store.Store on one S3 bucket: the portable Bucket over the
+// S3 driver, plus the client it uses.
 type Store struct {
+	*store.Bucket
 	client *s3.Client
-	opts   Options
 }
 
 var _ store.Store = (*Store)(nil)
+
+// ErrNoVersion is the store's: a response without an ETag. A read fails
+// with it; a write that succeeded without one is ambiguous.
+var ErrNoVersion = store.ErrNoVersion
 
 // New builds a client from the standard AWS configuration (environment,
 // shared config and credential files, instance roles) overridden by opts.
@@ -88,7 +96,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		// cannot verify; it would log that on every such Get.
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return &Store{client: client, opts: opts}, nil
+	return newStore(client, opts), nil
 }
 
 // NewFromClient wraps a client the caller configured. Endpoint, Region,
@@ -98,130 +106,41 @@ func NewFromClient(client *s3.Client, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{client: client, opts: opts}, nil
+	return newStore(client, opts), nil
+}
+
+func newStore(client *s3.Client, opts Options) *Store {
+	return &Store{Bucket: store.NewBucket(&driver{client: client, opts: opts}), client: client}
 }
 
 // Client returns the underlying S3 client.
 func (s *Store) Client() *s3.Client { return s.client }
 
-// noRetries turns the SDK's retries off for one call.
-func noRetries(o *s3.Options) {
-	o.Retryer = aws.NopRetryer{}
-	o.RetryMaxAttempts = 0
+// driver is the store.Driver on one bucket: the SDK calls, each returning
+// the SDK's errors for Classify to read.
+type driver struct {
+	client *s3.Client
+	opts   Options
 }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
-		Bucket: aws.String(s.opts.Bucket),
-		Key:    aws.String(key),
-	})
-	if err != nil {
-		return nil, readError("get", key, err)
-	}
-	defer out.Body.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, max(aws.ToInt64(out.ContentLength), 0)))
-	if _, err := buf.ReadFrom(out.Body); err != nil {
-		return nil, &store.OpError{Op: "get", Key: key, Err: fmt.Errorf("reading body: %w", err)}
-	}
-	v, ok := version(out.ETag)
-	if !ok {
-		return nil, &store.OpError{Op: "get", Key: key, Err: ErrNoVersion}
-	}
-	return &store.Object{
-		Key:      key,
-		Data:     buf.Bytes(),
-		Version:  v,
-		Metadata: lowerKeys(out.Metadata),
-		Headers:  headersOf(out.ContentType, out.ContentLanguage, out.ContentDisposition, out.ContentEncoding, out.CacheControl),
-		Modified: aws.ToTime(out.LastModified),
-	}, nil
+var _ store.Driver = (*driver)(nil)
+
+// Close has nothing to release: the client holds no resources of its own.
+func (d *driver) Close() error { return nil }
+
+// Delete removes key. S3 answers 204 for a missing key too.
+func (d *driver) Delete(ctx context.Context, key string) error {
+	_, err := d.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(d.opts.Bucket), Key: aws.String(key)})
+	return err
 }
 
-// Put implements store.Store.
-func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	if err := store.CheckPut(ctx, key, opts); err != nil {
-		return "", err
-	}
-	cond := opts.Condition
-	if int64(len(data)) >= s.opts.MultipartThreshold {
-		return s.putMultipart(ctx, key, data, opts)
-	}
-	in := &s3.PutObjectInput{
-		Bucket:        aws.String(s.opts.Bucket),
-		Key:           aws.String(key),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
-		Metadata:      opts.Metadata,
-
-		ContentType:        optional(opts.Headers.ContentType),
-		ContentLanguage:    optional(opts.Headers.ContentLanguage),
-		ContentDisposition: optional(opts.Headers.ContentDisposition),
-		ContentEncoding:    optional(opts.Headers.ContentEncoding),
-		CacheControl:       optional(opts.Headers.CacheControl),
-	}
-	in.IfNoneMatch, in.IfMatch = preconditions(cond)
-	var optFns []func(*s3.Options)
-	if cond.IsConditional() {
-		optFns = append(optFns, noRetries)
-	}
-	out, err := s.client.PutObject(ctx, in, optFns...)
-	if err != nil {
-		return "", writeError(key, cond, err)
-	}
-	v, ok := version(out.ETag)
-	if !ok {
-		return "", store.Ambiguous("put", key, ErrNoVersion)
-	}
-	return v, nil
-}
-
-// preconditions returns the If-None-Match and If-Match headers of cond.
-func preconditions(cond store.Condition) (ifNoneMatch, ifMatch *string) {
-	switch cond.Kind {
-	case store.CreateOnly:
-		return aws.String("*"), nil
-	case store.MatchVersion:
-		return nil, aws.String(string(cond.Version))
-	}
-	return nil, nil
-}
-
-// Delete implements store.Store. S3 answers 204 for a missing key too.
-func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := store.ValidateKey(key); err != nil {
-		return err
-	}
-	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
-		Bucket: aws.String(s.opts.Bucket),
-		Key:    aws.String(key),
-	})
-	if err != nil && !isMissingObject(err) {
-		return readError("delete", key, err)
-	}
-	return nil
-}
-
-// maxListKeys is S3's largest page.
-const maxListKeys = 1000
-
-// List implements store.Store with ListObjectsV2. The continuation token is
-// S3's own, passed through unchanged.
-func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
-	if err := store.ValidatePrefix(opts.Prefix); err != nil {
-		return store.ListPage{}, err
-	}
-	limit := opts.Limit
-	if limit <= 0 || limit > maxListKeys {
-		limit = maxListKeys
-	}
+// List returns one page of ListObjectsV2. The continuation token is S3's
+// own, passed through unchanged.
+func (d *driver) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
 	in := &s3.ListObjectsV2Input{
-		Bucket:  aws.String(s.opts.Bucket),
+		Bucket:  aws.String(d.opts.Bucket),
 		Prefix:  aws.String(opts.Prefix),
-		MaxKeys: aws.Int32(int32(limit)),
+		MaxKeys: aws.Int32(int32(opts.Limit)),
 	}
 	if opts.Delimiter != "" {
 		in.Delimiter = aws.String(opts.Delimiter)
@@ -229,23 +148,18 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 	if opts.Token != "" {
 		in.ContinuationToken = aws.String(opts.Token)
 	}
-	out, err := s.client.ListObjectsV2(ctx, in)
+	out, err := d.client.ListObjectsV2(ctx, in)
 	if err != nil {
-		return store.ListPage{}, readError("list", opts.Prefix, err)
+		return store.ListPage{}, err
 	}
 	var page store.ListPage
 	for _, o := range out.Contents {
 		k := aws.ToString(o.Key)
-		v, ok := version(o.ETag)
-		if !ok {
-			return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: fmt.Errorf("%w (key %q)", ErrNoVersion, k)}
+		v := version(o.ETag)
+		if v == "" {
+			return store.ListPage{}, fmt.Errorf("%w (key %q)", store.ErrNoVersion, k)
 		}
-		page.Objects = append(page.Objects, store.ObjectInfo{
-			Key:      k,
-			Size:     aws.ToInt64(o.Size),
-			Version:  v,
-			Modified: aws.ToTime(o.LastModified),
-		})
+		page.Objects = append(page.Objects, store.ObjectInfo{Key: k, Size: aws.ToInt64(o.Size), Version: v, Modified: aws.ToTime(o.LastModified)})
 	}
 	for _, p := range out.CommonPrefixes {
 		page.Prefixes = append(page.Prefixes, aws.ToString(p.Prefix))
@@ -253,23 +167,24 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 	if aws.ToBool(out.IsTruncated) {
 		page.NextToken = aws.ToString(out.NextContinuationToken)
 		if page.NextToken == "" {
-			return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: errors.New("s3: truncated listing without a continuation token")}
+			return store.ListPage{}, errors.New("s3: truncated listing without a continuation token")
 		}
 	}
 	return page, nil
 }
 
 // version turns an ETag into a Version, always in its quoted form, since
-// some services quote ETags in one response and not in another.
-func version(etag *string) (store.Version, bool) {
+// some services quote ETags in one response and not in another; "" when
+// the response had none.
+func version(etag *string) store.Version {
 	e := strings.TrimSpace(aws.ToString(etag))
 	if e == "" || e == `""` {
-		return "", false
+		return ""
 	}
 	if !strings.HasPrefix(e, `"`) && !strings.HasPrefix(e, `W/"`) {
 		e = `"` + e + `"`
 	}
-	return store.Version(e), true
+	return store.Version(e)
 }
 
 // lowerKeys returns md with lower-case names: HTTP header names are case

@@ -310,6 +310,68 @@ func TestErrorClassification(t *testing.T) {
 	}
 }
 
+// TestMultipartFailureBeforeCompletion: a large put that fails before
+// CompleteMultipartUpload changed nothing, so it is never ambiguous, and a
+// refusal of its first request is the same definite refusal as a small
+// put's.
+func TestMultipartFailureBeforeCompletion(t *testing.T) {
+	cases := []struct {
+		status int
+		code   string
+		want   error
+	}{
+		{403, "AccessDenied", store.ErrAccessDenied},
+		{404, "NoSuchBucket", store.ErrBucketNotFound},
+		{500, "InternalError", nil},
+	}
+	for _, c := range cases {
+		for _, cond := range []store.Condition{{}, store.IfAbsent} {
+			t.Run(fmt.Sprintf("%d %s", c.status, cond), func(t *testing.T) {
+				srv := httptest.NewServer(&fakeS3{status: c.status, code: c.code})
+				t.Cleanup(srv.Close)
+				st, err := s3.New(t.Context(), s3.Options{
+					Bucket: "b", Endpoint: srv.URL, Region: "us-east-1", UsePathStyle: true,
+					Credentials:        credentials.NewStaticCredentialsProvider("a", "b", ""),
+					PartSize:           5 << 20,
+					MultipartThreshold: 5 << 20,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = st.Put(t.Context(), "k", make([]byte, 6<<20), store.PutOptions{Condition: cond})
+				switch {
+				case err == nil:
+					t.Fatal("Put succeeded")
+				case store.IsAmbiguous(err):
+					t.Fatalf("%v is ambiguous, though no upload was completed", err)
+				case c.want != nil && !errors.Is(err, c.want):
+					t.Fatalf("err = %v, want %v", err, c.want)
+				case c.want == nil && store.IsRefused(err):
+					t.Fatalf("err = %v is a refusal", err)
+				}
+			})
+		}
+	}
+}
+
+// TestCopyTooLarge: an object of more than 10,000 copy parts is
+// ErrCopyTooLarge, not ambiguous, and no destination appears.
+func TestCopyTooLarge(t *testing.T) {
+	defer s3.SetCopyPartSize(1)()
+	ctx := t.Context()
+	st := openServer(t, nil)
+	if _, err := st.Put(ctx, "src", make([]byte, 10001), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := store.Copy(ctx, st, "src", "dst")
+	if !errors.Is(err, store.ErrCopyTooLarge) || store.IsAmbiguous(err) {
+		t.Fatalf("copy of 10,001 one-byte parts: %v, want ErrCopyTooLarge and not ambiguous", err)
+	}
+	if _, err := st.Get(ctx, "dst"); !store.IsNotFound(err) {
+		t.Fatalf("the refused copy left a destination (get: %v)", err)
+	}
+}
+
 func TestGetClassification(t *testing.T) {
 	f := &fakeS3{status: 404, code: "NoSuchKey"}
 	if _, err := openFake(t, f).Get(t.Context(), "k"); !errors.Is(err, store.ErrNotFound) {
