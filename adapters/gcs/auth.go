@@ -55,6 +55,9 @@ func newTransport() *http.Transport {
 // authorized returns a client that sends every request over base with a
 // token from opts' credentials.
 func authorized(ctx context.Context, opts Options, base http.RoundTripper) (*http.Client, error) {
+	// The token sources keep this context for every later refresh: the
+	// caller's may end once New returns, the Store's tokens must not.
+	ctx = context.WithoutCancel(ctx)
 	var creds *google.Credentials
 	var err error
 	if opts.CredentialsFile != "" {
