@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -328,6 +329,7 @@ func TestResumableUpload(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789abcdef"), (chunkSize+chunkSize/2)/16)
 	crc := crc32cString(crc32.Checksum(body, castagnoli))
 	var srvURL string
+	var keepLess atomic.Bool
 	f := &recorder{}
 	f.answer = func(r *http.Request, b []byte) (int, string) {
 		switch {
@@ -343,6 +345,13 @@ func TestResumableUpload(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			w.Header().Set("Location", srvURL+"/session/1")
+		}
+		var first, last int
+		if _, err := fmt.Sscanf(r.Header.Get("Content-Range"), "bytes %d-%d/*", &first, &last); err == nil {
+			if keepLess.Load() {
+				last -= 10
+			}
+			w.Header().Set("Range", fmt.Sprintf("bytes=0-%d", last))
 		}
 		f.ServeHTTP(w, r)
 	}))
@@ -385,6 +394,19 @@ func TestResumableUpload(t *testing.T) {
 	}
 	if fmt.Sprint(methods) != fmt.Sprintf("[POST  PUT bytes 0-%d/* DELETE ]", chunkSize-1) {
 		t.Errorf("requests: %q", methods)
+	}
+
+	// A service that kept less than a chunk: the upload is abandoned, not
+	// continued from the wrong offset.
+	f.mu.Lock()
+	f.reqs = nil
+	f.mu.Unlock()
+	keepLess.Store(true)
+	if _, err := s.PutFrom(t.Context(), "big", bytes.NewReader(body), -1, store.PutOptions{Condition: store.IfAbsent}); err == nil || store.IsAmbiguous(err) {
+		t.Fatalf("put with bytes lost: %v, want a plain failure", err)
+	}
+	if reqs := f.requests(); len(reqs) != 3 || reqs[2].method != http.MethodDelete {
+		t.Errorf("%d requests, the last %s", len(reqs), reqs[len(reqs)-1].method)
 	}
 }
 

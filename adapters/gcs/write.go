@@ -238,6 +238,19 @@ func (d *driver) sendChunk(ctx context.Context, session string, chunk []byte, of
 		return err
 	}
 	drain(res)
+	// The answer's Range says how much of the upload the service kept; a
+	// service may keep less than it was sent, and the adapter does not
+	// send bytes twice, so the upload is abandoned then.
+	want := offset + int64(len(chunk))
+	var last int64 = -1
+	if rng := res.Header.Get("Range"); rng != "" {
+		if _, err := fmt.Sscanf(rng, "bytes=0-%d", &last); err != nil {
+			return fmt.Errorf("gcs: a resumable upload's answer has Range %q", rng)
+		}
+	}
+	if last+1 != want {
+		return fmt.Errorf("gcs: the service kept %d of the %d bytes sent in a resumable upload", last+1, want)
+	}
 	return nil
 }
 
