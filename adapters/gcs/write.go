@@ -44,8 +44,9 @@ import (
 const (
 	// oneShotMax is the longest body sent in one request.
 	oneShotMax = 16 << 20
-	// chunkSize is a resumable upload's chunk (a multiple of 256 KiB).
-	chunkSize = 16 << 20
+	// chunkSize is a resumable upload's chunk (a multiple of 256 KiB);
+	// the first chunk is the oneShotMax bytes read to choose the upload.
+	chunkSize = oneShotMax
 	// unconditionalAttempts bounds the tries of an unconditional upload.
 	unconditionalAttempts = 3
 )
@@ -65,7 +66,8 @@ func (d *driver) PutFrom(ctx context.Context, key string, r io.Reader, size int6
 	if whole {
 		return d.putMultipart(ctx, head, meta, gen, opts.Condition.IsConditional())
 	}
-	return d.putResumable(ctx, key, io.MultiReader(bytes.NewReader(head), r), meta, gen)
+	// head is the first chunk: oneShotMax bytes, as many as chunkSize.
+	return d.putResumable(ctx, key, head, r, meta, gen)
 }
 
 // putMultipart uploads data in one request.
@@ -151,7 +153,7 @@ func (d *driver) created(op string, req *http.Request, sum uint32) (store.Versio
 
 // putResumable uploads body through a resumable session: chunk by chunk,
 // each chunk known to be the last only when a read past it finds the end.
-func (d *driver) putResumable(ctx context.Context, key string, body io.Reader, meta resource, gen string) (store.Version, error) {
+func (d *driver) putResumable(ctx context.Context, key string, first []byte, body io.Reader, meta resource, gen string) (store.Version, error) {
 	session, err := d.openSession(ctx, meta, gen)
 	if err != nil {
 		// The service answered before the body was read (a session is
@@ -162,10 +164,10 @@ func (d *driver) putResumable(ctx context.Context, key string, body io.Reader, m
 		d.cancelSession(session)
 		return "", err
 	}
-	buf := make([]byte, chunkSize)
+	buf := first[:chunkSize:chunkSize] // reused for every later chunk
 	crc := crc32.New(castagnoli)
 	var sent int64
-	n, rerr := io.ReadFull(body, buf)
+	n, rerr := chunkSize, error(nil)
 	for {
 		switch {
 		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
