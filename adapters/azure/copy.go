@@ -38,9 +38,9 @@ func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, erro
 	return awaitCopy(ctx, to, dst, resp.CopyID)
 }
 
-// awaitCopy polls dst until the copy with id ends. Its errors are
-// *store.OpError, which the Bucket keeps as they are: a copy aborted and
-// deleted is a definite failure, one replaced under it an ambiguous one.
+// awaitCopy polls dst until the copy with id ends. A copy aborted and
+// deleted is a definite failure (store.NotApplied), one replaced under it
+// an ambiguous one.
 func awaitCopy(ctx context.Context, to *blob.Client, dst string, id *string) (store.Version, error) {
 	const op = "copy"
 	fail := func(cause error) (store.Version, error) {
@@ -50,7 +50,7 @@ func awaitCopy(ctx context.Context, to *blob.Client, dst string, id *string) (st
 			_, _ = to.AbortCopyFromURL(cctx, *id, nil)
 		}
 		_, _ = to.Delete(cctx, nil)
-		return "", &store.OpError{Op: op, Key: dst, Err: cause}
+		return "", store.NotApplied("", cause)
 	}
 	t := time.NewTicker(copyPoll)
 	defer t.Stop()

@@ -81,10 +81,7 @@ func (d *driver) commitBlocks(ctx context.Context, bb *blockblob.Client, key str
 
 // unpublished reports a failure before the commit. Staged blocks are
 // invisible, so nothing was published, even when the body had been read
-// to its end, which is all the Bucket can see: without this it would call
-// the write ambiguous. The Bucket keeps an *OpError as it is, so the
-// failure is returned as one; refused credentials and a missing container
-// are left to the Bucket, which keeps them definite with their hint.
+// to its end, which is all the Bucket can see: store.NotApplied tells it.
 func (d *driver) unpublished(ctx context.Context, key string, err error) error {
 	var body store.BodyFailure
 	switch {
@@ -93,11 +90,7 @@ func (d *driver) unpublished(ctx context.Context, key string, err error) error {
 	case ctx.Err() != nil:
 		err = ctx.Err()
 	}
-	switch d.Classify(err).Kind {
-	case store.KindAccessDenied, store.KindBucketNotFound:
-		return err
-	}
-	return &store.OpError{Op: "put", Key: key, Err: fmt.Errorf("staging blocks: %w", err)}
+	return store.NotApplied("staging blocks", err)
 }
 
 // maxBlocks is Azure's limit on the committed blocks of one blob.

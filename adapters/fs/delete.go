@@ -10,31 +10,28 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// Delete implements store.Store. Deleting a missing key succeeds. After
+// Delete implements store.Driver. Deleting a missing key succeeds. After
 // the object's file is gone, its sidecar is removed and then every parent
-// directory left empty, up to the root.
-func (s *Store) Delete(ctx context.Context, key string) error {
-	const op = "delete"
-	if err := ctx.Err(); err != nil {
-		return opErr(op, key, err)
-	}
-	if err := checkKey(op, key); err != nil {
+// directory left empty, up to the root. A failure before the unlink
+// changes nothing; one after it (the directory fsync) is ambiguous.
+func (s *driver) Delete(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
 		return err
 	}
-	if err := s.begin(op, key); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return err
 	}
 	defer s.end()
 
 	unlock, err := s.locks.lock(ctx, stripeOf(key))
 	if err != nil {
-		return opErr(op, key, err)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		unlock()
-		return opErr(op, key, err)
+		return err
 	}
-	err = s.deleteLocked(op, key)
+	err = s.deleteLocked(key)
 	unlock()
 	if err != nil {
 		return err
@@ -43,27 +40,27 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-func (s *Store) deleteLocked(op, key string) error {
+func (s *driver) deleteLocked(key string) error {
 	fi, err := s.fsys.Stat(key)
 	if isMissing(err) {
-		return errOr(op, key, s.removeSidecar(key))
+		return s.removeSidecar(key)
 	}
 	if err != nil {
-		return classify(op, key, err)
+		return pathErr(err)
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
-		return invalidKey(op, key, ErrSymlink)
+		return ErrSymlink
 	}
 	if !fi.Mode().IsRegular() {
 		// No object here (a directory of other keys, or a file this store
 		// would never write): nothing to delete but a stale sidecar.
-		return errOr(op, key, s.removeSidecar(key))
+		return s.removeSidecar(key)
 	}
 	if err := s.fsys.Remove(key); err != nil && !isMissing(err) {
-		return opErr(op, key, err)
+		return err
 	}
 	if err := s.syncDir(parentDir(key)); err != nil {
-		return store.Ambiguous(op, key, fmt.Errorf("the object was removed but its directory could not be synced: %w", err))
+		return store.Ambiguous("delete", key, fmt.Errorf("the object was removed but its directory could not be synced: %w", err))
 	}
 	// The object is gone; a sidecar left behind by a failure here is
 	// harmless (it matches no file), so it is only logged.
@@ -79,7 +76,7 @@ func (s *Store) deleteLocked(op, key string) error {
 // name cannot become an object between the check and the removal. A Put
 // racing to create a file inside a pruned directory simply creates the
 // directory again (see publish).
-func (s *Store) prune(ctx context.Context, dir string) {
+func (s *driver) prune(ctx context.Context, dir string) {
 	for dir != "." {
 		unlock, err := s.locks.lock(ctx, stripeOf(dir))
 		if err != nil {

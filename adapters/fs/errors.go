@@ -2,10 +2,7 @@ package fs
 
 import (
 	"errors"
-	"fmt"
 	iofs "io/fs"
-
-	"github.com/cellb/cellb/core/store"
 )
 
 var (
@@ -43,13 +40,3 @@ func (noRoot) Is(target error) bool { return target == iofs.ErrNotExist }
 // errOutsideRoot rejects names that are not clean relative paths. The store
 // never builds such a name; the check guards the file-system seam itself.
 var errOutsideRoot = errors.New("path is not a clean relative path below the root")
-
-// invalidKey wraps why as an ErrInvalidKey for op on key.
-func invalidKey(op, key string, why error) error {
-	return &store.OpError{Op: op, Key: key, Err: fmt.Errorf("%w: %w", store.ErrInvalidKey, why)}
-}
-
-// opErr wraps err for op on key without classifying it.
-func opErr(op, key string, err error) error {
-	return &store.OpError{Op: op, Key: key, Err: err}
-}

@@ -15,21 +15,14 @@ import (
 	"github.com/spf13/afero"
 )
 
-// errBody marks a failure of the body being written (its reader's error,
-// ErrBodySize, or the end of the context), as opposed to the file system's.
-type errBody struct{ err error }
-
-func (e errBody) Error() string { return e.err.Error() }
-func (e errBody) Unwrap() error { return e.err }
-
 // writeTemp copies body to a new file in tmpDir and makes it durable. It
 // returns the file's name and identity; the caller renames or removes it.
-// A failure of body is returned as errBody, and leaves no file.
+// A failure, of body or of the file system, leaves no file.
 //
 // When attr is set, it is called with the file's identity once the body is
 // written, and what it returns is stored as the file's record attribute
 // before the fsync; attred reports whether the file system took it.
-func (s *Store) writeTemp(body io.Reader, attr func(identity) []byte) (name string, id identity, attred bool, err error) {
+func (s *driver) writeTemp(body io.Reader, attr func(identity) []byte) (name string, id identity, attred bool, err error) {
 	if err := s.ensureMeta(); err != nil {
 		return "", identity{}, false, err
 	}
@@ -45,7 +38,7 @@ func (s *Store) writeTemp(body io.Reader, attr func(identity) []byte) (name stri
 	if err != nil {
 		return "", identity{}, false, err
 	}
-	id, attred, err = writeSyncStat(f, body, attr)
+	id, attred, err = s.writeSyncStat(f, body, attr)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -56,8 +49,18 @@ func (s *Store) writeTemp(body io.Reader, attr func(identity) []byte) (name stri
 	return name, id, attred, nil
 }
 
-func writeSyncStat(f afero.File, body io.Reader, attr func(identity) []byte) (identity, bool, error) {
-	if _, err := io.Copy(struct{ io.Writer }{f}, bodyReader{body}); err != nil {
+// copyBufSize is the size of the buffers bodies are copied through.
+const copyBufSize = 32 << 10
+
+func (s *driver) writeSyncStat(f afero.File, body io.Reader, attr func(identity) []byte) (identity, bool, error) {
+	// The buffer comes from a pool: a Put of a small object would
+	// otherwise allocate more for the copy than the object holds. The
+	// file's ReadFrom is hidden because, for a reader that is not a file,
+	// it would only allocate a buffer of its own.
+	buf := s.bufs.Get().(*[copyBufSize]byte)
+	_, err := io.CopyBuffer(struct{ io.Writer }{f}, body, buf[:])
+	s.bufs.Put(buf)
+	if err != nil {
 		return identity{}, false, err
 	}
 	fi, err := f.Stat()
@@ -81,7 +84,7 @@ func writeSyncStat(f afero.File, body io.Reader, attr func(identity) []byte) (id
 // names). If a concurrent Delete has pruned dir meanwhile, the nearest
 // directory still there is synced instead: it holds the removal of the
 // pruned one, and with it everything that was done inside.
-func (s *Store) syncDir(dir string) error {
+func (s *driver) syncDir(dir string) error {
 	for {
 		f, err := s.fsys.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 		if errors.Is(err, iofs.ErrNotExist) && dir != "." {
@@ -106,7 +109,7 @@ const maxRetries = 16
 
 // mkdirs creates dir and its missing parents and makes each new entry
 // durable. A parent that is a file fails with ENOTDIR.
-func (s *Store) mkdirs(dir string) (created bool, err error) {
+func (s *driver) mkdirs(dir string) (created bool, err error) {
 	if dir == "." {
 		return false, nil
 	}
@@ -148,7 +151,7 @@ var errTempGone = errors.New("temporary file disappeared before it was published
 // a vanished parent is created again. When dst is an empty directory (left
 // by a crash or another program) it is removed first. It returns whether
 // dst's parent had to be created.
-func (s *Store) publish(tmp, dst string) error {
+func (s *driver) publish(tmp, dst string) error {
 	for range maxRetries {
 		err := s.fsys.Rename(tmp, dst)
 		switch {
@@ -175,7 +178,7 @@ func (s *Store) publish(tmp, dst string) error {
 
 // readSidecar returns key's sidecar, or nil when there is none. An
 // unreadable record is logged and treated as absent.
-func (s *Store) readSidecar(key string) (*sidecar, error) {
+func (s *driver) readSidecar(key string) (*sidecar, error) {
 	name := recordPath(key)
 	f, err := s.fsys.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -204,7 +207,7 @@ func (s *Store) readSidecar(key string) (*sidecar, error) {
 }
 
 // writeSidecar makes sc durable as key's sidecar.
-func (s *Store) writeSidecar(key string, sc *sidecar) error {
+func (s *driver) writeSidecar(key string, sc *sidecar) error {
 	data, err := encodeSidecar(sc)
 	if err != nil {
 		return err
@@ -222,7 +225,7 @@ func (s *Store) writeSidecar(key string, sc *sidecar) error {
 }
 
 // removeSidecar deletes key's sidecar if there is one.
-func (s *Store) removeSidecar(key string) error {
+func (s *driver) removeSidecar(key string) error {
 	err := s.fsys.Remove(recordPath(key))
 	if err == nil || errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil
@@ -233,7 +236,7 @@ func (s *Store) removeSidecar(key string) error {
 // sweepTemps removes temporary files older than the expiry: what writers
 // that crashed left behind. Younger files may belong to a live writer in
 // another process and are left alone; readers never look at any of them.
-func (s *Store) sweepTemps() {
+func (s *driver) sweepTemps() {
 	if s.tempExpiry <= 0 {
 		return
 	}
@@ -261,16 +264,4 @@ func (s *Store) sweepTemps() {
 	if removed > 0 {
 		s.log.Info("fs store: removed stale temporary files", "root", s.root, "count", removed, "older_than", s.tempExpiry)
 	}
-}
-
-// bodyReader marks the errors of the body it reads as errBody, so that
-// writeTemp's caller can tell them from the file system's.
-type bodyReader struct{ r io.Reader }
-
-func (b bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF {
-		err = errBody{err}
-	}
-	return n, err
 }

@@ -45,7 +45,10 @@ func FuzzKeyPath(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, key string) {
 		ctx := t.Context()
-		err := checkKey("put", key)
+		err := store.ValidateKey(key) // the Bucket's check, then the store's own
+		if err == nil {
+			err = checkKey(key)
+		}
 		_, perr := s.Put(ctx, key, []byte(key), store.PutOptions{})
 		if err != nil {
 			if !errors.Is(err, store.ErrInvalidKey) || !errors.Is(perr, store.ErrInvalidKey) {

@@ -15,12 +15,9 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// maxPage is the largest page List returns, as on S3.
-const maxPage = 1000
-
 var errBadDelimiter = errors.New("delimiter must be valid UTF-8 without NUL bytes")
 
-// List implements store.Store.
+// List implements store.Driver.
 //
 // A directory walk does not meet keys in byte order ("a-b" sorts before
 // "a/b", but "a0" after it), so List walks depth first with each
@@ -28,38 +25,23 @@ var errBadDelimiter = errors.New("delimiter must be valid UTF-8 without NUL byte
 // key, a directory by its key plus "/". Those ranges never overlap, so the
 // walk meets keys in exactly the order a bucket lists them, and a page
 // needs to read only the directories its keys live in, not the tree.
-func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
-	const op = "list"
-	if err := ctx.Err(); err != nil {
-		return store.ListPage{}, opErr(op, opts.Prefix, err)
-	}
-	if err := store.ValidatePrefix(opts.Prefix); err != nil {
-		var oe *store.OpError
-		if errors.As(err, &oe) {
-			err = oe.Err
-		}
-		return store.ListPage{}, opErr(op, opts.Prefix, err)
-	}
+func (s *driver) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
 	if !validDelimiter(opts.Delimiter) {
-		return store.ListPage{}, opErr(op, opts.Prefix, errBadDelimiter)
+		return store.ListPage{}, errBadDelimiter
 	}
 	from, err := decodeToken(opts.Token)
 	if err != nil {
-		return store.ListPage{}, opErr(op, opts.Prefix, err)
+		return store.ListPage{}, err
 	}
-	limit := opts.Limit
-	if limit <= 0 || limit > maxPage {
-		limit = maxPage
-	}
-	if err := s.begin(op, opts.Prefix); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return store.ListPage{}, err
 	}
 	defer s.end()
 
-	l := &lister{s: s, ctx: ctx, prefix: opts.Prefix, delim: opts.Delimiter, from: max(from, opts.Prefix), limit: limit}
+	l := &lister{s: s, ctx: ctx, prefix: opts.Prefix, delim: opts.Delimiter, from: max(from, opts.Prefix), limit: opts.Limit}
 	l.walk(opts.Prefix[:strings.LastIndexByte(opts.Prefix, '/')+1])
 	if l.err != nil {
-		return store.ListPage{}, opErr(op, opts.Prefix, l.err)
+		return store.ListPage{}, l.err
 	}
 	if l.more {
 		l.page.NextToken = encodeToken(l.from)
@@ -69,7 +51,7 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 
 // lister is one page of a listing in progress.
 type lister struct {
-	s      *Store
+	s      *driver
 	ctx    context.Context
 	prefix string
 	delim  string
@@ -172,7 +154,7 @@ func (l *lister) emit(key string) bool {
 // readDir returns the members of the directory for dirKey that could hold
 // objects, sorted by span. Links and special files are left out, and so is
 // the store's own directory at the root.
-func (s *Store) readDir(dirKey string) ([]entry, error) {
+func (s *driver) readDir(dirKey string) ([]entry, error) {
 	name := strings.TrimSuffix(dirKey, "/")
 	if name == "" {
 		name = "."
@@ -227,7 +209,7 @@ func validSegment(n string) bool {
 
 // statObject describes the object at key for a listing. ok is false when
 // there is no object there any more.
-func (s *Store) statObject(ctx context.Context, key string) (info store.ObjectInfo, ok bool, err error) {
+func (s *driver) statObject(ctx context.Context, key string) (info store.ObjectInfo, ok bool, err error) {
 	once := func() (settled bool, err error) {
 		fi, err := s.fsys.Stat(key)
 		if isMissing(err) || errors.Is(err, syscall.ELOOP) {

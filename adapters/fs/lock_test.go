@@ -36,7 +36,7 @@ func TestLockCancelWhileAnotherProcessHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l := s.locks
+	l := s.d.locks
 	const i = 7
 	release, err := l.lock(t.Context(), i) // creates the lock file
 	if err != nil {
@@ -89,7 +89,7 @@ func TestLockKeepsItsDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l := s.locks
+	l := s.d.locks
 	release, err := l.lock(t.Context(), 3)
 	if err != nil {
 		t.Fatal(err)

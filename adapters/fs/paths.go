@@ -31,22 +31,17 @@ const stripes = 256
 
 var errReserved = errors.New("the first path segment " + metaDir + " is reserved for the fs store's own records")
 
-// checkKey applies store.ValidateKey and the local file system's own limits.
-func checkKey(op, key string) error {
-	if err := store.ValidateKey(key); err != nil {
-		var oe *store.OpError
-		if errors.As(err, &oe) {
-			return &store.OpError{Op: op, Key: key, Err: oe.Err}
-		}
-		return opErr(op, key, err)
-	}
+// checkKey applies the local file system's own limits to a key the Bucket
+// has validated: the store's directory is not a key, and no segment is
+// longer than a file name may be.
+func checkKey(key string) error {
 	first, _, _ := strings.Cut(key, "/")
 	if strings.EqualFold(first, metaDir) {
-		return invalidKey(op, key, errReserved)
+		return fmt.Errorf("%w: %w", store.ErrInvalidKey, errReserved)
 	}
 	for seg := range strings.SplitSeq(key, "/") {
 		if len(seg) > maxSegment {
-			return invalidKey(op, key, fmt.Errorf("path segment of %d bytes is longer than %d, the file name limit", len(seg), maxSegment))
+			return fmt.Errorf("%w: path segment of %d bytes is longer than %d, the file name limit", store.ErrInvalidKey, len(seg), maxSegment)
 		}
 	}
 	return nil

@@ -3,9 +3,7 @@
 package fs
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,43 +11,39 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// Put implements store.Store.
+// PutFrom implements store.Driver.
 //
-// The body goes to a temporary file, which gets the new record as its
-// attribute and is fsynced before the key's lock is taken. Under the lock
-// the condition is checked against the current file, the key's sidecar is
-// replaced only if the attribute could not be set (naming the new file and
-// keeping the current one's record), and the temporary file is renamed onto
-// the key's path, whose directory is then fsynced. The rename is the moment the write
-// takes effect: every failure before it leaves the object as it was, and a
-// failure after it (the directory fsync) is reported as ambiguous.
-func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	return s.PutFrom(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+// The body goes to a temporary file as it arrives, which gets the new
+// record as its attribute and is fsynced before the key's lock is taken.
+// Under the lock the condition is checked against the current file, the
+// key's sidecar is replaced only if the attribute could not be set (naming
+// the new file and keeping the current one's record), and the temporary
+// file is renamed onto the key's path, whose directory is then fsynced.
+// The rename is the moment the write takes effect: every failure before it
+// (a body that fails or ends early included) leaves the object as it was
+// and the temporary file removed, and is definite (store.NotApplied); a
+// failure after it (the directory fsync) is left to the Bucket to report
+// as ambiguous.
+func (s *driver) PutFrom(ctx context.Context, key string, r io.Reader, _ int64, opts store.PutOptions) (store.Version, error) {
+	v, applied, err := s.put(ctx, key, r, opts)
+	if err != nil && !applied {
+		return "", store.NotApplied("", err)
+	}
+	return v, err
 }
 
-// PutFrom implements store.Streamer: Put with the body copied from r into
-// the temporary file as it arrives. A body that fails, or a context that
-// ends, before the body is complete leaves the temporary file unpublished
-// (and removed), so the object stays as it was.
-func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
-	const op = "put"
-	if err := ctx.Err(); err != nil {
-		return "", opErr(op, key, err)
-	}
-	if err := checkKey(op, key); err != nil {
-		return "", err
-	}
-	if err := store.ValidatePutOptions(opts); err != nil {
-		return "", opErr(op, key, err)
+func (s *driver) put(ctx context.Context, key string, r io.Reader, opts store.PutOptions) (v store.Version, applied bool, err error) {
+	if err := checkKey(key); err != nil {
+		return "", false, err
 	}
 	cond := opts.Condition
 	switch cond.Kind {
 	case store.Unconditional, store.CreateOnly, store.MatchVersion:
 	default:
-		return "", opErr(op, key, fmt.Errorf("unknown condition kind %d", cond.Kind))
+		return "", false, fmt.Errorf("unknown condition kind %d", cond.Kind)
 	}
-	if err := s.begin(op, key); err != nil {
-		return "", err
+	if err := s.begin(ctx); err != nil {
+		return "", false, err
 	}
 	defer s.end()
 
@@ -67,13 +61,9 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 			return b
 		}
 	}
-	tmp, id, attred, err := s.writeTemp(store.Body(ctx, r, size), attr)
-	var berr errBody
-	if errors.As(err, &berr) {
-		return "", store.BodyError(op, key, berr.err)
-	}
+	tmp, id, attred, err := s.writeTemp(r, attr)
 	if err != nil {
-		return "", opErr(op, key, err)
+		return "", false, err
 	}
 	published := false
 	defer func() {
@@ -84,25 +74,25 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 
 	unlock, err := s.locks.lock(ctx, stripeOf(key))
 	if err != nil {
-		return "", opErr(op, key, err)
+		return "", false, err
 	}
 	defer unlock()
 	if err := ctx.Err(); err != nil {
-		return "", opErr(op, key, err)
+		return "", false, err
 	}
 
-	cur, err := s.current(op, key)
+	cur, err := s.current(key)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	switch cond.Kind {
 	case store.CreateOnly:
 		if cur != nil {
-			return "", store.PreconditionFailed(op, key)
+			return "", false, store.ErrPreconditionFailed
 		}
 	case store.MatchVersion:
 		if cur == nil || cur.Version != cond.Version {
-			return "", store.PreconditionFailed(op, key)
+			return "", false, store.ErrPreconditionFailed
 		}
 	}
 
@@ -111,53 +101,53 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 		// No record attribute (the file system refused it, or
 		// WithSidecarRecords): the sidecar must name the file first.
 		if err := s.writeSidecar(key, &sidecar{Format: sidecarFormat, Key: key, Cur: next, Prev: cur}); err != nil {
-			return "", classify(op, key, err)
+			return "", false, pathErr(err)
 		}
 	}
 	// Last chance to stop without effect: the sidecar alone changes
 	// nothing a reader sees, because it still describes the current file.
 	if err := ctx.Err(); err != nil {
-		return "", opErr(op, key, err)
+		return "", false, err
 	}
 	if err := s.publish(tmp, key); err != nil {
-		return "", classify(op, key, err)
+		return "", false, pathErr(err)
 	}
 	published = true
 	if err := s.syncDir(parentDir(key)); err != nil {
-		return "", store.Ambiguous(op, key, fmt.Errorf("the object was replaced but its directory could not be synced: %w", err))
+		return "", true, fmt.Errorf("the object was replaced but its directory could not be synced: %w", err)
 	}
-	return next.Version, nil
+	return next.Version, true, nil
 }
 
 // current returns the record of the object now at key, or nil when there
 // is none. The caller holds the key's lock, so only another program could
 // change the file while we look.
-func (s *Store) current(op, key string) (*record, error) {
+func (s *driver) current(key string) (*record, error) {
 	for range maxRetries {
 		fi, err := s.fsys.Stat(key)
 		if isMissing(err) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, classify(op, key, err)
+			return nil, pathErr(err)
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
-			return nil, invalidKey(op, key, ErrSymlink)
+			return nil, ErrSymlink
 		}
 		if !fi.Mode().IsRegular() {
 			return nil, nil // a directory or a special file: no object
 		}
 		id, err := identityOf(fi)
 		if err != nil {
-			return nil, opErr(op, key, err)
+			return nil, err
 		}
 		rec, settled, err := s.resolve(key, id)
 		if err != nil {
-			return nil, opErr(op, key, err)
+			return nil, err
 		}
 		if settled {
 			return rec, nil
 		}
 	}
-	return nil, opErr(op, key, errUnsettled)
+	return nil, errUnsettled
 }

@@ -3,6 +3,7 @@
 package fs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,10 +18,19 @@ import (
 	"github.com/spf13/afero"
 )
 
-// Store is a store.Store on a local directory. It is safe for concurrent
-// use by goroutines and by processes sharing the directory; see the package
+// Store is a store.Store on a local directory: the portable bucket
+// (store.Bucket, which validates keys and arguments, checks ranges and
+// classifies errors) over the files driver. It is safe for concurrent use
+// by goroutines and by processes sharing the directory; see the package
 // documentation for what it promises.
 type Store struct {
+	*store.Bucket
+	d *driver
+}
+
+// driver is the store.Driver on a local directory: the file operations,
+// their locks and fsyncs, and the records of versions and metadata.
+type driver struct {
 	root       string
 	fsys       afero.Fs
 	closeFs    func() error // closes the default file system, nil for an injected one
@@ -30,6 +40,8 @@ type Store struct {
 	locks      *locker
 	// sidecarsOnly: Put records in sidecars, never in the attribute.
 	sidecarsOnly bool
+	// bufs holds the buffers bodies are copied through to their files.
+	bufs sync.Pool
 
 	metaOnce sync.Mutex
 	metaOK   bool // the store's directories exist
@@ -40,10 +52,7 @@ type Store struct {
 	closed bool
 }
 
-var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Closer = (*Store)(nil)
-)
+var _ store.Driver = (*driver)(nil)
 
 // Open returns the Store on the directory root, which must exist (see
 // WithCreateRoot). Open creates nothing: the store's own directory appears
@@ -62,7 +71,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("fs: open: %w", err)
 		}
 	}
-	s := &Store{
+	s := &driver{
 		root:         root,
 		fsys:         cfg.fsys,
 		log:          cfg.logger,
@@ -104,16 +113,17 @@ func Open(root string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("fs: open %s: %w", root, err)
 	}
 	s.locks = newLocker(s.fsys, s.ensureMeta)
+	s.bufs.New = func() any { return new([copyBufSize]byte) }
 	s.sweepTemps()
-	return s, nil
+	return &Store{Bucket: store.NewBucket(s), d: s}, nil
 }
 
 // Root is the directory the store was opened on.
-func (s *Store) Root() string { return s.root }
+func (s *Store) Root() string { return s.d.root }
 
 // Close releases the lock files and the root directory. It waits for calls
 // in flight; calls made after Close fail with ErrClosed.
-func (s *Store) Close() error {
+func (s *driver) Close() error {
 	s.inUse.Lock()
 	defer s.inUse.Unlock()
 	if s.closed {
@@ -127,21 +137,26 @@ func (s *Store) Close() error {
 	return err
 }
 
-// begin marks a call in flight; the caller must call s.end.
-func (s *Store) begin(op, key string) error {
+// begin marks a call in flight; the caller must call s.end. It fails,
+// before anything is done, when ctx has ended (the Bucket checks it only
+// before writes) or the store is closed.
+func (s *driver) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.inUse.RLock()
 	if s.closed {
 		s.inUse.RUnlock()
-		return opErr(op, key, ErrClosed)
+		return ErrClosed
 	}
 	return nil
 }
 
-func (s *Store) end() { s.inUse.RUnlock() }
+func (s *driver) end() { s.inUse.RUnlock() }
 
 // ensureMeta creates the store's own directories once per Store (and again
 // if something removed them: callers retry after ENOENT via resetMeta).
-func (s *Store) ensureMeta() error {
+func (s *driver) ensureMeta() error {
 	s.metaOnce.Lock()
 	defer s.metaOnce.Unlock()
 	if s.metaOK {
@@ -156,7 +171,7 @@ func (s *Store) ensureMeta() error {
 	return nil
 }
 
-func (s *Store) resetMeta() {
+func (s *driver) resetMeta() {
 	s.metaOnce.Lock()
 	s.metaOK = false
 	s.metaOnce.Unlock()

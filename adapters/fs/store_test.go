@@ -427,7 +427,7 @@ func TestCancelWhileWaitingForTheLock(t *testing.T) {
 	dir := t.TempDir()
 	holder, waiter := openT(t, dir), openT(t, dir)
 	v := putT(t, waiter, "k", "before", store.PutOptions{})
-	unlock, err := holder.locks.lock(t.Context(), stripeOf("k"))
+	unlock, err := holder.d.locks.lock(t.Context(), stripeOf("k"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func getAttr(f afero.File) ([]byte, error) {
 	switch {
 	case err == nil:
 		return buf[:n], nil
-	case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
+	case errors.Is(err, errNoAttrData), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EOPNOTSUPP):
 		return nil, errNoAttr
 	}
 	return nil, err
@@ -94,7 +94,7 @@ func getAttr(f afero.File) ([]byte, error) {
 // gives, if it has one and it describes that file as it is (identity id:
 // a program that rewrote the file in place changed its size or mtime, and
 // the attribute no longer speaks for it). Otherwise it returns nil.
-func (s *Store) attrRecord(key string, id identity) *record {
+func (s *driver) attrRecord(key string, id identity) *record {
 	f, err := s.fsys.OpenFile(key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
@@ -105,7 +105,7 @@ func (s *Store) attrRecord(key string, id identity) *record {
 
 // openRecord is attrRecord on a file already open: the record its
 // attribute gives, if it describes the file as it is (identity id).
-func (s *Store) openRecord(f afero.File, key string, id identity) *record {
+func (s *driver) openRecord(f afero.File, key string, id identity) *record {
 	raw, err := getAttr(f)
 	if err != nil {
 		if !errors.Is(err, errNoAttr) {

@@ -3,7 +3,6 @@ package s3
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/aws/smithy-go"
@@ -98,21 +97,4 @@ func code(err error) string {
 func noResponse(err error) bool {
 	var oe *smithy.OperationError
 	return errors.As(err, &oe) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}
-
-// notApplied wraps the failure of a step before CompleteMultipartUpload
-// (of a large put or of a copy): nothing can have become visible, whatever
-// the body or the condition, so the write is not ambiguous. The Bucket
-// keeps an *OpError as it is (it has no kind that says "not applied"), so
-// the refusals' portable form is given here.
-func (d *driver) notApplied(op, key, step string, err error) error {
-	switch c := d.Classify(err); c.Kind {
-	case store.KindAccessDenied:
-		err = &store.RefusedError{Kind: store.ErrAccessDenied, Status: c.Status, Code: c.Code, Hint: c.Hint, Err: err}
-	case store.KindBucketNotFound:
-		err = &store.RefusedError{Kind: store.ErrBucketNotFound, Status: c.Status, Code: c.Code, Hint: c.Hint, Err: err}
-	default:
-		err = fmt.Errorf("%s: %w", step, err)
-	}
-	return &store.OpError{Op: op, Key: key, Err: err}
 }

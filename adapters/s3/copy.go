@@ -48,7 +48,7 @@ func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, erro
 		if d.Classify(err).Kind == store.KindNotFound {
 			return "", err
 		}
-		return "", d.notApplied("copy", dst, "reading the source's attributes", err)
+		return "", store.NotApplied("reading the source's attributes", err)
 	}
 	size := aws.ToInt64(head.ContentLength)
 	if (size+maxCopyPart-1)/maxCopyPart > maxParts {
@@ -58,7 +58,7 @@ func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, erro
 		Metadata: head.Metadata, ContentType: head.ContentType, ContentLanguage: head.ContentLanguage,
 		ContentDisposition: head.ContentDisposition, ContentEncoding: head.ContentEncoding, CacheControl: head.CacheControl})
 	if err != nil {
-		return "", d.notApplied("copy", dst, "starting multipart copy", err)
+		return "", store.NotApplied("starting multipart copy", err)
 	}
 	completed := false
 	defer func() {
@@ -81,7 +81,7 @@ func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, erro
 			if d.Classify(err).Kind == store.KindNotFound || status(err) == http.StatusPreconditionFailed {
 				return "", fmt.Errorf("%w: %w", errSourceChanged, err)
 			}
-			return "", d.notApplied("copy", dst, fmt.Sprintf("copying part %d", i), err)
+			return "", store.NotApplied(fmt.Sprintf("copying part %d", i), err)
 		}
 		var etag *string
 		if out.CopyPartResult != nil {
@@ -90,7 +90,7 @@ func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, erro
 		parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(i), ETag: etag})
 	}
 	if err := ctx.Err(); err != nil {
-		return "", d.notApplied("copy", dst, "copying", err)
+		return "", store.NotApplied("copying", err)
 	}
 	out, err := d.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: bucket, Key: objKey,
 		UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}, IfNoneMatch: aws.String("*")}, noRetries)

@@ -41,7 +41,7 @@ func (d *driver) putParts(ctx context.Context, key string, next store.Chunks, op
 	}
 	up, err := d.client.CreateMultipartUpload(ctx, create)
 	if err != nil {
-		return "", d.notApplied("put", key, "starting multipart upload", err)
+		return "", store.NotApplied("starting multipart upload", err)
 	}
 	uploadID := up.UploadId
 	completed := false
@@ -67,7 +67,7 @@ func (d *driver) putParts(ctx context.Context, key string, next store.Chunks, op
 		err = ctx.Err()
 	}
 	if err != nil {
-		return "", d.notApplied("put", key, "uploading parts", err)
+		return "", store.NotApplied("uploading parts", err)
 	}
 	complete := &s3.CompleteMultipartUploadInput{
 		Bucket:          bucket,

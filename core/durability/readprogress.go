@@ -28,20 +28,23 @@ func ReadProgress(ctx context.Context, s store.Store, prefix string, progress fu
 	for _, o := range page.Objects {
 		total += o.Size
 	}
-	r := &progressStore{Store: s, total: total, progress: progress}
+	p := &progressDriver{total: total, progress: progress}
+	w := store.Wrap(s, func(d store.Driver) store.Driver { p.Driver = d; return p })
 	progress(0, total)
-	return r, func() { progress(total, total) }, nil
+	return w, func() { progress(total, total) }, nil
 }
 
-// progressStore counts the bytes read through it.
-type progressStore struct {
-	store.Store
+// progressDriver is the Middleware of ReadProgress: it counts the bytes of
+// every body read through it (whole gets and ranges alike are ranged
+// reads to a driver). Its other methods are the inner driver's.
+type progressDriver struct {
+	store.Driver
 	total    int64
 	read     atomic.Int64
 	progress func(done, total int64)
 }
 
-func (p *progressStore) add(n int) {
+func (p *progressDriver) add(n int) {
 	if n <= 0 {
 		return
 	}
@@ -49,17 +52,9 @@ func (p *progressStore) add(n int) {
 	p.progress(min(done, p.total), p.total)
 }
 
-func (p *progressStore) Get(ctx context.Context, key string) (*store.Object, error) {
-	o, err := p.Store.Get(ctx, key)
-	if err == nil {
-		p.add(len(o.Data))
-	}
-	return o, err
-}
-
-// NewRangeReader keeps the inner store's streaming (store.Streamer).
-func (p *progressStore) NewRangeReader(ctx context.Context, key string, off, n int64) (*store.Reader, error) {
-	r, err := store.NewRangeReader(ctx, p.Store, key, off, n)
+// NewRangeReader counts the body as it is read.
+func (p *progressDriver) NewRangeReader(ctx context.Context, key string, off, n int64, dataOnly bool) (*store.Reader, error) {
+	r, err := p.Driver.NewRangeReader(ctx, key, off, n, dataOnly)
 	if err == nil {
 		r.Body = &countingBody{ReadCloser: r.Body, add: p.add}
 	}
@@ -75,16 +70,4 @@ func (c *countingBody) Read(b []byte) (int, error) {
 	n, err := c.ReadCloser.Read(b)
 	c.add(n)
 	return n, err
-}
-
-// PutFrom passes through, so the wrapper is a store.Streamer as the inner
-// store may be.
-func (p *progressStore) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
-	return store.PutFrom(ctx, p.Store, key, r, size, opts)
-}
-
-// Copy passes through (store.Copier): a copy inside the bucket reads
-// nothing through the node.
-func (p *progressStore) Copy(ctx context.Context, src, dst string) (store.Version, error) {
-	return store.Copy(ctx, p.Store, src, dst)
 }

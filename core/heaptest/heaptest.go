@@ -85,6 +85,13 @@ func (s Bucket) Get(ctx context.Context, key string) (*store.Object, error) {
 	return &store.Object{Key: key, Data: data, Version: r.Version, Metadata: r.Metadata, Modified: r.Modified}, nil
 }
 
+// GetData implements store.DataGetter as Get does: a body-only read is a
+// whole-object read too (without it, the one memstore has would read the
+// deflated bytes).
+func (s Bucket) GetData(ctx context.Context, key string) (*store.Object, error) {
+	return s.Get(ctx, key)
+}
+
 // Put implements store.Store.
 func (s Bucket) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
 	if s.MaxWhole >= 0 && len(data) > s.MaxWhole {

@@ -143,6 +143,10 @@ func (s streamOnly) Get(ctx context.Context, key string) (*store.Object, error) 
 	return nil, errWholeObject
 }
 
+func (s streamOnly) GetData(ctx context.Context, key string) (*store.Object, error) {
+	return nil, errWholeObject
+}
+
 // PutFrom samples the heap while the body streams (a snapshot or a
 // compacted file being encoded: where an image held whole would be alive).
 func (s streamOnly) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {

@@ -20,8 +20,9 @@ const (
 	OpPut    = "put"
 	OpDelete = "delete"
 	OpList   = "list"
-	// OpCopy is a copy inside the bucket (store.Copier); on a store
-	// without one it streams, and still counts as one copy.
+	// OpCopy is a copy inside the bucket (store.Copier). On a store that
+	// cannot copy inside the bucket the copy streams, and counts as the
+	// get and the put it makes.
 	OpCopy = "copy"
 )
 
@@ -56,8 +57,10 @@ func StoreOutcome(err error) string {
 // (cellb.bucket.request.duration, by operation). It is the one place the
 // bucket is measured, whatever the adapter: core/host wraps the bucket it
 // is given once and hands the wrapper to the fleet, the wake service and
-// the durability mode. The wrapper streams when s streams (store.Streamer)
-// and closes s when closed (store.Closer). A nil mp returns s itself.
+// the durability mode. The wrapper is a store.Middleware around s's driver
+// (see store.Wrap): each request the driver makes is measured, a retried
+// read twice, and its outcome is the one the Bucket reports. A nil mp
+// returns s itself.
 func InstrumentStore(mp metric.MeterProvider, s store.Store) (store.Store, error) {
 	if mp == nil || s == nil {
 		return s, nil
@@ -71,87 +74,88 @@ func InstrumentStore(mp metric.MeterProvider, s store.Store) (store.Store, error
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, err
 	}
-	return &measured{inner: s, reqs: reqs, dur: dur}, nil
+	return store.Wrap(s, func(d store.Driver) store.Driver {
+		return &measured{inner: d, reqs: reqs, dur: dur}
+	}), nil
 }
 
+// measured is the Middleware of InstrumentStore.
 type measured struct {
-	inner store.Store
+	inner store.Driver
 	reqs  metric.Int64Counter
 	dur   metric.Float64Histogram
 }
 
+// done records one request; err is the error the caller will see.
 func (m *measured) done(ctx context.Context, op string, start time.Time, err error) {
 	ctx = context.WithoutCancel(ctx)
 	m.reqs.Add(ctx, 1, attrs(attribute.String(KeyOperation, op), attribute.String(KeyOutcome, StoreOutcome(err))))
 	m.dur.Record(ctx, time.Since(start).Seconds(), attrs(attribute.String(KeyOperation, op)))
 }
 
-func (m *measured) Get(ctx context.Context, key string) (*store.Object, error) {
+// NewRangeReader counts the opening of the read (the request); the body
+// streams afterwards.
+func (m *measured) NewRangeReader(ctx context.Context, key string, offset, length int64, dataOnly bool) (*store.Reader, error) {
 	start := time.Now()
-	o, err := m.inner.Get(ctx, key)
-	m.done(ctx, OpGet, start, err)
-	return o, err
+	r, err := m.inner.NewRangeReader(ctx, key, offset, length, dataOnly)
+	m.done(ctx, OpGet, start, store.ReadError(m.inner, "get", key, err))
+	return r, err
 }
 
-// GetData implements store.DataGetter through the wrapped store, counted
-// as a get.
-func (m *measured) GetData(ctx context.Context, key string) (*store.Object, error) {
+func (m *measured) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
 	start := time.Now()
-	o, err := store.GetData(ctx, m.inner, key)
-	m.done(ctx, OpGet, start, err)
-	return o, err
-}
-
-func (m *measured) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	start := time.Now()
-	v, err := m.inner.Put(ctx, key, data, opts)
-	m.done(ctx, OpPut, start, err)
+	body := &sentBody{r: r}
+	v, err := m.inner.PutFrom(ctx, key, body, size, opts)
+	sent := body.eof || (size >= 0 && body.n == size)
+	m.done(ctx, OpPut, start, store.WriteError(m.inner, "put", key, opts.Condition, sent, err))
 	return v, err
 }
 
 func (m *measured) Delete(ctx context.Context, key string) error {
 	start := time.Now()
 	err := m.inner.Delete(ctx, key)
-	m.done(ctx, OpDelete, start, err)
+	out := store.ReadError(m.inner, "delete", key, err)
+	if store.IsNotFound(out) {
+		out = nil // deleting a missing key succeeds
+	}
+	m.done(ctx, OpDelete, start, out)
 	return err
 }
 
 func (m *measured) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
 	start := time.Now()
 	p, err := m.inner.List(ctx, opts)
-	m.done(ctx, OpList, start, err)
+	m.done(ctx, OpList, start, store.ReadError(m.inner, "list", opts.Prefix, err))
 	return p, err
 }
 
-// NewRangeReader counts the opening of the read (the request); the body
-// streams afterwards.
-func (m *measured) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
-	start := time.Now()
-	r, err := store.NewRangeReader(ctx, m.inner, key, offset, length)
-	m.done(ctx, OpGet, start, err)
-	return r, err
-}
-
-func (m *measured) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
-	start := time.Now()
-	v, err := store.PutFrom(ctx, m.inner, key, r, size, opts)
-	m.done(ctx, OpPut, start, err)
-	return v, err
-}
-
-// Copy implements store.Copier through the wrapped store, counted as a
-// copy.
+// Copy counts a copy inside the bucket; a driver that cannot copy made no
+// request, and the streamed copy that follows counts as a get and a put.
 func (m *measured) Copy(ctx context.Context, src, dst string) (store.Version, error) {
 	start := time.Now()
-	v, err := store.Copy(ctx, m.inner, src, dst)
-	m.done(ctx, OpCopy, start, err)
+	v, err := m.inner.Copy(ctx, src, dst)
+	if errors.Is(err, store.ErrCopyUnsupported) {
+		return v, err
+	}
+	m.done(ctx, OpCopy, start, store.WriteError(m.inner, "copy", dst, store.IfAbsent, true, err))
 	return v, err
 }
 
-func (m *measured) Close() error { return store.Close(m.inner) }
+func (m *measured) Classify(err error) store.ErrorClass { return m.inner.Classify(err) }
 
-var (
-	_ store.Streamer = (*measured)(nil)
-	_ store.Copier   = (*measured)(nil)
-	_ store.Closer   = (*measured)(nil)
-)
+func (m *measured) Close() error { return m.inner.Close() }
+
+// sentBody records how much of a put's body the driver read, to tell an
+// ambiguous failure from one that sent nothing complete.
+type sentBody struct {
+	r   io.Reader
+	n   int64
+	eof bool
+}
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	b.eof = b.eof || err == io.EOF
+	return n, err
+}

@@ -12,9 +12,10 @@ import (
 // s3://bucket/team/app names one). Callers see keys relative to the prefix:
 // Put("a") writes "<prefix>/a" and List reports it as "a". The prefix is
 // normalised to end with '/'; an empty prefix returns s unchanged.
+// Otherwise the result is Wrap(s) with the prefix as a Middleware.
 //
-// Keys are validated before the prefix is added, so a relative key can
-// never climb out of its prefix.
+// Keys are validated (by the Bucket) before the prefix is added, so a
+// relative key can never climb out of its prefix.
 func WithPrefix(s Store, prefix string) (Store, error) {
 	prefix = strings.TrimSuffix(prefix, "/")
 	if prefix == "" {
@@ -23,45 +24,51 @@ func WithPrefix(s Store, prefix string) (Store, error) {
 	if err := ValidateKey(prefix); err != nil {
 		return nil, fmt.Errorf("bucket prefix: %w", err)
 	}
-	return &prefixed{inner: s, prefix: prefix + "/"}, nil
+	p := prefix + "/"
+	return Wrap(s, func(d Driver) Driver { return &prefixed{inner: d, prefix: p} }), nil
 }
 
+// prefixed is the Middleware of WithPrefix.
 type prefixed struct {
-	inner  Store
+	inner  Driver
 	prefix string
 }
 
-func (p *prefixed) Get(ctx context.Context, key string) (*Object, error) {
-	if err := ValidateKey(key); err != nil {
-		return nil, err
+// key returns the inner key of a (valid) relative key, checked whole: the
+// prefix may make it longer than a key may be.
+func (p *prefixed) key(key string) (string, error) {
+	full := p.prefix + key
+	if err := ValidateKey(full); err != nil {
+		return "", err
 	}
-	o, err := p.inner.Get(ctx, p.prefix+key)
+	return full, nil
+}
+
+func (p *prefixed) NewRangeReader(ctx context.Context, key string, offset, length int64, dataOnly bool) (*Reader, error) {
+	full, err := p.key(key)
 	if err != nil {
 		return nil, err
 	}
-	out := *o
-	out.Key = key
-	return &out, nil
+	return p.inner.NewRangeReader(ctx, full, offset, length, dataOnly)
 }
 
-func (p *prefixed) Put(ctx context.Context, key string, data []byte, opts PutOptions) (Version, error) {
-	if err := ValidateKey(key); err != nil {
+func (p *prefixed) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Version, error) {
+	full, err := p.key(key)
+	if err != nil {
 		return "", err
 	}
-	return p.inner.Put(ctx, p.prefix+key, data, opts)
+	return p.inner.PutFrom(ctx, full, r, size, opts)
 }
 
 func (p *prefixed) Delete(ctx context.Context, key string) error {
-	if err := ValidateKey(key); err != nil {
+	full, err := p.key(key)
+	if err != nil {
 		return err
 	}
-	return p.inner.Delete(ctx, p.prefix+key)
+	return p.inner.Delete(ctx, full)
 }
 
 func (p *prefixed) List(ctx context.Context, opts ListOptions) (ListPage, error) {
-	if err := ValidatePrefix(opts.Prefix); err != nil {
-		return ListPage{}, err
-	}
 	rel := opts.Prefix
 	opts.Prefix = p.prefix + rel
 	page, err := p.inner.List(ctx, opts)
@@ -85,52 +92,19 @@ func (p *prefixed) List(ctx context.Context, opts ListOptions) (ListPage, error)
 	return page, nil
 }
 
-// Close closes the wrapped store.
-func (p *prefixed) Close() error { return Close(p.inner) }
-
-// GetData implements DataGetter through the wrapped store.
-func (p *prefixed) GetData(ctx context.Context, key string) (*Object, error) {
-	if err := ValidateKey(key); err != nil {
-		return nil, err
-	}
-	o, err := GetData(ctx, p.inner, p.prefix+key)
-	if err != nil {
-		return nil, err
-	}
-	out := *o
-	out.Key = key
-	return &out, nil
-}
-
-// NewRangeReader implements Streamer by streaming from the wrapped store.
-func (p *prefixed) NewRangeReader(ctx context.Context, key string, offset, length int64) (*Reader, error) {
-	if err := ValidateKey(key); err != nil {
-		return nil, err
-	}
-	r, err := NewRangeReader(ctx, p.inner, p.prefix+key, offset, length)
-	if err != nil {
-		return nil, err
-	}
-	r.Key = key
-	return r, nil
-}
-
-// PutFrom implements Streamer by streaming into the wrapped store.
-func (p *prefixed) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Version, error) {
-	if err := ValidateKey(key); err != nil {
-		return "", err
-	}
-	return PutFrom(ctx, p.inner, p.prefix+key, r, size, opts)
-}
-
-// Copy implements Copier through the wrapped store, with both keys under
-// the prefix.
+// Copy copies inside the prefix: both keys are under it.
 func (p *prefixed) Copy(ctx context.Context, src, dst string) (Version, error) {
-	if err := ValidateKey(src); err != nil {
+	fsrc, err := p.key(src)
+	if err != nil {
 		return "", err
 	}
-	if err := ValidateKey(dst); err != nil {
+	fdst, err := p.key(dst)
+	if err != nil {
 		return "", err
 	}
-	return Copy(ctx, p.inner, p.prefix+src, p.prefix+dst)
+	return p.inner.Copy(ctx, fsrc, fdst)
 }
+
+func (p *prefixed) Classify(err error) ErrorClass { return p.inner.Classify(err) }
+
+func (p *prefixed) Close() error { return p.inner.Close() }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cellb/cellb/core/store"
@@ -82,6 +83,11 @@ func TestWithPrefixRejectsEscapes(t *testing.T) {
 	}
 	if _, err := p.List(ctx, store.ListOptions{Prefix: "../"}); !errors.Is(err, store.ErrInvalidKey) {
 		t.Errorf("List(../) = %v", err)
+	}
+	// A relative key that is valid alone but too long under the prefix.
+	long := strings.Repeat("k", store.MaxKeyLen-1)
+	if _, err := p.Put(ctx, long, nil, store.PutOptions{}); !errors.Is(err, store.ErrInvalidKey) {
+		t.Errorf("Put of a key too long under the prefix: %v", err)
 	}
 	if base.Len() != 0 {
 		t.Fatal("an invalid key reached the inner store")

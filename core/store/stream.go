@@ -222,8 +222,9 @@ func ValidatePutOptions(opts PutOptions) error {
 }
 
 // CheckPut is what an adapter checks before a put sends anything: a valid
-// key and metadata, an if-match condition that names a version (an empty
-// one can never hold), and a context that has not ended. Nothing was sent
+// key and metadata, a known condition kind, an if-match condition that
+// names a version (an empty one can never hold), and a context that has
+// not ended. Nothing was sent
 // when it fails, so nothing can have been applied.
 func CheckPut(ctx context.Context, key string, opts PutOptions) error {
 	if err := ValidateKey(key); err != nil {
@@ -231,6 +232,9 @@ func CheckPut(ctx context.Context, key string, opts PutOptions) error {
 	}
 	if err := ValidatePutOptions(opts); err != nil {
 		return &OpError{Op: "put", Key: key, Err: err}
+	}
+	if c := opts.Condition; c.Kind > MatchVersion {
+		return &OpError{Op: "put", Key: key, Err: fmt.Errorf("unknown condition kind %d", c.Kind)}
 	}
 	if c := opts.Condition; c.Kind == MatchVersion && c.Version == "" {
 		return &OpError{Op: "put", Key: key, Err: fmt.Errorf("%w: if-match with an empty version", ErrPreconditionFailed)}

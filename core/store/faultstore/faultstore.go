@@ -1,7 +1,9 @@
 // Package faultstore wraps a store.Store and injects the failures real
 // buckets produce: latency, errors, requests lost on the way (nothing
 // applied, caller told "ambiguous"), responses lost on the way back (the
-// write applied, caller told "ambiguous") and stale listings. Faults are
+// write applied, caller told "ambiguous") and stale listings. The faults
+// are a driver middleware under a store.Bucket of their own, so the
+// Bucket's rules apply to them as to a real bucket's failures. Faults are
 // drawn from a seeded generator, so a run is repeatable for a given seed
 // and call order, and can also be scripted one call at a time ("fail the
 // next put of key K"). The wrapper counts every call, so a test can assert
@@ -101,11 +103,21 @@ type Call struct {
 	Key string // the key, or the prefix for List
 }
 
-// Store is the fault-injecting wrapper. It is safe for concurrent use; the
-// faults each call gets depend only on the seed and the order in which
-// calls enter the wrapper.
+// Store is the fault-injecting wrapper: a store.Bucket over a driver
+// middleware (faults) around the wrapped store's driver, so the Bucket's
+// rules (validation, error kinds, ambiguity) apply to the faults as they
+// do to a real bucket. It is safe for concurrent use; the faults each call
+// gets depend only on the seed and the order in which calls enter the
+// wrapper.
 type Store struct {
+	*store.Bucket
 	inner store.Store
+	f     *faults
+}
+
+// faults is the store.Driver that injects the faults.
+type faults struct {
+	inner store.Driver
 	cfg   Config
 	clock clock.Clock
 
@@ -123,22 +135,36 @@ func New(inner store.Store, cfg Config) *Store {
 	if cfg.StaleWindow <= 0 {
 		cfg.StaleWindow = 16
 	}
-	return &Store{
-		inner: inner,
+	f := &faults{
+		inner: store.DriverFor(inner),
 		cfg:   cfg,
 		clock: clock.Or(cfg.Clock),
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		known: make(map[string]store.ObjectInfo),
 	}
+	return &Store{Bucket: store.NewBucket(f), inner: inner, f: f}
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Driver = (*faults)(nil)
+)
 
 // Inner returns the wrapped store, for reading the truth behind the faults.
 func (s *Store) Inner() store.Store { return s.inner }
 
 // Close closes the wrapped store.
-func (s *Store) Close() error { return store.Close(s.inner) }
+func (s *faults) Close() error { return s.inner.Close() }
+
+// Classify says the injected failures are nothing more than failures (the
+// Bucket neither retries them nor calls them anything); the wrapped
+// driver's own errors keep its classification.
+func (s *faults) Classify(err error) store.ErrorClass {
+	if errors.Is(err, ErrInjected) || errors.Is(err, ErrDropped) || errors.Is(err, ErrLostResponse) {
+		return store.ErrorClass{}
+	}
+	return s.inner.Classify(err)
+}
 
 // plan is what happens to one call.
 type plan struct {
@@ -156,7 +182,7 @@ type plan struct {
 // decide draws the call's random numbers (always the same count, so changing
 // one probability does not shift the faults of later calls), then lets a
 // scripted rule override them.
-func (s *Store) decide(op Op, key string) plan {
+func (s *faults) decide(op Op, key string) plan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
@@ -214,7 +240,7 @@ func (s *Store) decide(op Op, key string) plan {
 
 // begin runs the hook and the latency; a non-nil error ends the call
 // before it reaches the inner store.
-func (s *Store) begin(ctx context.Context, p plan) error {
+func (s *faults) begin(ctx context.Context, p plan) error {
 	if s.cfg.BeforeCall != nil {
 		if err := s.cfg.BeforeCall(ctx, p.call); err != nil {
 			return err
@@ -236,7 +262,7 @@ func (s *Store) begin(ctx context.Context, p plan) error {
 	return nil
 }
 
-func (s *Store) sleep(ctx context.Context, d time.Duration) error {
+func (s *faults) sleep(ctx context.Context, d time.Duration) error {
 	if s.cfg.Sleep != nil {
 		return s.cfg.Sleep(ctx, d)
 	}
@@ -250,50 +276,14 @@ func (s *Store) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (s *Store) log(p plan, what string) {
+func (s *faults) log(p plan, what string) {
 	if s.cfg.Logger != nil {
 		s.cfg.Logger.Debug("faultstore: "+what, "seq", p.call.Seq, "op", string(p.call.Op), "key", p.call.Key)
 	}
 }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
-	p := s.decide(OpGet, key)
-	if err := s.begin(ctx, p); err != nil {
-		return nil, err
-	}
-	return s.inner.Get(ctx, key)
-}
-
-// GetData implements store.DataGetter: the same faults as Get, then the
-// wrapped store's body-and-version read.
-func (s *Store) GetData(ctx context.Context, key string) (*store.Object, error) {
-	p := s.decide(OpGet, key)
-	if err := s.begin(ctx, p); err != nil {
-		return nil, err
-	}
-	return store.GetData(ctx, s.inner, key)
-}
-
-// Put implements store.Store.
-func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	p := s.decide(OpPut, key)
-	if err := s.begin(ctx, p); err != nil {
-		return "", err
-	}
-	v, err := s.inner.Put(ctx, key, data, opts)
-	if err == nil {
-		s.recordWrite(key, &store.ObjectInfo{Key: key, Size: int64(len(data)), Version: v, Modified: s.clock.Now()})
-	}
-	if p.lose {
-		s.log(p, "lost response")
-		return "", store.Ambiguous("put", key, ErrLostResponse)
-	}
-	return v, err
-}
-
-// Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, key string) error {
+// Delete implements store.Driver.
+func (s *faults) Delete(ctx context.Context, key string) error {
 	p := s.decide(OpDelete, key)
 	if err := s.begin(ctx, p); err != nil {
 		return err
@@ -309,8 +299,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return err
 }
 
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+// List implements store.Driver.
+func (s *faults) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
 	p := s.decide(OpList, opts.Prefix)
 	if err := s.begin(ctx, p); err != nil {
 		return store.ListPage{}, err

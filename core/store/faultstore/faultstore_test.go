@@ -205,6 +205,33 @@ func TestScript(t *testing.T) {
 	}
 }
 
+// An injected failure is what the wrapper says it is, under the Bucket's
+// rules: a failed read is not retried (the Bucket retries only what the
+// driver calls transient), a put failed before it applied is definite, one
+// whose answer was lost after it applied is ambiguous, and a rule's Err of
+// store.ErrAmbiguous makes an unapplied failure look ambiguous.
+func TestInjectedFaultsKeepTheirKinds(t *testing.T) {
+	ctx := t.Context()
+	inner := memstore.New()
+	fs := faultstore.New(inner, faultstore.Config{})
+	fs.FailNext(faultstore.OpGet, "k")
+	if _, err := fs.Get(ctx, "k"); !errors.Is(err, faultstore.ErrInjected) || fs.Stats().Get.Calls != 1 {
+		t.Fatalf("a failed get: %v after %d calls", err, fs.Stats().Get.Calls)
+	}
+	fs.FailNext(faultstore.OpPut, "k")
+	if _, err := put(ctx, fs, "k", "x"); store.IsAmbiguous(err) || inner.Len() != 0 {
+		t.Fatalf("a put failed before it applied: %v, %d objects", err, inner.Len())
+	}
+	fs.LoseNext(faultstore.OpPut, "k")
+	if _, err := store.PutFrom(ctx, fs, "k", strings.NewReader("x"), 1, store.PutOptions{}); !store.IsAmbiguous(err) || inner.Len() != 1 {
+		t.Fatalf("a streamed put applied with its answer lost: %v, %d objects", err, inner.Len())
+	}
+	fs.Script(faultstore.Rule{Op: faultstore.OpPut, Fault: faultstore.Fail, Err: store.ErrAmbiguous})
+	if _, err := put(ctx, fs, "j", "x"); !store.IsAmbiguous(err) || inner.Len() != 1 {
+		t.Fatalf("a put failed with ErrAmbiguous: %v, %d objects", err, inner.Len())
+	}
+}
+
 func TestScriptOverridesRandomFaults(t *testing.T) {
 	ctx := t.Context()
 	fs := faultstore.New(memstore.New(), faultstore.Config{All: faultstore.Faults{Fail: 1}})

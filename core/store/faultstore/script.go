@@ -40,24 +40,25 @@ type Rule struct {
 	Err error
 	// Delay is added to the call's latency.
 	Delay time.Duration
-	// AfterBytes, with Fail and when > 0, moves the failure of a streamed
-	// call into its body: a PutFrom hands the wrapped store a body that
-	// fails after AfterBytes bytes (a reader dying mid-upload), and a
-	// NewRangeReader returns a stream that fails after AfterBytes bytes (a
-	// connection dying mid-download). Whole-object calls fail before they
-	// start, as without it.
+	// AfterBytes, with Fail and when > 0, moves the failure of a call into
+	// its body: a put hands the wrapped store a body that fails after
+	// AfterBytes bytes (a reader dying mid-upload), and a get returns a
+	// stream that fails after AfterBytes bytes (a connection dying
+	// mid-download). Whole-object Gets and Puts are streamed to the
+	// wrapped driver too, so they fail the same way (with Err).
 	AfterBytes int64
 }
 
 // Script adds rules.
 func (s *Store) Script(rules ...Rule) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	f := s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, r := range rules {
 		if r.Times == 0 {
 			r.Times = 1
 		}
-		s.rules = append(s.rules, &r)
+		f.rules = append(f.rules, &r)
 	}
 }
 
@@ -72,20 +73,20 @@ func (s *Store) DropNext(op Op, key string) { s.Script(Rule{Op: op, Key: key, Fa
 
 // ClearScript removes every rule, used up or not.
 func (s *Store) ClearScript() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rules = nil
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.rules = nil
 }
 
 // Pending is the number of scripted rules with calls left.
 func (s *Store) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.rules)
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	return len(s.f.rules)
 }
 
 // matchRule finds and uses up the first matching rule. Caller holds s.mu.
-func (s *Store) matchRule(op Op, key string) *Rule {
+func (s *faults) matchRule(op Op, key string) *Rule {
 	for i, r := range s.rules {
 		if (r.Op != "" && r.Op != op) || (r.Key != "" && r.Key != key) {
 			continue

@@ -16,7 +16,7 @@ type write struct {
 
 // recordWrite notes a write that the inner store applied; after is nil for
 // a delete.
-func (s *Store) recordWrite(key string, after *store.ObjectInfo) {
+func (s *faults) recordWrite(key string, after *store.ObjectInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var before *store.ObjectInfo
@@ -38,7 +38,7 @@ func (s *Store) recordWrite(key string, after *store.ObjectInfo) {
 // writes: created keys vanish, replaced keys show their older state, and
 // deleted keys come back when they fall inside the page's range (a page
 // cannot show keys that belong to its neighbours).
-func (s *Store) staleView(page store.ListPage, opts store.ListOptions) store.ListPage {
+func (s *faults) staleView(page store.ListPage, opts store.ListOptions) store.ListPage {
 	s.mu.Lock()
 	oldest := make(map[string]*store.ObjectInfo)
 	var resurrect []string

@@ -47,14 +47,14 @@ func (s *Stats) of(op Op) *OpStats {
 
 // Stats returns the counts so far.
 func (s *Store) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	return s.f.stats
 }
 
 // ResetStats sets every count back to zero.
 func (s *Store) ResetStats() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stats = Stats{}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.stats = Stats{}
 }

@@ -7,12 +7,11 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-var _ store.Streamer = (*Store)(nil)
-
-// NewRangeReader implements store.Streamer. It counts as a Get and gets a
-// Get's faults; a scripted Fail with AfterBytes lets the call succeed and
-// fails its stream after that many bytes.
-func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
+// NewRangeReader implements store.Driver. It counts as a Get and gets a
+// Get's faults (a whole-object Get and a body-only read are ranged reads
+// to the driver too); a scripted Fail with AfterBytes lets the call
+// succeed and fails its stream after that many bytes.
+func (s *faults) NewRangeReader(ctx context.Context, key string, offset, length int64, dataOnly bool) (*store.Reader, error) {
 	p := s.decide(OpGet, key)
 	failAfter, ferr := p.failAfter, p.fail
 	if failAfter > 0 {
@@ -21,7 +20,7 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 	if err := s.begin(ctx, p); err != nil {
 		return nil, err
 	}
-	r, err := store.NewRangeReader(ctx, s.inner, key, offset, length)
+	r, err := s.inner.NewRangeReader(ctx, key, offset, length, dataOnly)
 	if err != nil || failAfter <= 0 {
 		return r, err
 	}
@@ -30,11 +29,11 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 	return r, nil
 }
 
-// PutFrom implements store.Streamer. It counts as a Put and gets a Put's
-// faults; a scripted Fail with AfterBytes hands the wrapped store a body
-// that fails after that many bytes, so the wrapped store must publish
-// nothing.
-func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+// PutFrom implements store.Driver. It counts as a Put and gets a Put's
+// faults (a whole-object Put is streamed to the driver too); a scripted
+// Fail with AfterBytes hands the wrapped driver a body that fails after
+// that many bytes, so the wrapped store must publish nothing.
+func (s *faults) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
 	p := s.decide(OpPut, key)
 	failAfter, ferr := p.failAfter, p.fail
 	if failAfter > 0 {
@@ -46,7 +45,7 @@ func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64
 		return "", err
 	}
 	cr := &countingReader{r: r}
-	v, err := store.PutFrom(ctx, s.inner, key, cr, size, opts)
+	v, err := s.inner.PutFrom(ctx, key, cr, size, opts)
 	if err == nil {
 		s.recordWrite(key, &store.ObjectInfo{Key: key, Size: cr.n, Version: v, Modified: s.clock.Now()})
 	}

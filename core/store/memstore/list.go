@@ -10,36 +10,28 @@ import (
 	"github.com/cellb/cellb/core/store"
 )
 
-// maxPage is the largest page List returns, as on S3.
-const maxPage = 1000
-
 // errBadToken is returned for a continuation token this store did not make.
 var errBadToken = errors.New("malformed continuation token")
 
-// List implements store.Store. Pages follow S3's rules: objects and common
-// prefixes are merged in byte order, a common prefix counts as one entry,
-// and the continuation token names the last entry returned.
-func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
+// List implements store.Driver. Pages follow S3's rules: objects and
+// common prefixes are merged in byte order, a common prefix counts as one
+// entry, and the continuation token names the last entry returned. The
+// Bucket has checked the prefix and set a limit of 1 to 1000.
+func (d *driver) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
 	if err := ctx.Err(); err != nil {
-		return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: err}
-	}
-	if err := store.ValidatePrefix(opts.Prefix); err != nil {
 		return store.ListPage{}, err
 	}
 	after, err := decodeToken(opts.Token)
 	if err != nil {
-		return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: err}
+		return store.ListPage{}, err
 	}
 	limit := opts.Limit
-	if limit <= 0 || limit > maxPage {
-		limit = maxPage
-	}
 
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	start, _ := slices.BinarySearch(s.keys, opts.Prefix)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	start, _ := slices.BinarySearch(d.keys, opts.Prefix)
 	if after.entry != "" {
-		i, found := slices.BinarySearch(s.keys, after.entry)
+		i, found := slices.BinarySearch(d.keys, after.entry)
 		if found {
 			i++
 		}
@@ -49,7 +41,7 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 	var page store.ListPage
 	var last token
 	n := 0
-	for _, key := range s.keys[start:] {
+	for _, key := range d.keys[start:] {
 		if !strings.HasPrefix(key, opts.Prefix) {
 			break
 		}
@@ -73,7 +65,7 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 		if entry.isPrefix {
 			page.Prefixes = append(page.Prefixes, entry.entry)
 		} else {
-			o := s.objects[key]
+			o := d.objects[key]
 			page.Objects = append(page.Objects, store.ObjectInfo{
 				Key:      key,
 				Size:     int64(len(o.data)),

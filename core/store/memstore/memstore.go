@@ -4,13 +4,16 @@
 // compare-and-swap conditions, a fresh version on every write, metadata,
 // delimiter listings with continuation tokens, context cancellation and key
 // validation — so code tested against it behaves the same on a real bucket.
-// Every byte slice and map is copied on the way in and on the way out, so a
-// caller can never change a stored object by accident.
+// It is a store.Driver under a store.Bucket, like every adapter, so the
+// validation, range and error rules it follows are the Bucket's. Every byte
+// slice and map is copied on the way in and on the way out, so a caller can
+// never change a stored object by accident.
 package memstore
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -25,6 +28,12 @@ import (
 // Store is an in-memory bucket, safe for concurrent use. The zero value is
 // not usable; call New.
 type Store struct {
+	*store.Bucket
+	d *driver
+}
+
+// driver is the bucket itself: the store.Driver under Store's Bucket.
+type driver struct {
 	clock clock.Clock
 
 	mu      sync.RWMutex
@@ -33,6 +42,8 @@ type Store struct {
 	writes  uint64   // counts writes; each write's version derives from it
 }
 
+// object is one stored version. Its data is never changed once stored
+// (a write stores a new object), so readers may share it.
 type object struct {
 	data     []byte
 	version  store.Version
@@ -42,63 +53,74 @@ type object struct {
 }
 
 // Option configures a Store.
-type Option func(*Store)
+type Option func(*driver)
 
 // WithClock sets the clock that stamps Modified times (default: the real
 // clock).
 func WithClock(c clock.Clock) Option {
-	return func(s *Store) { s.clock = c }
+	return func(d *driver) { d.clock = c }
 }
 
 // New returns an empty Store.
 func New(opts ...Option) *Store {
-	s := &Store{objects: make(map[string]*object)}
+	d := &driver{objects: make(map[string]*object)}
 	for _, o := range opts {
-		o(s)
+		o(d)
 	}
-	s.clock = clock.Or(s.clock)
-	return s
+	d.clock = clock.Or(d.clock)
+	return &Store{Bucket: store.NewBucket(d), d: d}
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Driver = (*driver)(nil)
+)
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (*store.Object, error) {
-	if err := check(ctx, "get", key); err != nil {
+// Len is the number of objects stored.
+func (s *Store) Len() int {
+	s.d.mu.RLock()
+	defer s.d.mu.RUnlock()
+	return len(s.d.objects)
+}
+
+// NewRangeReader implements store.Driver. The reader holds the version it
+// opened, even if the key is written meanwhile.
+func (d *driver) NewRangeReader(ctx context.Context, key string, offset, length int64, _ bool) (*store.Reader, error) {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	o, ok := s.objects[key]
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	o, ok := d.objects[key]
 	if !ok {
 		return nil, store.NotFound("get", key)
 	}
-	return &store.Object{
-		Key:      key,
-		Data:     slices.Clone(o.data),
-		Version:  o.version,
-		Metadata: cloneMetadata(o.metadata),
-		Headers:  o.headers,
-		Modified: o.modified,
+	size := int64(len(o.data))
+	if offset > size {
+		return nil, store.ErrInvalidRange
+	}
+	end := size
+	if length >= 0 && length < size-offset {
+		end = offset + length
+	}
+	return &store.Reader{
+		Version: o.version, Size: size, Metadata: cloneMetadata(o.metadata), Headers: o.headers, Modified: o.modified,
+		Body: io.NopCloser(bytes.NewReader(o.data[offset:end])),
 	}, nil
 }
 
-// Put implements store.Store.
-func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.PutOptions) (store.Version, error) {
-	if err := check(ctx, "put", key); err != nil {
+// PutFrom implements store.Driver: the body is read to its end before
+// the condition is checked and the object published, so a body that fails
+// publishes nothing.
+func (d *driver) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	data, err := readBody(r, size)
+	if err != nil {
 		return "", err
 	}
-	if err := store.ValidatePutOptions(opts); err != nil {
-		return "", &store.OpError{Op: "put", Key: key, Err: err}
-	}
-	// Copy before taking the lock: large bodies should not stall readers.
-	o := &object{data: slices.Clone(data), metadata: cloneMetadata(opts.Metadata), headers: opts.Headers}
-	if o.data == nil {
-		o.data = []byte{}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, exists := s.objects[key]
+	o := &object{data: data, metadata: cloneMetadata(opts.Metadata), headers: opts.Headers}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur, exists := d.objects[key]
 	switch opts.Condition.Kind {
 	case store.Unconditional:
 	case store.CreateOnly:
@@ -110,98 +132,72 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts store.Put
 			return "", store.PreconditionFailed("put", key)
 		}
 	default:
-		return "", &store.OpError{Op: "put", Key: key, Err: errUnknownCondition(opts.Condition.Kind)}
+		return "", fmt.Errorf("unknown condition kind %d", opts.Condition.Kind)
 	}
-	s.writes++
-	o.version = store.Version("m" + strconv.FormatUint(s.writes, 10))
-	o.modified = s.clock.Now()
-	if !exists {
-		i, _ := slices.BinarySearch(s.keys, key)
-		s.keys = slices.Insert(s.keys, i, key)
-	}
-	s.objects[key] = o
+	d.publish(key, o)
 	return o.version, nil
 }
 
-// Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := check(ctx, "delete", key); err != nil {
+// readBody reads a body of size bytes (-1: unknown) into one allocation
+// when the size is known.
+func readBody(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		return io.ReadAll(r)
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, err
+	}
+	var one [1]byte
+	switch n, err := io.ReadFull(r, one[:]); {
+	case n > 0:
+		return nil, fmt.Errorf("%w: more than %d bytes", store.ErrBodySize, size)
+	case err != io.EOF:
+		return nil, err
+	}
+	return data, nil
+}
+
+// publish stores o under key with a fresh version. Caller holds d.mu.
+func (d *driver) publish(key string, o *object) {
+	d.writes++
+	o.version = store.Version("m" + strconv.FormatUint(d.writes, 10))
+	o.modified = d.clock.Now()
+	if _, exists := d.objects[key]; !exists {
+		i, _ := slices.BinarySearch(d.keys, key)
+		d.keys = slices.Insert(d.keys, i, key)
+	}
+	d.objects[key] = o
+}
+
+// Delete implements store.Driver.
+func (d *driver) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.objects[key]; !ok {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.objects[key]; !ok {
 		return nil
 	}
-	delete(s.objects, key)
-	if i, found := slices.BinarySearch(s.keys, key); found {
-		s.keys = slices.Delete(s.keys, i, i+1)
+	delete(d.objects, key)
+	if i, found := slices.BinarySearch(d.keys, key); found {
+		d.keys = slices.Delete(d.keys, i, i+1)
 	}
 	return nil
 }
 
-// Len is the number of objects stored.
-func (s *Store) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.objects)
-}
+// Classify implements store.Driver: the errors memstore makes are already
+// portable, and the rest (a cancelled context, a malformed token) are
+// nothing more.
+func (d *driver) Classify(error) store.ErrorClass { return store.ErrorClass{} }
 
-func check(ctx context.Context, op, key string) error {
-	if err := ctx.Err(); err != nil {
-		return &store.OpError{Op: op, Key: key, Err: err}
-	}
-	return store.ValidateKey(key)
-}
+// Close implements store.Driver; there is nothing to release.
+func (d *driver) Close() error { return nil }
 
 func cloneMetadata(md map[string]string) map[string]string {
 	if len(md) == 0 {
 		return nil
 	}
 	return maps.Clone(md)
-}
-
-type errUnknownCondition store.ConditionKind
-
-func (e errUnknownCondition) Error() string {
-	return "unknown condition kind " + strconv.Itoa(int(e))
-}
-
-var _ store.Streamer = (*Store)(nil)
-
-// NewRangeReader implements store.Streamer. The range is copied out under
-// the read lock, so the reader holds the version it opened.
-func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length int64) (*store.Reader, error) {
-	if err := check(ctx, "get", key); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	o, ok := s.objects[key]
-	if !ok {
-		return nil, store.NotFound("get", key)
-	}
-	n, err := store.CheckRange("get", key, offset, length, int64(len(o.data)))
-	if err != nil {
-		return nil, err
-	}
-	return &store.Reader{
-		Key: key, Version: o.version, Size: int64(len(o.data)), Metadata: cloneMetadata(o.metadata), Headers: o.headers, Modified: o.modified,
-		Offset: offset, Length: n,
-		Body: io.NopCloser(bytes.NewReader(slices.Clone(o.data[offset : offset+n]))),
-	}, nil
-}
-
-// PutFrom implements store.Streamer: the body is read to its end before
-// the condition is checked and the object published, so a body that fails
-// publishes nothing.
-func (s *Store) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
-	if err := check(ctx, "put", key); err != nil {
-		return "", err
-	}
-	data, err := store.ReadBody(ctx, "put", key, r, size)
-	if err != nil {
-		return "", err
-	}
-	return s.Put(ctx, key, data, opts)
 }
