@@ -158,20 +158,3 @@ func classify(err error) store.ErrorClass {
 	}
 	return store.ErrorClass{Kind: store.KindUnknown}
 }
-
-// definite gives err the portable kind of a definite answer (a refusal, a
-// failed precondition), for answers that come before the body has been
-// read: the Bucket then sees the write as not sent and would report the
-// error without its kind.
-func definite(err error) error {
-	c := classify(err)
-	switch c.Kind {
-	case store.KindPreconditionFailed:
-		return fmt.Errorf("%w: %w", store.ErrPreconditionFailed, err)
-	case store.KindAccessDenied:
-		return &store.RefusedError{Kind: store.ErrAccessDenied, Status: c.Status, Code: c.Code, Hint: c.Hint, Err: err}
-	case store.KindBucketNotFound:
-		return &store.RefusedError{Kind: store.ErrBucketNotFound, Status: c.Status, Code: c.Code, Hint: c.Hint, Err: err}
-	}
-	return err
-}

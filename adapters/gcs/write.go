@@ -156,9 +156,8 @@ func (d *driver) created(op string, req *http.Request, sum uint32) (store.Versio
 func (d *driver) putResumable(ctx context.Context, key string, first []byte, body io.Reader, meta resource, gen string) (store.Version, error) {
 	session, err := d.openSession(ctx, meta, gen)
 	if err != nil {
-		// The service answered before the body was read (a session is
-		// opened with the precondition and the credentials checked).
-		return "", definite(err)
+		// Nothing is created before the last chunk.
+		return "", store.NotApplied("opening the upload session", err)
 	}
 	fail := func(err error) (store.Version, error) {
 		d.cancelSession(session)
@@ -184,7 +183,7 @@ func (d *driver) putResumable(ctx context.Context, key string, first []byte, bod
 			return fail(store.BodyError("put", key, perr))
 		}
 		if err := d.sendChunk(ctx, session, buf[:n], sent); err != nil {
-			return fail(err)
+			return fail(store.NotApplied("uploading a chunk", err))
 		}
 		crc.Write(buf[:n])
 		sent += int64(n)
