@@ -2,60 +2,58 @@ package gcs
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"net/http"
-
-	"cloud.google.com/go/storage"
+	"net/url"
 
 	"github.com/cellb/cellb/core/store"
 )
 
-var _ store.Copier = (*Store)(nil)
-
-// Copy implements store.Copier with GCS's rewrite, which copies inside the
-// service: the client's Copier calls rewrite until the service says it is
-// done (a large object across locations or storage classes takes several
-// calls; within one bucket it is usually one). The destination carries
-// ifGenerationMatch=0, so an existing object is never replaced (412:
-// ErrPreconditionFailed), and the calls are made without retries like
-// every conditional write. Without destination attributes the rewrite
-// keeps the source's metadata and content headers. With
-// Options.StreamCopies it streams instead (store.CopyByStreaming).
-func (s *Store) Copy(ctx context.Context, src, dst string) (store.Version, error) {
-	const op = "copy"
-	if err := store.ValidateKey(src); err != nil {
-		return "", err
+// Copy implements store.Driver with GCS's rewrite, which copies inside
+// the service, called again with the rewriteToken it answers until it says
+// it is done (a large object across locations or storage classes takes
+// several calls; within one bucket it is usually one). The destination
+// carries ifGenerationMatch=0, so an existing object is never replaced
+// (412), and every call is sent once, like every conditional write. The
+// request has no destination resource, so the rewrite keeps the source's
+// metadata and content headers. With Options.StreamCopies it answers
+// ErrCopyUnsupported and the Bucket streams the copy.
+func (d *driver) Copy(ctx context.Context, src, dst string) (store.Version, error) {
+	if d.streamCopies {
+		return "", store.ErrCopyUnsupported
 	}
-	if err := store.ValidateKey(dst); err != nil {
-		return "", err
-	}
-	if err := ctx.Err(); err != nil {
-		return "", &store.OpError{Op: op, Key: dst, Err: err}
-	}
-	if s.streamCopies {
-		return store.CopyByStreaming(ctx, s, src, dst)
-	}
-	to, err := s.conditioned(dst, store.IfAbsent)
-	if err != nil {
-		return "", err
-	}
-	attrs, err := to.CopierFrom(s.bucket.Object(src)).Run(ctx)
-	if err != nil {
-		if errors.Is(err, storage.ErrObjectNotExist) || status(err) == http.StatusNotFound {
-			if r := refusal("get", err); r != nil {
-				return "", &store.OpError{Op: op, Key: src, Err: r}
-			}
-			return "", &store.OpError{Op: op, Key: src, Err: fmt.Errorf("%w: %w", store.ErrNotFound, err)}
+	base := d.objectURL(src) + "/rewriteTo/b/" + escape(d.bucket) + "/o/" + escape(dst)
+	var token string
+	for {
+		q := url.Values{"ifGenerationMatch": {"0"}}
+		if token != "" {
+			q.Set("rewriteToken", token)
 		}
-		werr := writeError(dst, store.IfAbsent, err)
-		if oe, ok := werr.(*store.OpError); ok {
-			oe.Op = op
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"?"+q.Encode(), http.NoBody)
+		if err != nil {
+			return "", err
 		}
-		return "", werr
+		res, err := d.send(opCopy, req, http.StatusOK)
+		if err != nil {
+			return "", err
+		}
+		var out struct {
+			Done         bool     `json:"done"`
+			RewriteToken string   `json:"rewriteToken"`
+			Resource     resource `json:"resource"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		if err != nil {
+			return "", fmt.Errorf("gcs: decoding the rewrite's answer: %w", err)
+		}
+		if out.Done {
+			return out.Resource.version()
+		}
+		if out.RewriteToken == "" {
+			return "", fmt.Errorf("gcs: the rewrite is not done and gave no rewriteToken")
+		}
+		token = out.RewriteToken
 	}
-	if attrs == nil || attrs.Generation <= 0 {
-		return "", store.Ambiguous(op, dst, ErrNoVersion)
-	}
-	return generationVersion(attrs.Generation), nil
 }

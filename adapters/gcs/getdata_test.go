@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/api/option"
-
 	"github.com/cellb/cellb/adapters/gcs"
 	"github.com/cellb/cellb/core/store"
 )
@@ -25,8 +23,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestGetDataIsOneRequest(t *testing.T) {
 	opts := serverOptions(t)
 	ct := &countingTransport{}
-	opts.ClientOptions = append(opts.ClientOptions, option.WithHTTPClient(&http.Client{Transport: ct}))
-	raw, err := gcs.New(t.Context(), opts)
+	raw, err := gcs.NewFromHTTPClient(&http.Client{Transport: ct}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

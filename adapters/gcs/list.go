@@ -2,13 +2,14 @@ package gcs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
-
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/iterator"
 
 	"github.com/cellb/cellb/core/store"
 )
@@ -19,34 +20,36 @@ var ErrInvalidToken = errors.New("gcs: invalid continuation token")
 // maxListKeys is the largest page GCS returns.
 const maxListKeys = 1000
 
-// List implements store.Store.
+// List implements store.Driver.
 //
 // The continuation token is the adapter's own, not GCS's page token: it
-// names where the next page starts (a StartOffset), so List can return
+// names where the next page starts (a startOffset), so List can return
 // exactly Limit entries in byte order even when a server's page holds more
 // (fake-gcs-server does not count prefixes against maxResults) or lists a
 // page's objects before its prefixes. A token is "o" and the last object
 // name returned (resume after it) or "s" and an inclusive start (after a
 // common prefix: the smallest string above every key under it).
-func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
-	if err := store.ValidatePrefix(opts.Prefix); err != nil {
-		return store.ListPage{}, err
-	}
+func (d *driver) List(ctx context.Context, opts store.ListOptions) (store.ListPage, error) {
 	limit := opts.Limit
 	if limit <= 0 || limit > maxListKeys {
 		limit = maxListKeys
 	}
-	q := &storage.Query{Prefix: opts.Prefix, Delimiter: opts.Delimiter}
+	q := url.Values{
+		"prefix":     {opts.Prefix},
+		"maxResults": {strconv.Itoa(min(limit+1, maxListKeys))},
+		"fields":     {"items(name,size,generation,updated),prefixes,nextPageToken"},
+	}
+	if opts.Delimiter != "" {
+		q.Set("delimiter", opts.Delimiter)
+	}
 	var skip string // an object name the previous page already returned
 	if opts.Token != "" {
 		start, after, err := parseToken(opts.Token, opts.Prefix)
 		if err != nil {
-			return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: err}
+			return store.ListPage{}, err
 		}
-		q.StartOffset, skip = start, after
-	}
-	if err := q.SetAttrSelection([]string{"Name", "Size", "Generation", "Updated"}); err != nil {
-		return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: err}
+		q.Set("startOffset", start)
+		skip = after
 	}
 	// Server pages of limit+1 entries (the extra one tells whether more
 	// follow), until more than limit are in hand or the listing ends. Each
@@ -55,28 +58,26 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 	type entry struct {
 		name     string
 		isPrefix bool
-		attrs    *storage.ObjectAttrs
+		obj      *resource
 	}
 	var entries []entry
-	pager := iterator.NewPager(s.bucket.Objects(ctx, q), limit+1, "")
 	for {
-		var attrs []*storage.ObjectAttrs
-		next, err := pager.NextPage(&attrs)
+		page, err := d.listPage(ctx, q)
 		if err != nil {
-			return store.ListPage{}, readError("list", opts.Prefix, err)
+			return store.ListPage{}, err
 		}
-		for _, a := range attrs {
-			switch {
-			case a.Prefix != "":
-				entries = append(entries, entry{name: a.Prefix, isPrefix: true})
-			case a.Name == skip:
-			default:
-				entries = append(entries, entry{name: a.Name, attrs: a})
+		for _, p := range page.Prefixes {
+			entries = append(entries, entry{name: p, isPrefix: true})
+		}
+		for i := range page.Items {
+			if o := &page.Items[i]; o.Name != skip {
+				entries = append(entries, entry{name: o.Name, obj: o})
 			}
 		}
-		if next == "" || len(entries) > limit {
+		if page.NextPageToken == "" || len(entries) > limit {
 			break
 		}
+		q.Set("pageToken", page.NextPageToken)
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 	var page store.ListPage
@@ -94,17 +95,41 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListPag
 			page.Prefixes = append(page.Prefixes, e.name)
 			continue
 		}
-		if e.attrs.Generation <= 0 {
-			return store.ListPage{}, &store.OpError{Op: "list", Key: opts.Prefix, Err: fmt.Errorf("%w (key %q)", ErrNoVersion, e.name)}
+		v, err := e.obj.version()
+		if err != nil {
+			return store.ListPage{}, fmt.Errorf("%w (key %q)", err, e.name)
 		}
-		page.Objects = append(page.Objects, store.ObjectInfo{
-			Key:      e.name,
-			Size:     e.attrs.Size,
-			Version:  generationVersion(e.attrs.Generation),
-			Modified: e.attrs.Updated,
-		})
+		size, err := e.obj.size()
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		page.Objects = append(page.Objects, store.ObjectInfo{Key: e.name, Size: size, Version: v, Modified: e.obj.modified()})
 	}
 	return page, nil
+}
+
+// listPage is one answer of the objects' listing.
+type listPage struct {
+	Items         []resource `json:"items"`
+	Prefixes      []string   `json:"prefixes"`
+	NextPageToken string     `json:"nextPageToken"`
+}
+
+func (d *driver) listPage(ctx context.Context, q url.Values) (*listPage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.objectsURL(d.api)+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.send(opList, req, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	var page listPage
+	if err := json.NewDecoder(res.Body).Decode(&page); err != nil {
+		return nil, fmt.Errorf("gcs: decoding a listing: %w", err)
+	}
+	return &page, nil
 }
 
 // parseToken returns the StartOffset a token stands for, and the object

@@ -2,8 +2,6 @@ package gcs
 
 import (
 	"fmt"
-
-	"google.golang.org/api/option"
 )
 
 // Options configure a Store. A Store covers a whole bucket; wrap it with
@@ -12,17 +10,19 @@ type Options struct {
 	// Bucket is the bucket name (required).
 	Bucket string
 	// Endpoint overrides the JSON API endpoint, e.g.
-	// "http://127.0.0.1:4443/storage/v1/" for fake-gcs-server. Without it
-	// the client honours STORAGE_EMULATOR_HOST, as every Google client does.
+	// "http://127.0.0.1:4443/storage/v1/" for fake-gcs-server (uploads go
+	// to the "upload/storage/v1/" beside it). Without it the adapter
+	// honours STORAGE_EMULATOR_HOST, as every Google client does (requests
+	// then go to http://$STORAGE_EMULATOR_HOST without credentials), and
+	// otherwise speaks to the service itself.
 	Endpoint string
 	// Anonymous sends requests without credentials, as emulators expect.
 	// Otherwise Application Default Credentials are used.
 	Anonymous bool
-	// ClientOptions are passed to storage.NewClient after the ones above
-	// (credentials files, token sources, HTTP clients). Do not pass
-	// storage.WithJSONReads: Get takes the metadata from the XML read
-	// path's headers, and JSON reads do not carry it.
-	ClientOptions []option.ClientOption
+	// CredentialsFile names a credentials JSON file (a service account
+	// key, an authorized user, an external account) to use instead of
+	// Application Default Credentials.
+	CredentialsFile string
 	// StreamCopies makes Copy read the source and write the destination
 	// through this client instead of rewriting it inside the service. Only
 	// for emulators: fake-gcs-server 1.56 ignores the destination's
@@ -36,15 +36,4 @@ func (o Options) check() error {
 		return fmt.Errorf("gcs: Options.Bucket is empty")
 	}
 	return nil
-}
-
-func (o Options) clientOptions() []option.ClientOption {
-	var opts []option.ClientOption
-	if o.Endpoint != "" {
-		opts = append(opts, option.WithEndpoint(o.Endpoint))
-	}
-	if o.Anonymous {
-		opts = append(opts, option.WithoutAuthentication())
-	}
-	return append(opts, o.ClientOptions...)
 }

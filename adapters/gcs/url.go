@@ -31,8 +31,8 @@ const URLForm = "gs://bucket[/prefix][?endpoint=URL&anonymous=true|false]"
 // an emulator.
 type URLOpener struct {
 	// Options is the starting point: the URL sets Bucket, and Endpoint and
-	// Anonymous when it or the environment gives them. ClientOptions are
-	// kept.
+	// Anonymous when it or the environment gives them; CredentialsFile and
+	// StreamCopies are kept.
 	Options Options
 	// Getenv reads the environment (os.Getenv when nil).
 	Getenv func(string) string
