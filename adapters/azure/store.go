@@ -30,6 +30,11 @@
 // Entra ID token flows are what deployments on Azure use instead of keys,
 // and they are not reasonable to re-implement.
 //
+// azblob is held at v1.8.0: v1.8.1 made the container package import
+// Apache Arrow (and go-json) for query results CellB never asks for, about
+// 50 packages that every cold build of cellb compiled (docs/benchmarks.md,
+// "The first build"); the layering test keeps them out.
+//
 // Failed block uploads leave uncommitted blocks, which Azure discards after
 // a week; they are never visible as blob content.
 package azure
