@@ -652,3 +652,38 @@ func TestBucketDeleteOfAMissingKey(t *testing.T) {
 		t.Fatalf("a refused delete: %v", err)
 	}
 }
+
+// headDriver records what ReadHead gives its PutFrom.
+type headDriver struct {
+	*fakeDriver
+	head  []byte
+	whole bool
+	rest  int
+}
+
+func (h *headDriver) PutFrom(ctx context.Context, key string, r io.Reader, size int64, opts store.PutOptions) (store.Version, error) {
+	head, whole, err := store.ReadHead(key, r, size, 8)
+	if err != nil {
+		return "", err
+	}
+	rest, err := io.ReadAll(r)
+	h.head, h.whole, h.rest = head, whole, len(rest)
+	return "v1", err
+}
+
+// TestReadHeadOfAPut: a Put's body that fits the threshold is the
+// caller's slice, whole; a longer one gives a head of exactly the
+// threshold and the rest through the reader, as a streamed body does.
+func TestReadHeadOfAPut(t *testing.T) {
+	ctx := t.Context()
+	h := &headDriver{fakeDriver: newFake()}
+	b := store.NewBucket(h)
+	small := []byte("0123")
+	if _, err := b.Put(ctx, "k", small, store.PutOptions{}); err != nil || !h.whole || &h.head[0] != &small[0] || h.rest != 0 {
+		t.Fatalf("small Put: whole %v, head %q, rest %d, %v", h.whole, h.head, h.rest, err)
+	}
+	big := []byte("0123456789abcdef01")
+	if _, err := b.Put(ctx, "k", big, store.PutOptions{}); err != nil || h.whole || len(h.head) != 8 || h.rest != len(big)-8 {
+		t.Fatalf("large Put: whole %v, head %d bytes, rest %d, %v", h.whole, len(h.head), h.rest, err)
+	}
+}

@@ -59,12 +59,13 @@ func (e BodyFailure) Unwrap() error { return e.Err }
 // is what body reads next. A failure of the body is returned as
 // BodyError's error.
 //
-// The whole body of a Bucket's Put (WholeBody) is returned as it is, with
-// no copy: whole when it fits the threshold, otherwise as a head longer
-// than the threshold after which the body is empty.
+// The whole body of a Bucket's Put (WholeBody) that fits the threshold is
+// returned as it is, with no copy. A head is never longer than threshold.
 func ReadHead(key string, body io.Reader, size, threshold int64) (head []byte, whole bool, err error) {
-	if data, ok := WholeBody(body); ok {
-		return data, int64(len(data)) <= threshold, nil
+	if t, ok := body.(*trackedBody); ok && t.data != nil && int64(len(t.data)) <= threshold {
+		if data, ok := WholeBody(body); ok {
+			return data, true, nil
+		}
 	}
 	var buf bytes.Buffer
 	if size >= 0 {
