@@ -2,12 +2,13 @@ package app
 
 // Dependencies of the admin endpoints (docs/metrics.md): the OpenTelemetry
 // SDK records what core/metrics reports through the API, and a manual
-// reader hands its readings to promtext.go, which writes them as
-// Prometheus text. The SDK stays in this command: core requires the metrics
-// API only, so an embedder exporting elsewhere never links it. The
-// OpenTelemetry Prometheus exporter and client_golang are used by the tests
-// only (to show the text is the same): in the binary they brought
-// client_model, expfmt, procfs and protobuf into every cold build.
+// reader hands its readings to cmd/cellb/internal/promtext, which writes
+// them as Prometheus text. The SDK stays in this command: core requires
+// the metrics API only, so an embedder exporting elsewhere never links it.
+// The OpenTelemetry Prometheus exporter and client_golang are used by
+// promtext's tests only (to show the text is the same): in the binary
+// they brought client_model, expfmt, procfs and protobuf into every cold
+// build.
 
 import (
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/cellb/cellb/cmd/cellb/internal/promtext"
 	"github.com/cellb/cellb/core/health"
 )
 
@@ -34,7 +36,7 @@ func newPrometheusMetrics() (*prometheusMetrics, error) {
 	reader := sdkmetric.NewManualReader()
 	return &prometheusMetrics{
 		provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
-		handler:  promText{reader: reader},
+		handler:  promtext.Handler{Reader: reader},
 	}, nil
 }
 

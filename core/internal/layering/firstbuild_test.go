@@ -13,7 +13,7 @@ import (
 // GCS adapter speaks the JSON API instead); Arrow and go-json came with
 // azblob v1.8.1's query results (azblob is held at v1.8.0); client_model,
 // expfmt, procfs and protobuf came with the OpenTelemetry Prometheus
-// exporter and client_golang (cmd/cellb/app/promtext.go writes the text
+// exporter and client_golang (cmd/cellb/internal/promtext writes the text
 // format instead; the tests still compare with them).
 var heavyStacks = []string{
 	"cloud.google.com/go/storage",

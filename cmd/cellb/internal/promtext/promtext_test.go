@@ -1,8 +1,10 @@
-package app
+package promtext
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
@@ -155,7 +159,7 @@ func TestPromTextGolden(t *testing.T) {
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
 	recordGolden(t, mp)
 	rec := httptest.NewRecorder()
-	promText{reader: reader}.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	Handler{Reader: reader}.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 200 {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
@@ -165,7 +169,7 @@ func TestPromTextGolden(t *testing.T) {
 	if got := rec.Body.String(); got != goldenText {
 		t.Errorf("exposition differs from the golden text:\n%s", lineDiff(goldenText, got))
 	}
-	parseExposition(t, strings.NewReader(rec.Body.String())) // and it parses
+	parse(t, strings.NewReader(rec.Body.String())) // and it parses
 }
 
 // TestPromTextMatchesTheExporter: for the same recordings, on one provider
@@ -184,8 +188,8 @@ func TestPromTextMatchesTheExporter(t *testing.T) {
 	recordGolden(t, mp)
 	recordNamingCases(t, mp)
 
-	ours := flatten(scrapeHandler(t, promText{reader: reader}))
-	theirs := flatten(scrapeHandler(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	ours := flatten(scrape(t, Handler{Reader: reader}))
+	theirs := flatten(scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	if strings.Join(ours, "\n") != strings.Join(theirs, "\n") {
 		t.Errorf("ours and the exporter's differ:\n%s", lineDiff(strings.Join(theirs, "\n"), strings.Join(ours, "\n")))
 	}
@@ -202,7 +206,7 @@ func TestPromTextCollectFails(t *testing.T) {
 	recordGolden(t, mp)
 	mp.Shutdown(context.Background())
 	rec := httptest.NewRecorder()
-	promText{reader: reader}.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	Handler{Reader: reader}.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
 	if rec.Code != 500 || strings.Count(body, "\n") != 1 || !strings.HasPrefix(body, "collecting metrics: ") {
 		t.Fatalf("status %d, body %q", rec.Code, body)
@@ -233,10 +237,33 @@ func TestPromNames(t *testing.T) {
 	}
 }
 
+// parse parses Prometheus text with the format library, so a malformed
+// exposition fails the test.
+func parse(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		t.Fatalf("the exposition does not parse: %v", err)
+	}
+	return fams
+}
+
+// scrape serves one GET /metrics from h and parses it.
+func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
+	}
+	return parse(t, rec.Body)
+}
+
 // flatten is a parsed exposition as sorted lines: HELP and TYPE of every
 // family and one line per sample, labels sorted, so two expositions
 // compare whatever their order.
-func flatten(e exposition) []string {
+func flatten(e map[string]*dto.MetricFamily) []string {
 	var out []string
 	for name, f := range e {
 		out = append(out, fmt.Sprintf("%s HELP %q", name, f.GetHelp()), fmt.Sprintf("%s TYPE %s", name, f.GetType()))
