@@ -1,22 +1,22 @@
 package app
 
 // Dependencies of the admin endpoints (docs/metrics.md): the OpenTelemetry
-// SDK records what core/metrics reports through the API, its Prometheus
-// exporter turns the readings into Prometheus metrics on a registry of our
-// own, and client_golang's promhttp serves them as text. They are the
-// reference implementations of both standards and stay in this command:
-// core requires the metrics API only, so an embedder exporting elsewhere
-// never links them.
+// SDK records what core/metrics reports through the API, and a manual
+// reader hands its readings to cmd/cellb/internal/promtext, which writes
+// them as Prometheus text. The SDK stays in this command: core requires
+// the metrics API only, so an embedder exporting elsewhere never links it.
+// The OpenTelemetry Prometheus exporter and client_golang are used by
+// promtext's tests only (to show the text is the same): in the binary
+// they brought client_model, expfmt, procfs and protobuf into every cold
+// build.
 
 import (
 	"log/slog"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/cellb/cellb/cmd/cellb/internal/promtext"
 	"github.com/cellb/cellb/core/health"
 )
 
@@ -28,17 +28,15 @@ type prometheusMetrics struct {
 	handler  http.Handler
 }
 
+// newPrometheusMetrics never fails today; the error stays so a reader that
+// can fail to start needs no change to its callers.
 func newPrometheusMetrics() (*prometheusMetrics, error) {
-	// A registry of our own, not the process-wide default: only what the
-	// node records (and the exporter's target_info) is exposed.
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		return nil, err
-	}
+	// A reader of our own, collected on each scrape: only what the node
+	// records (and the resource, as target_info) is exposed.
+	reader := sdkmetric.NewManualReader()
 	return &prometheusMetrics{
-		provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)),
-		handler:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
+		provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		handler:  promtext.Handler{Reader: reader},
 	}, nil
 }
 
