@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -109,49 +108,21 @@ func (d *driver) stageBlocks(ctx context.Context, bb *blockblob.Client, next sto
 	var upload [8]byte
 	rand.Read(upload[:])
 	tag := hex.EncodeToString(upload[:])
-	var ids []string
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, d.opts.BlockConcurrency)
-	var wg sync.WaitGroup
-	for i := 0; ; i++ {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		part, err := next()
-		if err == io.EOF {
-			<-sem
-			break
-		}
-		if err == nil && i >= maxBlocks {
-			err = fmt.Errorf("the body needs more than %d blocks of %d bytes", maxBlocks, d.opts.BlockSize)
-		}
-		if err != nil {
-			<-sem
-			cancel(store.BodyFailure{Err: err})
-			break
-		}
-		// Every id of a blob must have the same length.
-		id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%06d", tag, i))
-		ids = append(ids, id)
-		wg.Go(func() {
-			defer func() { <-sem }()
-			sum := md5.Sum(part)
-			_, err := bb.StageBlock(ctx, id, streaming.NopCloser(bytes.NewReader(part)), &blockblob.StageBlockOptions{
-				TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
-			})
-			if err != nil {
-				cancel(fmt.Errorf("block %d: %w", i, err))
-			}
+	// Every id of a blob must have the same length.
+	id := func(i int) string { return base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%06d", tag, i)) }
+	n, err := store.UploadParts(ctx, next, d.opts.BlockConcurrency, maxBlocks, func(ctx context.Context, i int, part []byte) error {
+		sum := md5.Sum(part)
+		_, err := bb.StageBlock(ctx, id(i), streaming.NopCloser(bytes.NewReader(part)), &blockblob.StageBlockOptions{
+			TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
 		})
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, err
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = id(i)
 	}
 	return ids, nil
 }

@@ -170,18 +170,6 @@ func crc32cString(sum uint32) string {
 	return base64.StdEncoding.EncodeToString(b[:])
 }
 
-// lowerKeys returns md with lower-case names, as the other adapters do.
-func lowerKeys(md map[string]string) map[string]string {
-	if len(md) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(md))
-	for k, v := range md {
-		out[strings.ToLower(k)] = v
-	}
-	return out
-}
-
 // errBadGeneration is returned for a version no GCS object can have.
 var errBadGeneration = errors.New("gcs: version is not an object generation (a positive decimal number)")
 

@@ -104,7 +104,7 @@ func (d *driver) readerOf(attrs *resource, key string, offset, length int64) (*s
 	}
 	return &store.Reader{
 		Key: key, Version: v, Size: size, Modified: attrs.modified(),
-		Metadata: lowerKeys(attrs.Metadata), Headers: attrs.headers(),
+		Metadata: attrs.Metadata, Headers: attrs.headers(),
 		Offset: offset, Length: n, Body: http.NoBody,
 	}, nil
 }

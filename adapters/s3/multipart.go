@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -84,70 +82,38 @@ func (d *driver) putParts(ctx context.Context, key string, next store.Chunks, op
 	return version(out.ETag), nil
 }
 
-// uploadParts uploads the parts of next, PartConcurrency at a time, and
-// returns the completed parts in order. At most PartConcurrency parts are
-// in memory. The first failure cancels the rest; a failure of the body
-// comes back as a store.BodyFailure.
+// uploadParts uploads the parts of next, PartConcurrency at a time
+// (store.UploadParts), and returns the completed parts in order.
 func (d *driver) uploadParts(ctx context.Context, bucket, objKey, uploadID *string, next store.Chunks) ([]types.CompletedPart, error) {
 	var (
 		mu    sync.Mutex
 		parts []types.CompletedPart
 	)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, d.opts.PartConcurrency)
-	var wg sync.WaitGroup
-	for i := 0; ; i++ {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		data, err := next()
-		if err == io.EOF {
-			<-sem
-			break
-		}
+	n, err := store.UploadParts(ctx, next, d.opts.PartConcurrency, maxParts, func(ctx context.Context, i int, data []byte) error {
+		num := aws.Int32(int32(i + 1))
+		out, err := d.client.UploadPart(ctx, &s3.UploadPartInput{
+			Bucket:        bucket,
+			Key:           objKey,
+			UploadId:      uploadID,
+			PartNumber:    num,
+			Body:          bytes.NewReader(data),
+			ContentLength: aws.Int64(int64(len(data))),
+		})
 		if err != nil {
-			<-sem
-			cancel(store.BodyFailure{Err: err})
-			break
-		}
-		if i >= maxParts {
-			<-sem
-			cancel(store.BodyFailure{Err: fmt.Errorf("the body needs more than %d parts of %d bytes", maxParts, d.opts.PartSize)})
-			break
+			return err
 		}
 		mu.Lock()
-		parts = append(parts, types.CompletedPart{})
-		mu.Unlock()
-		wg.Go(func() {
-			defer func() { <-sem }()
-			num := aws.Int32(int32(i + 1))
-			out, err := d.client.UploadPart(ctx, &s3.UploadPartInput{
-				Bucket:        bucket,
-				Key:           objKey,
-				UploadId:      uploadID,
-				PartNumber:    num,
-				Body:          bytes.NewReader(data),
-				ContentLength: aws.Int64(int64(len(data))),
-			})
-			if err != nil {
-				cancel(fmt.Errorf("part %d: %w", i+1, err))
-				return
-			}
-			mu.Lock()
-			parts[i] = types.CompletedPart{PartNumber: num, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+		defer mu.Unlock()
+		if len(parts) <= i {
+			parts = append(parts, make([]types.CompletedPart, i+1-len(parts))...)
+		}
+		parts[i] = types.CompletedPart{PartNumber: num, ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	return parts, nil
+	return parts[:n], nil
 }
 
 // maxParts is S3's limit on the parts of one upload.

@@ -51,7 +51,7 @@ func (d *driver) NewRangeReader(ctx context.Context, key string, offset, length 
 		return nil, errors.New("s3: the server refused a satisfiable range")
 	}
 	return &store.Reader{
-		Version: version(head.ETag), Size: size, Metadata: lowerKeys(head.Metadata), Modified: aws.ToTime(head.LastModified),
+		Version: version(head.ETag), Size: size, Metadata: head.Metadata, Modified: aws.ToTime(head.LastModified),
 		Headers: headersOf(head.ContentType, head.ContentLanguage, head.ContentDisposition, head.ContentEncoding, head.CacheControl),
 		Body:    http.NoBody,
 	}, nil
@@ -77,7 +77,7 @@ func rangeReader(out *s3.GetObjectOutput, ranged bool, offset, length int64) (*s
 		return nil, fmt.Errorf("s3: asked for %d bytes from %d of %d, got %d", want, offset, size, got)
 	}
 	return &store.Reader{
-		Version: version(out.ETag), Size: size, Metadata: lowerKeys(out.Metadata), Modified: aws.ToTime(out.LastModified),
+		Version: version(out.ETag), Size: size, Metadata: out.Metadata, Modified: aws.ToTime(out.LastModified),
 		Headers: headersOf(out.ContentType, out.ContentLanguage, out.ContentDisposition, out.ContentEncoding, out.CacheControl),
 		Body:    out.Body,
 	}, nil

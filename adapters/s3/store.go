@@ -186,16 +186,3 @@ func version(etag *string) store.Version {
 	}
 	return store.Version(e)
 }
-
-// lowerKeys returns md with lower-case names: HTTP header names are case
-// insensitive and services disagree on the case they send back.
-func lowerKeys(md map[string]string) map[string]string {
-	if len(md) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(md))
-	for k, v := range md {
-		out[strings.ToLower(k)] = v
-	}
-	return out
-}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Bucket is the portable bucket: a Store, Streamer, Copier and DataGetter
@@ -113,6 +114,7 @@ func (b *Bucket) open(ctx context.Context, op, key string, offset, length int64,
 		return nil, err
 	}
 	r.Key, r.Offset, r.Length = key, offset, n
+	r.Metadata = lowerNames(r.Metadata)
 	r.Body = &exactBody{rc: r.Body, left: n}
 	return r, nil
 }
@@ -454,4 +456,28 @@ func (b *Bucket) writeError(op, key string, cond Condition, sent bool, err error
 		return &OpError{Op: op, Key: key, Err: err}
 	}
 	return Ambiguous(op, key, err)
+}
+
+// lowerNames returns md with lower-case names (md itself when they are):
+// metadata travels as HTTP headers, whose names are case-insensitive, and
+// services disagree on the case they send back. An empty map is nil.
+func lowerNames(md map[string]string) map[string]string {
+	if len(md) == 0 {
+		return nil
+	}
+	lower := true
+	for k := range md {
+		if k != strings.ToLower(k) {
+			lower = false
+			break
+		}
+	}
+	if lower {
+		return md
+	}
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		out[strings.ToLower(k)] = v
+	}
+	return out
 }

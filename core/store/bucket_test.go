@@ -687,3 +687,26 @@ func TestReadHeadOfAPut(t *testing.T) {
 		t.Fatalf("large Put: whole %v, head %d bytes, rest %d, %v", h.whole, len(h.head), h.rest, err)
 	}
 }
+
+// upperDriver answers with metadata names in upper case, as some services
+// send them back.
+type upperDriver struct{ *fakeDriver }
+
+func (u upperDriver) NewRangeReader(ctx context.Context, key string, offset, length int64, dataOnly bool) (*store.Reader, error) {
+	r, err := u.fakeDriver.NewRangeReader(ctx, key, offset, length, dataOnly)
+	if err == nil {
+		r.Metadata = map[string]string{"Litestream-Timestamp": "t", "x": "y"}
+	}
+	return r, err
+}
+
+// TestBucketLowersMetadataNames: metadata names come back in lower case
+// whatever case the service answers with.
+func TestBucketLowersMetadataNames(t *testing.T) {
+	d := newFake()
+	d.seed("k", "body")
+	o, err := store.NewBucket(upperDriver{d}).Get(t.Context(), "k")
+	if err != nil || len(o.Metadata) != 2 || o.Metadata["litestream-timestamp"] != "t" || o.Metadata["x"] != "y" {
+		t.Fatalf("metadata %v, %v", o.Metadata, err)
+	}
+}
