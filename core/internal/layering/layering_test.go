@@ -44,6 +44,29 @@ func workspaceRoot(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
+// deps lists the packages pkg links (go list -deps, non-test).
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-deps", "-f", "{{.ImportPath}}", pkg)
+	cmd.Dir = workspaceRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// matches reports whether an import path is one of prefixes or below one,
+// and which.
+func matches(path string, prefixes []string) (string, bool) {
+	for _, p := range prefixes {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 func listPackages(t *testing.T, root string) []pkg {
 	cmd := exec.Command("go", "list", "-e", "-deps=false", "-json", prefix+"...")
 	cmd.Dir = root
