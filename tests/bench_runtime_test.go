@@ -28,6 +28,7 @@ import (
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/nodelog"
+	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/drivers/wasm"
 )
@@ -194,9 +195,14 @@ func BenchmarkCell(b *testing.B) {
 //
 //   - local: the runtime with the local-commit log (durability.Local),
 //     SQLite syncing every commit;
-//   - local-primary: the LTX log on the local-files bucket, as cellb serve
-//     runs it without --bucket: SQLite leaves commits unsynced and the log
-//     syncs the local file once per group commit, beside the upload;
+//   - local-primary: the LTX log on the local-files bucket with shard
+//     locks, as cellb serve runs it without --bucket (SingleHost): SQLite
+//     leaves commits unsynced and nothing syncs the local file per commit;
+//     a restart mark, recorded once per activation beside the first
+//     upload, sends the cell to the bucket after a machine restart;
+//   - local-primary-sync-group: the same without ownership (lease.None),
+//     as NoOwnership runs it and SingleHost did before: the log syncs the
+//     local file once per group commit, beside the upload;
 //   - fleet: the LTX log with the bucket winning (fleet ownership): no
 //     local sync, a reply waits for the bucket.
 //
@@ -230,7 +236,7 @@ func BenchmarkAckedWrites(b *testing.B) {
 			stub := ns.Get(ns.IDFromName("acked"))
 			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
 		})
-		for _, mode := range []string{"local-primary", "local-primary-sync-each", "fleet", "fleet-nodelog"} {
+		for _, mode := range []string{"local-primary", "local-primary-sync-group", "local-primary-sync-each", "fleet", "fleet-nodelog"} {
 			fleetMode := strings.HasPrefix(mode, "fleet")
 			b.Run(fmt.Sprintf("%s/callers=%d", mode, n), func(b *testing.B) {
 				fs, err := fsstore.Open(b.TempDir())
@@ -246,6 +252,14 @@ func BenchmarkAckedWrites(b *testing.B) {
 				}
 				drv, _ := pickDriver("wasm", cs)
 				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Logger: quietLogger(), IdleTimeout: -1}
+				if mode == "local-primary" {
+					sh, err := shard.Open(b.TempDir(), 16)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer sh.Close()
+					opts.Lease = sh
+				}
 				if fleetMode {
 					nodeLog := mode == "fleet-nodelog"
 					node, err := fleet.Join(ctx, fleet.Options{Store: s, Logger: quietLogger(), NodeLog: nodeLog})
