@@ -7,8 +7,8 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"os"
