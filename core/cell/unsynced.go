@@ -166,13 +166,18 @@ func (inst *instance) checkRestartMark(ctx context.Context, grant lease.Grant, p
 			return fmt.Errorf("look for the cell in the log: %w", err)
 		}
 	}
+	if held {
+		rt.logger.Info("cell: the local database may lack acknowledged commits (written before a machine restart): restoring the cell from the bucket", "cell", inst.key)
+		// Discarded before the mark is claimed: until then a failure
+		// leaves the stale mark, and the next activation discards again.
+		if err := discardDatabase(path); err != nil {
+			return err
+		}
+	} else {
+		rt.logger.Warn("cell: the local database may lack acknowledged commits (written before a machine restart), but the bucket holds nothing for the cell: keeping the local database", "cell", inst.key)
+	}
 	if err := m.claim(); err != nil {
 		return fmt.Errorf("cell: claim the restart mark: %w", err)
 	}
-	if !held {
-		rt.logger.Warn("cell: the local database may lack acknowledged commits (written before a machine restart), but the bucket holds nothing for the cell: keeping the local database", "cell", inst.key)
-		return nil
-	}
-	rt.logger.Info("cell: the local database may lack acknowledged commits (written before a machine restart): restoring the cell from the bucket", "cell", inst.key)
-	return discardDatabase(path)
+	return nil
 }
