@@ -21,7 +21,10 @@ import (
 	"testing"
 
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/changeset"
 	"github.com/cellb/cellb/core/driver"
+	"github.com/cellb/cellb/core/durability"
+	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/store"
 )
 
@@ -60,9 +63,21 @@ func (s *syncBuffer) String() string {
 
 func openRestartNode(t *testing.T, dir, boot string, shards bool) *restartNode {
 	t.Helper()
-	drv, _ := pickDriver("wasm", "NORMAL")
+	return openRestartNodeMode(t, dir, boot, shards, ltxlog.Mode())
+}
+
+func openRestartNodeMode(t *testing.T, dir, boot string, shards bool, mode durability.Mode) *restartNode {
+	t.Helper()
+	name := "wasm"
+	if mode.NeedsSessions {
+		name = "modernc" // the changeset log needs SQLite sessions
+	}
+	drv, err := pickDriver(name, "NORMAL")
+	if err != nil {
+		t.Fatal(err)
+	}
 	logs := &syncBuffer{}
-	d := openDefaultWith(t, dir, "restart", drv, shards, nil, func(o *cell.Options) {
+	d := openDefaultMode(t, dir, "restart", drv, shards, nil, mode, func(o *cell.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		o.BootID = func() (string, error) {
 			if boot == "" {
@@ -236,8 +251,14 @@ func markBoot(t *testing.T, dbPath string) (string, bool) {
 // tail: the new boot finds the restart mark of the old one and rebuilds the
 // cell from the bucket.
 func TestRestartRestoresAcknowledgedWritesFromTheBucket(t *testing.T) {
+	for _, mode := range []durability.Mode{ltxlog.Mode(), changeset.Mode()} {
+		t.Run(mode.Name, func(t *testing.T) { testRestartRestores(t, mode) })
+	}
+}
+
+func testRestartRestores(t *testing.T, mode durability.Mode) {
 	dir := t.TempDir()
-	a := openRestartNode(t, dir, "boot-1", true)
+	a := openRestartNodeMode(t, dir, "boot-1", true, mode)
 	first := a.writeConcurrently(t, "c", "first", 24, 5)
 	path := a.path(t, "c")
 	if boot, ok := markBoot(t, path); !ok || boot != "boot-1" {
@@ -250,7 +271,7 @@ func TestRestartRestoresAcknowledgedWritesFromTheBucket(t *testing.T) {
 	a.crash(t)
 	copyDatabase(t, old, path) // the machine restarts: the unsynced tail is gone
 
-	b := openRestartNode(t, dir, "boot-2", true)
+	b := openRestartNodeMode(t, dir, "boot-2", true, mode)
 	defer b.close(t)
 	got := b.rows(t, "c")
 	if m := missing(got, append(first, second...)); len(m) != 0 {
