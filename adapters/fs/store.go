@@ -42,6 +42,8 @@ type driver struct {
 	sidecarsOnly bool
 	// bufs holds the buffers bodies are copied through to their files.
 	bufs sync.Pool
+	// dirSyncs shares directory fsyncs between concurrent writers.
+	dirSyncs dirSyncs
 
 	metaOnce sync.Mutex
 	metaOK   bool // the store's directories exist
