@@ -57,8 +57,7 @@ func (s *driver) put(ctx context.Context, key string, r io.Reader, opts store.Pu
 		attr = func(id identity) []byte {
 			rec := *next
 			rec.File = id
-			b, _ := encodeSidecar(&sidecar{Format: sidecarFormat, Key: key, Cur: &rec})
-			return b
+			return encodeAttr(key, &rec)
 		}
 	}
 	tmp, id, attred, err := s.writeTemp(r, attr)
