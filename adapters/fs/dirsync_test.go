@@ -28,6 +28,7 @@ type syncWatch struct {
 
 	mu      sync.Mutex
 	changed map[string]int64 // object name -> sequence number after its change
+	links   int              // objects published by link
 	syncs   []dirFsync
 }
 
@@ -74,6 +75,32 @@ func (w *syncWatch) OpenFile(name string, flag int, perm os.FileMode) (afero.Fil
 }
 
 func (w *syncWatch) Open(name string) (afero.File, error) { return w.OpenFile(name, os.O_RDONLY, 0) }
+
+func unwatched(f afero.File) afero.File {
+	if wf, ok := f.(*watchedFile); ok {
+		return wf.File
+	}
+	return f
+}
+
+func (w *syncWatch) openUnnamed(dir afero.File, perm os.FileMode) (afero.File, error) {
+	u, ok := w.Fs.(unnamedFs)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return u.openUnnamed(unwatched(dir), perm)
+}
+
+func (w *syncWatch) linkUnnamed(f, dir afero.File, name string) error {
+	err := w.Fs.(unnamedFs).linkUnnamed(unwatched(f), unwatched(dir), name)
+	if err == nil && !strings.HasPrefix(name, metaDir+"/") {
+		w.change(name)
+		w.mu.Lock()
+		w.links++
+		w.mu.Unlock()
+	}
+	return err
+}
 
 type watchedFile struct {
 	afero.File
@@ -150,39 +177,48 @@ func openWatched(t testing.TB, delay time.Duration) (*Store, *syncWatch) {
 	return s, w
 }
 
-// TestConcurrentWritersShareDirectoryFsyncs: 24 Deletes and 24 Puts of new
-// keys in one directory, all at once, make fewer directory fsyncs than
-// there are callers, and each caller returns only after an fsync of the
-// directory that began after its own rename or unlink, and ended.
+// TestConcurrentWritersShareDirectoryFsyncs: in one directory, all at
+// once, 16 Deletes (unlink), 16 Puts creating keys (link) and 16 Puts
+// replacing objects (rename) make fewer directory fsyncs than there are
+// callers, and each caller returns only after an fsync of the directory
+// that began after its own change, and ended.
 func TestConcurrentWritersShareDirectoryFsyncs(t *testing.T) {
 	s, w := openWatched(t, 2*time.Millisecond)
 	ctx := t.Context()
 	const dir = "log/n1/0000000001/bundle"
-	const n = 24
+	const n = 16
 	putT(t, s, dir+"/keep", "keep", store.PutOptions{})
 	for i := range n {
 		putT(t, s, fmt.Sprintf("%s/old-%02d", dir, i), "old", store.PutOptions{})
+		putT(t, s, fmt.Sprintf("%s/rep-%02d", dir, i), "old", store.PutOptions{})
 	}
 	before := w.dirSyncs(dir)
+	w.mu.Lock()
+	w.links = 0
+	w.mu.Unlock()
 
 	type call struct {
 		key string
 		ret int64
 		err error
 	}
-	calls := make([]call, 2*n)
+	calls := make([]call, 3*n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for i := range 2 * n {
+	for i := range 3 * n {
 		wg.Go(func() {
 			<-start
 			c := &calls[i]
-			if i%2 == 0 {
-				c.key = fmt.Sprintf("%s/old-%02d", dir, i/2)
+			switch i % 3 {
+			case 0:
+				c.key = fmt.Sprintf("%s/old-%02d", dir, i/3)
 				c.err = s.Delete(ctx, c.key)
-			} else {
-				c.key = fmt.Sprintf("%s/new-%02d", dir, i/2)
+			case 1:
+				c.key = fmt.Sprintf("%s/new-%02d", dir, i/3)
 				_, c.err = s.Put(ctx, c.key, []byte("new"), store.PutOptions{Condition: store.IfAbsent})
+			case 2:
+				c.key = fmt.Sprintf("%s/rep-%02d", dir, i/3)
+				_, c.err = s.Put(ctx, c.key, []byte("new"), store.PutOptions{})
 			}
 			c.ret = w.tick()
 		})
@@ -198,11 +234,14 @@ func TestConcurrentWritersShareDirectoryFsyncs(t *testing.T) {
 		changed, ok := w.changed[c.key]
 		w.mu.Unlock()
 		if !ok {
-			t.Fatalf("%s: no rename or removal was seen", c.key)
+			t.Fatalf("%s: no link, rename or removal was seen", c.key)
 		}
 		if !w.covered(dir, changed, c.ret) {
 			t.Errorf("%s returned (seq %d) without an fsync of %s that began after its change (seq %d)", c.key, c.ret, dir, changed)
 		}
+	}
+	if w.links != n && attrsWork(t, t.TempDir()) {
+		t.Errorf("%d of the %d new keys were linked", w.links, n)
 	}
 	syncs := w.dirSyncs(dir) - before
 	t.Logf("%d callers, %d directory fsyncs", len(calls), syncs)

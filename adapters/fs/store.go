@@ -45,6 +45,9 @@ type driver struct {
 	// dirSyncs shares directory fsyncs between concurrent writers.
 	dirSyncs dirSyncs
 
+	unnamedOnce sync.Once
+	unnamedFs   unnamedFs // nil until probed, and when unavailable
+
 	metaOnce sync.Mutex
 	metaOK   bool // the store's directories exist
 
