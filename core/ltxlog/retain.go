@@ -26,9 +26,9 @@ import (
 //     covering runs (r-w, r], w the lowest set bit of r: the merge of the
 //     blocks that covered runs (r-w, r-1] (the chain's tail) with the
 //     run's level-0 files (a binary counter over runs: each carry is one
-//     merge). The run's last level-0 file is then deleted (the block ends
-//     where it ends); the other seven stay for the window, since the
-//     states inside the run restore from them.
+//     merge). The run's level-0 files all stay: the states inside the run
+//     restore from its first seven, and the last, whose end the block
+//     ends at too, stays with them (see "Nothing a merge replaces" below).
 //   - The state at position 8r+k (0 ≤ k < 8) then restores from the anchor,
 //     one block per set bit of r (a Fenwick tree's prefix) and the first k
 //     level-0 files of run r+1: at most 1 + 12 + 7 = 20 objects while an era
@@ -40,25 +40,36 @@ import (
 //     run add up to the full file), or forced at the era's 2^12th run. In
 //     a small database that is most runs, where the full merge costs
 //     about what the block would have (a block is at most the database).
-//   - Nothing a merge replaces is deleted (but each run's last level-0
-//     file): retire deletes what no state of the window needs once it ages
-//     out. The window's states are every position whose timestamp is at or
-//     after now-Retention, and the newest one before (the state at the
-//     window's start). With c that state's position in its era, a file is
-//     needed by some state at or after c exactly when the positions that
-//     use it reach past c (ladderFile.until): a block of runs (r-w, r]
-//     serves the positions before 8(r+w), a level-0 file those before its
-//     run's end. Everything
+//   - Nothing a merge replaces is deleted when it is merged: retire
+//     deletes what no state of the window needs once it ages out, and only
+//     files the ladder tracks. The window's states are every position
+//     whose timestamp is at or after now-Retention, and the newest one
+//     before (the state at the window's start). With c that state's
+//     position in its era, a file is needed by some state at or after c
+//     exactly when the positions that use it reach past c
+//     (ladderFile.until): a block of runs (r-w, r] serves the positions
+//     before 8(r+w), a level-0 file those before its run's end. Everything
 //     of older eras goes, and so do the epochs below the newest one that
 //     began before the window (see retireEpochs). Deletions go newest
-//     first, so every file still listed restores exactly whatever step a
-//     crash stops at.
+//     first and stop at the first that fails, and a file leaves the
+//     bookkeeping only once deleted, so every file still listed restores
+//     exactly whatever step a crash or a failed deletion stops at.
+//
+// The run's last level-0 file used to be deleted as soon as its block was
+// stored. That deletion is outside this order: a crash (or a failed or
+// cancelled delete) between the block's write and it leaves the file in
+// the bucket and out of the bookkeeping, so retire never deletes it, and
+// once the window passes its run, retire deletes the level-0 files and
+// blocks its end restores from: a listed state (BookmarkForTime can name
+// it) that no longer restores. Tracked with its run instead, it goes when
+// the run's other level-0 files go, before them and before the blocks its
+// end needs.
 //
 // Against a ladder over single uploads (a block every second upload, and in
 // a small database a full merge about every fourth), this writes one
-// level-1 file per eight uploads instead of about six, and keeps the same
-// number of objects (seven level-0 files and a block per run, against an
-// upload and a block per two).
+// level-1 file per eight uploads instead of about six, and keeps an eighth
+// more objects (eight level-0 files and a block per run, against an upload
+// and a block per two).
 
 // ladderRun is how many level-0 files make one step of the ladder: the
 // states inside a run restore from up to ladderRun-1 of them.
@@ -150,10 +161,12 @@ func (c *cellLog) compactLadder(ctx context.Context, full *ltx.FileInfo, fullCom
 		cur := c.ret.eras[len(c.ret.eras)-1]
 		r := cur.runs + 1
 		c.mu.Unlock()
-		// The run's files but the last stay: the states inside the run
-		// restore from them until the run's end.
-		kept := make([]ladderFile, 0, ladderRun)
-		for i, f := range run[:ladderRun-1] {
+		// The run's files stay until the window's start passes the run's
+		// end: the states inside the run restore from them, and its last
+		// file, whose end the block (or full merge) ends at too, goes with
+		// them (retire), not now.
+		kept := make([]ladderFile, 0, ladderRun+1)
+		for i, f := range run {
 			c.mu.Lock()
 			ts, ok := c.ret.ts[f.MaxTXID]
 			c.mu.Unlock()
@@ -185,7 +198,6 @@ func (c *cellLog) compactLadder(ctx context.Context, full *ltx.FileInfo, fullCom
 			nf := *c.chain.full
 			full, fullCommit, ranges = &nf, c.chain.fullCommit, nil
 			c.mu.Unlock()
-			c.deleteReplaced(ctx, []ltx.FileInfo{last}, nf.Key)
 			continue
 		}
 		// The block of runs (r-w, r]: the chain's blocks lighter than w
@@ -215,9 +227,6 @@ func (c *cellLog) compactLadder(ctx context.Context, full *ltx.FileInfo, fullCom
 		kept = append(kept, ladderFile{level: 1, min: nr.MinTXID, max: nr.MaxTXID, end: r * ladderRun, until: (r + w) * ladderRun, ts: nr.ts})
 		placed()
 		c.mu.Unlock()
-		// The block ends where the run's last level-0 file ends, so no
-		// state needs that file any more.
-		c.deleteReplaced(ctx, []ltx.FileInfo{last}, nr.Key)
 		c.log.Debug("compacted LTX block", "key", nr.Key, "inputs", len(inputs), "pages", n, "bytes", nr.Size)
 	}
 	c.retire(ctx)
@@ -244,10 +253,14 @@ func (c *cellLog) retire(ctx context.Context) {
 			ec, pc = e, 0
 		}
 	}
+	// gone is what no state of the window needs, in the order it goes:
+	// older eras first (each era's states need only its own anchor and
+	// files), each era's files newest first and its anchor last, then the
+	// files of era ec that no state from pc on uses, newest first. Every
+	// file still listed after any prefix of these deletions restores
+	// exactly.
 	var gone []string
 	if ec >= 0 {
-		// Older eras: newest files first, the anchor last (unless it is
-		// the current chain's, which it never is for an older era).
 		for _, er := range c.ret.eras[:ec] {
 			for i := len(er.files) - 1; i >= 0; i-- {
 				gone = append(gone, c.ladderKey(er.files[i]))
@@ -255,18 +268,11 @@ func (c *cellLog) retire(ctx context.Context) {
 			gone = append(gone, er.anchor.Key)
 		}
 		er := c.ret.eras[ec]
-		var kept []ladderFile
 		for i := len(er.files) - 1; i >= 0; i-- {
-			f := er.files[i]
-			if f.until <= pc {
+			if f := er.files[i]; f.until <= pc {
 				gone = append(gone, c.ladderKey(f))
-			} else {
-				kept = append(kept, f)
 			}
 		}
-		slices.Reverse(kept)
-		er.files = kept
-		c.ret.eras = slices.Clone(c.ret.eras[ec:])
 	}
 	now := c.opts.Clock.Now()
 	checkEpochs := now.Sub(c.ret.epochsChecked) >= time.Hour
@@ -275,20 +281,44 @@ func (c *cellLog) retire(ctx context.Context) {
 	}
 	selfOld := c.ret.start <= cutoff
 	c.mu.Unlock()
+	// A file stops being tracked only once it is deleted: the first
+	// deletion that fails stops the rest, which stay tracked (and
+	// listed, and restorable) for the next retire. A file dropped from
+	// the bookkeeping but left in the bucket would stay listed after
+	// retire deleted what its end needs.
+	deleted := map[string]bool{}
 	for _, key := range gone {
 		if err := c.opts.Store.Delete(ctx, key); err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				c.log.Warn("could not delete an LTX file older than the retention window; will retry", "key", key, "err", err)
 			}
-			c.log.Warn("could not delete an LTX file older than the retention window", "key", key, "err", err)
+			break
 		}
+		deleted[key] = true
 	}
-	if len(gone) > 0 {
-		c.log.Debug("retired LTX files older than the retention window", "files", len(gone))
+	if len(deleted) > 0 {
+		c.mu.Lock()
+		c.forgetLocked(deleted)
+		c.mu.Unlock()
+		c.log.Debug("retired LTX files older than the retention window", "files", len(deleted))
 	}
 	if checkEpochs {
 		c.retireEpochs(ctx, cutoff, selfOld)
 	}
+}
+
+// forgetLocked drops the deleted files from the ladder's bookkeeping,
+// and the eras left with nothing in the bucket (caller holds c.mu).
+func (c *cellLog) forgetLocked(deleted map[string]bool) {
+	var eras []*era
+	for _, er := range c.ret.eras {
+		er.files = slices.DeleteFunc(er.files, func(f ladderFile) bool { return deleted[c.ladderKey(f)] })
+		if len(er.files) == 0 && deleted[er.anchor.Key] {
+			continue
+		}
+		eras = append(eras, er)
+	}
+	c.ret.eras = eras
 }
 
 // retireEpochs deletes the cell's epochs below the newest epoch that

@@ -348,9 +348,9 @@ func TestWithoutRetentionOldBookmarksAreGone(t *testing.T) {
 	}
 }
 
-// A history shorter than the window deletes nothing but the level-0
-// files the ladder's blocks (or full merges) replace, each run's last:
-// every state restores.
+// A history shorter than the window deletes nothing, not even the run's
+// last level-0 file, whose end the run's block (or full merge) ends at
+// too: every state restores.
 func TestRetentionKeepsEveryStateOfAShortHistory(t *testing.T) {
 	h := runRetainHistory(t, Options{CompactAfter: 2}, 600, 6)
 	for _, st := range h.states {
@@ -362,12 +362,11 @@ func TestRetentionKeepsEveryStateOfAShortHistory(t *testing.T) {
 	if _, n := h.s.kept(t, ltx.EpochPrefix(cell, 3)); n == 0 {
 		t.Fatal("epoch 3 was deleted within the window")
 	}
-	// The last level-0 file of every run of 8 was replaced by a block (or
-	// a full merge) ending where it ends, and deleted; the others stay.
-	// Epoch 4 wrote 400 (its snapshot, then 399 uploads: 49 runs).
+	// Every level-0 file stays until it ages out, each run's last too:
+	// epoch 4 wrote 400 (its snapshot, then 399 uploads: 49 runs).
 	page, _ := store.ListAll(context.Background(), h.s.Store, store.ListOptions{Prefix: ltx.LevelPrefix(cell, 4, 0)})
-	if l0, want := len(page.Objects), 400-399/ladderRun; l0 != want {
-		t.Fatalf("%d level-0 files of epoch 4 kept, want %d: all but each run's last", l0, want)
+	if l0 := len(page.Objects); l0 != 400 {
+		t.Fatalf("%d level-0 files of epoch 4 kept, want all 400", l0)
 	}
 }
 
