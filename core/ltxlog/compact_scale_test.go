@@ -348,7 +348,7 @@ func waitCompactor(t testing.TB, c *cellLog) {
 // deletes does). The chain still restores every commit, range merges and
 // full merges go on over the left-overs, and a new epoch restores from them
 // and continues. The same holds for the retention window's ladder, whose
-// only deletions are each run's last level-0 file and what ages out.
+// only deletions are of what ages out.
 func TestCompactionWhoseDeletesFail(t *testing.T) {
 	for _, window := range []bool{false, true} {
 		t.Run(map[bool]string{false: "range-merges", true: "ladder"}[window], func(t *testing.T) {
