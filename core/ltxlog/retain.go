@@ -302,6 +302,9 @@ func (c *cellLog) retire(ctx context.Context) {
 		c.mu.Unlock()
 		c.log.Debug("retired LTX files older than the retention window", "files", len(deleted))
 	}
+	if ctx.Err() != nil {
+		return // closing: what is left goes with its epoch (retireEpochs)
+	}
 	if checkEpochs {
 		c.retireEpochs(ctx, cutoff, selfOld)
 	}
