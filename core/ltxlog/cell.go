@@ -142,7 +142,7 @@ func newCellLog(opts Options, cell string, epoch uint64, base *spool, pageSize i
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
 	if opts.Retention > 0 {
-		c.ret = &retention{meta: map[ltx.TXID]l0Meta{}}
+		c.ret = &retention{ts: map[ltx.TXID]int64{}}
 	}
 	c.compactCtx, c.stopCompact = context.WithCancel(context.Background())
 	c.next.settled = make(chan struct{})
@@ -336,7 +336,7 @@ func (c *cellLog) maybeCompact() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.compacting || c.stopped || c.holdCompaction || len(c.l0Files) < c.opts.CompactAfter {
+	if c.compacting || c.stopped || c.holdCompaction || len(c.l0Files) < c.compactAt() {
 		return
 	}
 	c.compacting = true
@@ -344,7 +344,7 @@ func (c *cellLog) maybeCompact() {
 	go c.compactor(c.compactDone)
 }
 
-// compactor compacts until fewer than CompactAfter level-0 files are left
+// compactor compacts until fewer than compactAt level-0 files are left
 // (uploads go on meanwhile), a compaction fails, or it is cancelled (a
 // close that is not final). A final close waits for it.
 func (c *cellLog) compactor(done chan struct{}) {
@@ -356,7 +356,7 @@ func (c *cellLog) compactor(done chan struct{}) {
 			c.log.Warn("LTX compaction failed; will retry after more commits", "err", err)
 		}
 		c.mu.Lock()
-		if err != nil || c.compactCtx.Err() != nil || len(c.l0Files) < c.opts.CompactAfter {
+		if err != nil || c.compactCtx.Err() != nil || len(c.l0Files) < c.compactAt() {
 			c.compacting = false
 			c.mu.Unlock()
 			return

@@ -347,51 +347,60 @@ func waitCompactor(t testing.TB, c *cellLog) {
 // leaves the files it replaced (as a crash between its upload and its
 // deletes does). The chain still restores every commit, range merges and
 // full merges go on over the left-overs, and a new epoch restores from them
-// and continues.
+// and continues. The same holds for the retention window's ladder, whose
+// only deletions are of what ages out.
 func TestCompactionWhoseDeletesFail(t *testing.T) {
-	ctx := context.Background()
-	mem := memstore.New()
-	fs := faultstore.New(mem, faultstore.Config{PerOp: map[faultstore.Op]faultstore.Faults{faultstore.OpDelete: {Fail: 1}}})
-	lg, _ := New(Options{Logger: quiet, Store: fs, CompactAfter: 3, RangeFanout: 2})
-	d := newPageDB(512, true)
-	cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(21, 4))
-	for i := 1; i <= 90; i++ {
-		d.mutate(r)
-		if err := wait(t, appendCommit(t, cl, d, uint64(i))); err != nil {
-			t.Fatal(err)
-		}
-		waitCompactor(t, cl.(*cellLog))
-		res, err := Restore(ctx, mem, cell, RestoreOptions{})
-		if err != nil || res.TXID != ltx.TXID(i) || !bytes.Equal(res.Image, d.image()) {
-			t.Fatalf("commit %d: restore %v", i, err)
-		}
-	}
-	cl.Close(ctx, false)
-	var full, ranges int
-	for _, k := range listKeys(t, mem, "") {
-		if f, ok := ltx.ParseKey(k); ok && f.Level == 1 {
-			if f.MinTXID == 1 {
-				full++
-			} else {
-				ranges++
+	for _, window := range []bool{false, true} {
+		t.Run(map[bool]string{false: "range-merges", true: "ladder"}[window], func(t *testing.T) {
+			ctx := context.Background()
+			mem := memstore.New()
+			fs := faultstore.New(mem, faultstore.Config{PerOp: map[faultstore.Op]faultstore.Faults{faultstore.OpDelete: {Fail: 1}}})
+			opts := Options{Logger: quiet, Store: fs, CompactAfter: 3, RangeFanout: 2, Retention: -1}
+			if window {
+				opts = Options{Logger: quiet, Store: fs}
 			}
-		}
-	}
-	if full < 2 || ranges < 2 {
-		t.Fatalf("%d full files and %d range files left over, want several of each", full, ranges)
-	}
-	fresh := newPageDB(512, true)
-	cl2, err := lg.Open(ctx, openReq(cell, 2, fresh, true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl2.Close(ctx, true)
-	if !bytes.Equal(fresh.image(), d.image()) {
-		t.Fatal("the next epoch restored another image")
+			lg, _ := New(opts)
+			d := newPageDB(512, true)
+			cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(21, 4))
+			for i := 1; i <= 90; i++ {
+				d.mutate(r)
+				if err := wait(t, appendCommit(t, cl, d, uint64(i))); err != nil {
+					t.Fatal(err)
+				}
+				waitCompactor(t, cl.(*cellLog))
+				res, err := Restore(ctx, mem, cell, RestoreOptions{})
+				if err != nil || res.TXID != ltx.TXID(i) || !bytes.Equal(res.Image, d.image()) {
+					t.Fatalf("commit %d: restore %v", i, err)
+				}
+			}
+			cl.Close(ctx, false)
+			var full, ranges int
+			for _, k := range listKeys(t, mem, "") {
+				if f, ok := ltx.ParseKey(k); ok && f.Level == 1 {
+					if f.MinTXID == 1 {
+						full++
+					} else {
+						ranges++
+					}
+				}
+			}
+			if full < 2 || (!window && ranges < 2) {
+				t.Fatalf("%d full files and %d range files left over, want several", full, ranges)
+			}
+			fresh := newPageDB(512, true)
+			cl2, err := lg.Open(ctx, openReq(cell, 2, fresh, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl2.Close(ctx, true)
+			if !bytes.Equal(fresh.image(), d.image()) {
+				t.Fatal("the next epoch restored another image")
+			}
+		})
 	}
 }
 
@@ -404,8 +413,9 @@ func TestCompactionWhoseDeletesFail(t *testing.T) {
 func TestRangeMergeKeepsABrokenChainBroken(t *testing.T) {
 	ctx := context.Background()
 	b := newWatchedBucket()
-	// Range merges only: a full merge checks the whole image already.
-	lg, _ := New(Options{Logger: quiet, Store: b, CompactAfter: 3, FullMergePercent: 1 << 20})
+	// Range merges only: a full merge checks the whole image already (and
+	// no window: its ladder merges runs of 8, the same mergeRange).
+	lg, _ := New(Options{Logger: quiet, Store: b, CompactAfter: 3, FullMergePercent: 1 << 20, Retention: -1})
 	d := newPageDB(512, true)
 	cl, err := lg.Open(ctx, openReq(cell, 1, d, false))
 	if err != nil {

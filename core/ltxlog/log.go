@@ -57,9 +57,9 @@ type Options struct {
 	// older epochs included. Ages are read on Clock.
 	Retention time.Duration
 	// CompactAfter is how many level-0 files an epoch collects before the
-	// log merges its chain into level 1 (default 64, or 2 with a
-	// retention window, whose ladder merges at every second file anyway;
-	// negative disables).
+	// log merges its chain into level 1 (default 64; negative disables).
+	// With a retention window the ladder merges whole runs of 8 level-0
+	// files, so compaction starts at 8 or more (default 8).
 	CompactAfter int
 	// FullMergePercent is when a compaction rewrites the whole chain as
 	// one file from TXID 1 instead of merging only the level-0 run: once
@@ -105,8 +105,8 @@ type Options struct {
 	// first commit's pages laid over it.
 	SpoolDir string
 
-	// eraPositions, when set (tests), replaces ladderMaxPositions.
-	eraPositions int
+	// eraRuns, when set (tests), replaces ladderMaxRuns.
+	eraRuns int
 }
 
 // DefaultRetention is Options.Retention's default: Durable Objects keep
@@ -133,7 +133,7 @@ func New(opts Options) (*Log, error) {
 	if opts.CompactAfter == 0 {
 		opts.CompactAfter = 64
 		if opts.Retention > 0 {
-			opts.CompactAfter = 2
+			opts.CompactAfter = ladderRun
 		}
 	}
 	if opts.FullMergePercent == 0 {

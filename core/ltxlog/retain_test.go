@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -30,6 +31,7 @@ type countingStore struct {
 	reads   int
 	lists   int
 	written map[int]int64 // by level
+	files   map[int]int   // files written, by level
 	// l0 counts the level-0 files written, by cell.
 	l0 map[string]int
 }
@@ -72,6 +74,10 @@ func (c *countingStore) wrote(key string, n int64) {
 	if f, ok := ltx.ParseKey(key); ok {
 		c.mu.Lock()
 		c.written[f.Level] += n
+		if c.files == nil {
+			c.files = map[int]int{}
+		}
+		c.files[f.Level]++
 		if f.Level == 0 {
 			if c.l0 == nil {
 				c.l0 = map[string]int{}
@@ -246,20 +252,20 @@ func (h *retainHistory) stateAt(t time.Time) (retainedState, bool) {
 }
 
 // TestRetentionRestoresEveryBookmarkOfTheWindow: 40 simulated days of
-// commits (a fake clock; an epoch change on day 2; thousands of
-// compactions), then every bookmark the log gave within the 30-day
-// window — sampled, and those of 1 hour, 1 day and 29 days ago —
-// restores its exact state from at most 20 objects, and BookmarkForTime
-// names the state of each of those times; states older than the window
-// are gone, and so is the older epoch. Eras end by size (the default
-// full-merge rule) or only by position count (a deep ladder).
+// commits (a fake clock; an epoch change on day 2; hundreds of
+// compactions, one per run of 8 uploads), then every bookmark the log
+// gave within the 30-day window — sampled, and those of 1 hour, 1 day and
+// 29 days ago — restores its exact state from at most 20 objects, and
+// BookmarkForTime names the state of each of those times; states older
+// than the window are gone, and so is the older epoch. Eras end by size
+// (the default full-merge rule) or only by run count (a deep ladder).
 func TestRetentionRestoresEveryBookmarkOfTheWindow(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts Options
 	}{
 		{"size-eras", Options{}},
-		{"deep-ladder", Options{FullMergePercent: 1 << 20, eraPositions: 1500}},
+		{"deep-ladder", Options{FullMergePercent: 1 << 20, eraRuns: 190}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -342,8 +348,9 @@ func TestWithoutRetentionOldBookmarksAreGone(t *testing.T) {
 	}
 }
 
-// A history shorter than the window deletes nothing but the level-0
-// files the ladder's blocks replace: every state restores.
+// A history shorter than the window deletes nothing, not even the run's
+// last level-0 file, whose end the run's block (or full merge) ends at
+// too: every state restores.
 func TestRetentionKeepsEveryStateOfAShortHistory(t *testing.T) {
 	h := runRetainHistory(t, Options{CompactAfter: 2}, 600, 6)
 	for _, st := range h.states {
@@ -355,11 +362,98 @@ func TestRetentionKeepsEveryStateOfAShortHistory(t *testing.T) {
 	if _, n := h.s.kept(t, ltx.EpochPrefix(cell, 3)); n == 0 {
 		t.Fatal("epoch 3 was deleted within the window")
 	}
-	// Every level-0 file at an even position of an era was replaced by
-	// a block ending where it ends, and deleted.
+	// Every level-0 file stays until it ages out, each run's last too:
+	// epoch 4 wrote 400 (its snapshot, then 399 uploads: 49 runs).
 	page, _ := store.ListAll(context.Background(), h.s.Store, store.ListOptions{Prefix: ltx.LevelPrefix(cell, 4, 0)})
-	if l0 := len(page.Objects); l0 > 300 || l0 < 200 {
-		t.Fatalf("%d level-0 files of epoch 4 kept, want about half its %d commits", l0, 600-200)
+	if l0 := len(page.Objects); l0 != 400 {
+		t.Fatalf("%d level-0 files of epoch 4 kept, want all 400", l0)
+	}
+}
+
+// TestLadderStepsOverRuns: the ladder's rule, state by state. One epoch
+// of 261 uploads after its snapshot, nothing aged out; eras forced at 16
+// runs (FullMergePercent too high to decide), so the 16th run of an era
+// is merged in full and starts the next era. Then the state at position
+// 8r+k of an era (k < 8; the tail of 5 uploads the compactor never
+// reached included) restores from exactly 1 + popcount(r) + k objects:
+// the era's anchor, a block per set bit of r, the run's first k level-0
+// files; and compaction wrote one level-1 file per run, not one per two
+// uploads. In a database of a few pages, where the full-merge rule
+// decides at nearly every run, a run still costs one level-1 file: the
+// full merge takes the block's place.
+func TestLadderStepsOverRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		pages int
+	}{
+		{"deep-eras", Options{FullMergePercent: 1 << 20, eraRuns: 16}, 64},
+		{"small-database", Options{}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newCountingStore()
+			clk := clock.NewFake(retainStart)
+			opts := tc.opts
+			opts.Logger, opts.Store, opts.Clock, opts.SpoolDir = quiet, s, clk, t.TempDir()
+			lg, _ := New(opts)
+			d := newPageDB(512, true)
+			for range tc.pages {
+				d.pages = append(d.pages, make([]byte, 512))
+			}
+			cl, err := lg.Open(ctx, openReq(cell, 2, d, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const uploads = 2*16*ladderRun + 5
+			r := rand.New(rand.NewPCG(8, 8))
+			var states []retainedState
+			for i := 0; i <= uploads; i++ {
+				clk.Set(retainStart.Add(time.Duration(i) * time.Minute))
+				for k := 0; k < 1+r.IntN(2); k++ {
+					d.touch(uint32(1+r.IntN(len(d.pages))), r)
+				}
+				d.touch(1, r)
+				d.commit()
+				if err := wait(t, appendCommit(t, cl, d, uint64(i+1))); err != nil {
+					t.Fatal(err)
+				}
+				if i%16 == 0 {
+					waitCompactor(t, cl.(*cellLog))
+				}
+				b, _ := cl.(durability.DurableBookmarker).DurableBookmark()
+				states = append(states, retainedState{b: b, at: clk.Now(), sum: sha256.Sum256(d.image())})
+			}
+			if err := cl.Close(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			l1 := s.files[1]
+			s.mu.Unlock()
+			if runs := uploads / ladderRun; l1 != runs {
+				t.Fatalf("compaction wrote %d level-1 files for %d runs of %d uploads, want one per run", l1, runs, ladderRun)
+			}
+			h := &retainHistory{s: s}
+			worst := 0
+			for p, st := range states {
+				sum, objects, _, err := h.restoreCounted(t, st.b)
+				if err != nil || sum != st.sum {
+					t.Fatalf("position %d (bookmark %s) does not restore its state: %v", p, st.b, err)
+				}
+				worst = max(worst, objects)
+				if tc.opts.eraRuns == 0 {
+					if objects > 1+ladderRun {
+						t.Fatalf("position %d read %d objects, want at most %d", p, objects, 1+ladderRun)
+					}
+					continue
+				}
+				q := p % (16 * ladderRun)
+				if want := 1 + bits.OnesCount(uint(q/ladderRun)) + q%ladderRun; objects != want {
+					t.Fatalf("position %d (run %d, +%d) read %d objects, want %d", p, q/ladderRun, q%ladderRun, objects, want)
+				}
+			}
+			t.Logf("%d uploads: %d level-1 files written; at most %d objects a restore", uploads, l1, worst)
+		})
 	}
 }
 
