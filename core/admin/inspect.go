@@ -77,7 +77,9 @@ type NodeLog struct {
 	Generation string `json:"generation"`
 	// Bundles and BundleBytes are the session's bundles in the bucket;
 	// OldestBundleMs when the oldest was written (null when none): its
-	// rows are the oldest not yet in their cells' prefixes.
+	// rows are the oldest that may not be in their cells' prefixes yet
+	// (a covered bundle waits for its deletion batch: up to 2 s, or
+	// until 32 are covered).
 	Bundles        int    `json:"bundles"`
 	BundleBytes    int64  `json:"bundle_bytes"`
 	OldestBundleMs *int64 `json:"oldest_bundle_ms"`

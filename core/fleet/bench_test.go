@@ -73,3 +73,24 @@ func BenchmarkLeaseUpkeep(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(fs.Stats().Calls()-before)/float64(b.N), "requests/node-second")
 }
+
+// BenchmarkConfirmLog is the node log's credit read after each flush, on
+// an in-memory bucket: the GET of the node record and the decision. The
+// record is the one Join installed (unchanged between renewals, as it is
+// for nearly every flush).
+func BenchmarkConfirmLog(b *testing.B) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
+	n, err := Join(ctx, Options{Store: memstore.New(), Node: "node_a", Clock: clk, Logger: quiet, NodeLog: true, SweepInterval: -1,
+		Rand: seeded{rand.New(rand.NewPCG(3, 3))}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Kill()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := n.ConfirmLog(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -123,6 +123,8 @@ type Node struct {
 	// sweeper is the goroutine that sweeps the bucket for dead
 	// sessions' logs (nil unless NodeLog and Folder).
 	sweeper *shell
+	// confirmed is the last record ConfirmLog found current (confirm.go).
+	confirmed confirmedRecord
 }
 
 // rules are the pure decisions of the protocol a node acts on. Every node

@@ -332,6 +332,56 @@ func TestConfirmLogFencesOnAReplacedRecord(t *testing.T) {
 	}
 }
 
+// ConfirmLog decides on every record it reads: the same bytes again are
+// current again without a decode, and any change is decoded afresh — a
+// renewal's record is current, a record that does not decode is an error
+// that fences nothing, and a recoverer's fence fences the node even right
+// after the record read current.
+func TestConfirmLogDecidesOnEveryChange(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
+	n := joinLogNode(t, mem, clk, "node_a", &recordingFolder{})
+	key := layout.NodeKey("node_a")
+	put := func(data []byte) {
+		t.Helper()
+		if _, err := mem.Put(ctx, key, data, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	confirm := func(what string) {
+		t.Helper()
+		for range 2 {
+			if err := n.ConfirmLog(ctx); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+	}
+	confirm("the installed record")
+	l := *readLease(t, mem, "node_a")
+	installed := l.Encode()
+	l.ExpiresMs += 10_000
+	put(l.Encode())
+	confirm("a renewed record")
+	put([]byte(`{"node":"node_a"}`))
+	var re *layout.RecordError
+	if err := n.ConfirmLog(ctx); !errors.As(err, &re) || n.FenceErr() != nil {
+		t.Fatalf("ConfirmLog on a record that does not decode = %v (fenced: %v), want a *layout.RecordError and no fence", err, n.FenceErr())
+	}
+	put(installed)
+	confirm("the installed record again")
+	l.Log = &layout.NodeLog{State: layout.NodeLogRecovering, Epoch: 1, Ensemble: []string{}}
+	put(l.Encode())
+	var fe *FencedError
+	if err := n.ConfirmLog(ctx); !errors.As(err, &fe) || fe.Reason != FenceLogClosed {
+		t.Fatalf("ConfirmLog on a fenced record = %v, want *FencedError", err)
+	}
+	put(installed)
+	if err := n.ConfirmLog(ctx); err == nil {
+		t.Fatal("a fenced node's ConfirmLog succeeded")
+	}
+}
+
 // The sweep recovers a dead node's open log and deletes the bundles of
 // sealed and replaced sessions, never those of a live one — even one
 // whose record appeared after the sweep listed the node records.

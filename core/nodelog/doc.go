@@ -26,7 +26,8 @@
 // Tiering: a cell's credited rows reach its own prefix
 // (cells/<cell>/ltx/e<epoch>/0000/<a>-<b>.ltx, merged) in the background
 // and always before the cell is released; a bundle is deleted once every
-// row in it is covered (Covered).
+// row in it is covered (Covered), in batches off the acknowledgement path
+// (gc.go).
 //
 // Recovery (Fold): a node that takes a cell from a dead node, or the same
 // node id restarting, folds the dead session's retained bundles into the

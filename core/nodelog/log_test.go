@@ -233,11 +233,13 @@ func TestConfirmReadsAreSharedAndStartAfterTheCall(t *testing.T) {
 	}
 }
 
-// A bundle is deleted once every cell in it covered its rows, not before.
+// A bundle is deleted once every cell in it covered its rows, not before
+// (here by its batch's wait: batch_test.go tests the batches).
 func TestCoveredBundlesAreDeleted(t *testing.T) {
 	s := memstore.New()
 	ss := newSession(s, "node_a")
-	l := newLog(t, s, ss, Options{})
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
+	l := newLog(t, s, ss, Options{Clock: clk})
 	ctx := context.Background()
 	if err := l.Submit(ctx, []Row{row("C:a", 1, 2), row("C:a", 1, 3)}); err != nil {
 		t.Fatal(err)
@@ -249,6 +251,7 @@ func TestCoveredBundlesAreDeleted(t *testing.T) {
 	key1 := layout.BundleKey("node_a", ss.gen, 1, 1)
 	l.Covered("C:a", 1, 2) // not all of C:a's rows
 	l.Covered("C:b", 4, 7)
+	clk.Advance(deleteWait)
 	waitGone(t, s, key1)
 	if _, err := s.Get(ctx, key0); err != nil {
 		t.Fatalf("bundle with an uncovered row deleted: %v", err)
@@ -257,6 +260,7 @@ func TestCoveredBundlesAreDeleted(t *testing.T) {
 		t.Fatalf("untiered age %v", age)
 	}
 	l.Done("C:a", 1)
+	clk.Advance(deleteWait)
 	waitGone(t, s, key0)
 	if age := l.UntieredAge(); age != 0 {
 		t.Fatalf("untiered age %v with nothing untiered", age)

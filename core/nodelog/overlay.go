@@ -19,10 +19,17 @@ import (
 // acknowledgement was still pending or failed (its bundle stored, its
 // credit not yet, or never, given).
 //
-// It reads the cell's record, its owner's record and the owner session's
-// bundle footers (two ranged reads per bundle). A cell that is released,
-// or whose owner runs no node log, or whose log is sealed (recovered: the
-// prefixes hold everything) has no overlay.
+// Rows the cell's prefix already covers (its highest TXID of the epoch, at
+// any level) are left out: their bundles are only waiting for their
+// deletion batch (gc.go), and a restore or a bookmark must rest on the
+// prefix's files there, which outlive the bundles, not on rows inside a
+// merged file.
+//
+// It reads the cell's record, its owner's record, lists the cell's epoch
+// prefix and reads the owner session's bundle footers (two ranged reads
+// per bundle). A cell that is released, or whose owner runs no node log,
+// or whose log is sealed (recovered: the prefixes hold everything) has no
+// overlay.
 func Overlay(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo, error) {
 	ownKey := layout.OwnKey(cell)
 	obj, err := store.GetData(ctx, s, ownKey)
@@ -51,16 +58,20 @@ func Overlay(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo, e
 	if !lease.Log.NeedsRecovery() {
 		return nil, nil
 	}
-	return sessionRows(ctx, s, rec.Node, lease.OwnershipIndexGeneration, cell, rec.Epoch)
+	covered, err := Covered(ctx, s, cell, rec.Epoch)
+	if err != nil {
+		return nil, err
+	}
+	return sessionRows(ctx, s, rec.Node, lease.OwnershipIndexGeneration, cell, rec.Epoch, covered)
 }
 
 // footerConcurrency bounds the bundle footers an overlay reads at once: a
 // busy node keeps up to about TierAge of flushes in the bucket.
 const footerConcurrency = 16
 
-// sessionRows lists a session's rows of one cell epoch, the first copy of
-// each TXID, as bundle-resident level-0 files.
-func sessionRows(ctx context.Context, s store.Store, node, generation, cell string, epoch uint64) ([]ltx.FileInfo, error) {
+// sessionRows lists a session's rows of one cell epoch above covered, the
+// first copy of each TXID, as bundle-resident level-0 files.
+func sessionRows(ctx context.Context, s store.Store, node, generation, cell string, epoch uint64, covered ltx.TXID) ([]ltx.FileInfo, error) {
 	bundles, err := ListBundles(ctx, s, node, generation)
 	if err != nil {
 		return nil, err
@@ -89,7 +100,7 @@ func sessionRows(ctx context.Context, s store.Store, node, generation, cell stri
 	var out []ltx.FileInfo
 	for i, b := range bundles {
 		for _, r := range footers[i] {
-			if r.Cell != cell || r.CellEpoch != epoch || seen[r.TXID] || r.Len == 0 {
+			if r.Cell != cell || r.CellEpoch != epoch || r.TXID <= covered || seen[r.TXID] || r.Len == 0 {
 				continue
 			}
 			seen[r.TXID] = true
