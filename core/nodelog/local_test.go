@@ -188,4 +188,3 @@ func (s *slowStore) Put(ctx context.Context, key string, data []byte, opts store
 	time.Sleep(s.delay)
 	return s.Store.Put(ctx, key, data, opts)
 }
-
