@@ -51,7 +51,7 @@ func LocalNodeID(dir string) (string, error) {
 		return "", err
 	}
 	tmp, err := atomicfile.Temp(dir, "."+localNodeFile+".*", func(f *os.File) error {
-		_, err := f.WriteString("host_" + hex.EncodeToString(b[:]) + "\n")
+		_, err := f.WriteString(LocalNodePrefix + hex.EncodeToString(b[:]) + "\n")
 		return err
 	})
 	if err != nil {

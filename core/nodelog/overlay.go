@@ -22,12 +22,16 @@ import (
 // It reads the cell's record, its owner's record and the owner session's
 // bundle footers (two ranged reads per bundle). A cell that is released,
 // or whose owner runs no node log, or whose log is sealed (recovered: the
-// prefixes hold everything) has no overlay.
+// prefixes hold everything) has no overlay. A cell with no record at all
+// gets the rows the node logs of single host processes hold of it
+// (localOverlay).
 func Overlay(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo, error) {
 	ownKey := layout.OwnKey(cell)
 	obj, err := store.GetData(ctx, s, ownKey)
 	if store.IsNotFound(err) {
-		return nil, nil
+		// No record: a released fleet cell, or a single host's cell,
+		// whose process's log may hold its newest rows.
+		return localOverlay(ctx, s, cell)
 	}
 	if err != nil {
 		return nil, err
@@ -58,8 +62,9 @@ func Overlay(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo, e
 // busy node keeps up to about TierAge of flushes in the bucket.
 const footerConcurrency = 16
 
-// sessionRows lists a session's rows of one cell epoch, the first copy of
-// each TXID, as bundle-resident level-0 files.
+// sessionRows lists a session's rows of one cell epoch (every epoch when
+// epoch is 0), the first copy of each TXID, as bundle-resident level-0
+// files.
 func sessionRows(ctx context.Context, s store.Store, node, generation, cell string, epoch uint64) ([]ltx.FileInfo, error) {
 	bundles, err := ListBundles(ctx, s, node, generation)
 	if err != nil {
@@ -85,16 +90,21 @@ func sessionRows(ctx context.Context, s store.Store, node, generation, cell stri
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	seen := map[ltx.TXID]bool{}
+	type row struct {
+		epoch uint64
+		txid  ltx.TXID
+	}
+	seen := map[row]bool{}
 	var out []ltx.FileInfo
 	for i, b := range bundles {
 		for _, r := range footers[i] {
-			if r.Cell != cell || r.CellEpoch != epoch || seen[r.TXID] || r.Len == 0 {
+			k := row{r.CellEpoch, r.TXID}
+			if r.Cell != cell || (epoch != 0 && r.CellEpoch != epoch) || seen[k] || r.Len == 0 {
 				continue
 			}
-			seen[r.TXID] = true
+			seen[k] = true
 			out = append(out, ltx.FileInfo{
-				Key: b.Key, Cell: cell, Epoch: epoch, Level: 0, MinTXID: r.TXID, MaxTXID: r.TXID,
+				Key: b.Key, Cell: cell, Epoch: r.CellEpoch, Level: 0, MinTXID: r.TXID, MaxTXID: r.TXID,
 				Size: int64(r.Len), Modified: b.Info.Modified, InBundle: true, Offset: int64(r.Offset),
 			})
 		}

@@ -70,7 +70,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
 	fs.DurationVar(&c.Retention, "retention", ltxlog.DefaultRetention, "ltx mode: keep every durable state restorable exactly this long (bookmarks; negative: none, compaction deletes what it merges)")
-	fs.BoolVar(&c.NodeLog, "node-log", true, "fleet, ltx mode: write every cell's commits through one node log (a bundle per flush; docs/durability.md); false: per-cell uploads")
+	fs.BoolVar(&c.NodeLog, "node-log", true, "ltx mode: write every cell's commits through one node log per process (a bundle per flush; docs/durability.md); false: per-cell uploads")
 	fs.StringVar(&c.ScriptName, "script-name", defaultScriptName, "deployment `name` that keys counter ids (celld's script_name)")
 	cl.Alias("script", "script-name")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of the admin endpoints: /metrics (Prometheus text), /healthz, /readyz (default: none; docs/metrics.md)")
@@ -176,6 +176,7 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 		Driver: drv, DataDir: cfg.Data, Mode: mode, Retention: cfg.Retention, Ownership: host.SingleHost,
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, IdleConnTimeout: cfg.IdleConn, MaxOpenCells: cfg.MaxCells, Logger: logger,
 		AlarmResidency: cfg.AlarmResidency,
+		SingleHost:     host.SingleHostConfig{PerCellLog: !cfg.NodeLog},
 		R2:             demo.R2Bindings(),
 		MeterProvider:  cfg.meters,
 		Classes: func(su *host.Setup) error {

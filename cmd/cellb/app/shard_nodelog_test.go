@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cellb/cellb/core/cell"
+	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/store"
 )
 
 // TestSingleHostNodeLogFoldsKilledProcesses: processes sharing --data
@@ -22,10 +25,11 @@ import (
 // not yet in the cells' prefixes; a is SIGKILLed. b, which shares the
 // directory, takes a's shards over (its shard watch) and folds a's log:
 // a's lock file goes, and every acknowledged value restores from the
-// bucket. Then the clients write through b, b is SIGKILLed too, and c,
+// bucket. Then the clients write through b; a restore while b lives
+// reads b's untiered rows from its bundles; b is SIGKILLed too, and c,
 // started on the directory, folds b's log before it serves (at start-up,
 // and its shard watch's first look would): again every acknowledged value
-// restores, with ltxlog's restore as `cellb restore` runs it. Without the
+// restores, as `cellb restore` restores it. Without the
 // fold on takeover, the first check finds every counter at 1.
 func TestSingleHostNodeLogFoldsKilledProcesses(t *testing.T) {
 	if testing.Short() {
@@ -64,7 +68,7 @@ func TestSingleHostNodeLogFoldsKilledProcesses(t *testing.T) {
 		t.Helper()
 		for i := 0; i < clients; i++ {
 			key := cell.CellKey("Counter", cell.IDFromName(defaultScriptName, "Counter", fmt.Sprintf("k%d", i)))
-			if v := counterInImage(t, restoreWithCellB(t, bucket, key)); v != acked[i] {
+			if v := counterInImage(t, restoreAsCellB(t, bucket, key)); v != acked[i] {
 				t.Errorf("%s: counter k%d restores to %d; %d was acknowledged", when, i, v, acked[i])
 			}
 		}
@@ -87,6 +91,8 @@ func TestSingleHostNodeLogFoldsKilledProcesses(t *testing.T) {
 	if n := bundlesOf(t, bucket, bGen); n == 0 {
 		t.Fatal("b's log holds no bundle: this run shows nothing")
 	}
+	// A restore while b lives reads its untiered rows from its bundles.
+	restoresAcked("while b is alive")
 	b.kill()
 	c := startServe(t, bin, "c", "--data", data)
 	// Folded before c serves: it said where it listens only after that.
@@ -105,6 +111,22 @@ func TestSingleHostNodeLogFoldsKilledProcesses(t *testing.T) {
 	if logs, _ := filepath.Glob(filepath.Join(bucket, "log", "*", "*")); len(logs) != 0 {
 		t.Errorf("node log sessions left in the bucket: %v", logs)
 	}
+}
+
+// restoreAsCellB restores a cell as `cellb restore` does (the LTX mode's
+// restore): the cell's prefix with the rows node logs hold laid over it.
+func restoreAsCellB(t *testing.T, bucketURL, key string) []byte {
+	t.Helper()
+	s, err := openBucket(context.Background(), bucketMux(), bucketURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(s)
+	res, err := ltxlog.Restore(context.Background(), s, key, ltxlog.WithOverlay(s, key, ltxlog.RestoreOptions{}))
+	if err != nil {
+		t.Fatalf("restore %s: %v", key, err)
+	}
+	return res.Image
 }
 
 // postCounter increments a counter and returns the acknowledged value.
