@@ -26,7 +26,8 @@ import (
 // directory, takes a's shards over (its shard watch) and folds a's log:
 // a's lock file goes, and every acknowledged value restores from the
 // bucket. Then the clients write through b; a restore while b lives
-// reads b's untiered rows from its bundles; b is SIGKILLed too, and c,
+// reads b's untiered rows from its bundles, and `cellb inspect` shows b's
+// session open, then dead once b is SIGKILLed too; and c,
 // started on the directory, folds b's log before it serves (at start-up,
 // and its shard watch's first look would): again every acknowledged value
 // restores, as `cellb restore` restores it. Without the
@@ -93,7 +94,9 @@ func TestSingleHostNodeLogFoldsKilledProcesses(t *testing.T) {
 	}
 	// A restore while b lives reads its untiered rows from its bundles.
 	restoresAcked("while b is alive")
+	inspectSession(t, bucket, bGen, "open")
 	b.kill()
+	inspectSession(t, bucket, bGen, "dead")
 	c := startServe(t, bin, "c", "--data", data)
 	// Folded before c serves: it said where it listens only after that.
 	if _, err := os.Stat(filepath.Join(data, "shards", "nodelog", bGen+".lock")); !os.IsNotExist(err) {
@@ -127,6 +130,33 @@ func restoreAsCellB(t *testing.T, bucketURL, key string) []byte {
 		t.Fatalf("restore %s: %v", key, err)
 	}
 	return res.Image
+}
+
+// inspectSession checks what `cellb inspect --json` says of a single host
+// session: its state (read from the lock beside the bucket) and that it
+// has bundles.
+func inspectSession(t *testing.T, bucket, gen, state string) {
+	t.Helper()
+	code, out, errs := runBin(t, "inspect", bucket, "--json", "--quiet")
+	var r struct {
+		HostLogs []struct {
+			Generation string
+			State      string
+			Bundles    int
+		} `json:"host_logs"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("cellb inspect: exit %d, %v, stderr %q", code, err, errs)
+	}
+	for _, l := range r.HostLogs {
+		if l.Generation == gen {
+			if l.State != state || l.Bundles == 0 {
+				t.Fatalf("cellb inspect shows session %s %+v; want %s with bundles", gen, l, state)
+			}
+			return
+		}
+	}
+	t.Fatalf("cellb inspect does not show session %s: %+v", gen, r.HostLogs)
 }
 
 // postCounter increments a counter and returns the acknowledged value.
