@@ -30,8 +30,8 @@ type Report struct {
 	// HostLogs are the node logs of single host processes (cellb serve
 	// without --bucket) the bucket holds, one per process session.
 	HostLogs []HostLog `json:"host_logs"`
-	Cells []Cell `json:"cells"`
-	Wake  Wake   `json:"wake"`
+	Cells    []Cell    `json:"cells"`
+	Wake     Wake      `json:"wake"`
 }
 
 // Errors returns every problem the report holds: malformed records (each
