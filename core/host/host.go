@@ -324,7 +324,7 @@ func (h *Host) openShards(ctx context.Context, opts *cell.Options) (err error) {
 	}
 	h.shardLease = &recoveringLease{Lease: h.shards, h: h}
 	opts.Lease = h.shardLease
-	if usesLocalLog(h.cfg) {
+	if h.cfg.Ownership == SingleHost && ltxlog.IsMode(h.cfg.Mode) {
 		return h.openLocalLog(ctx)
 	}
 	return nil
@@ -398,7 +398,7 @@ func (h *Host) Fenced() <-chan struct{} {
 	switch {
 	case h.node != nil:
 		return h.node.Fenced()
-	case h.localLog != nil:
+	case h.localLog != nil && h.localLog.session != nil:
 		return h.localLog.session.Fenced()
 	}
 	return nil
@@ -409,7 +409,7 @@ func (h *Host) FenceErr() error {
 	switch {
 	case h.node != nil:
 		return h.node.FenceErr()
-	case h.localLog != nil:
+	case h.localLog != nil && h.localLog.session != nil:
 		return h.localLog.session.FenceErr()
 	}
 	return nil

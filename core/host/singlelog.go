@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/cellb/cellb/core/lease"
-	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/metrics"
 	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/shard"
@@ -23,9 +22,12 @@ import (
 // process let go (before any grant of that shard), since that shard's cells
 // may have rows only the dead process's log holds.
 
-// localLog is a single-host process's node log session and its recovery.
+// localLog is a single-host process's node log session and its recovery
+// of the dead processes' logs. A process on the LTX mode with PerCellLog
+// has no session but recovers all the same: it may share DataDir with
+// processes that run a node log, or follow one that did.
 type localLog struct {
-	session  *nodelog.LocalSession
+	session  *nodelog.LocalSession // nil with PerCellLog
 	recovery nodelog.LocalRecovery
 	// pending is set when a recovery failed: until one succeeds, every
 	// grant waits for another try (recoveringLease).
@@ -36,33 +38,38 @@ type localLog struct {
 // localLogDir is where a single host's node log sessions lock their files.
 func localLogDir(dataDir string) string { return filepath.Join(dataDir, "shards", "nodelog") }
 
-// usesLocalLog reports whether cfg runs a single host's node log.
-func usesLocalLog(cfg Config) bool {
-	return cfg.Ownership == SingleHost && !cfg.SingleHost.PerCellLog && ltxlog.IsMode(cfg.Mode)
-}
-
-// openLocalLog starts this process's session and node log, after folding
-// every dead process's log (it fails when one cannot be folded: a cell
-// could otherwise be served without rows it acknowledged).
+// openLocalLog folds every dead process's log (it fails when one cannot
+// be folded: a cell could otherwise be served without rows it
+// acknowledged), then, unless PerCellLog, starts this process's session
+// and node log.
 func (h *Host) openLocalLog(ctx context.Context) error {
 	dir := localLogDir(h.cfg.DataDir)
 	node, err := nodelog.LocalNodeID(dir)
 	if err != nil {
 		return fmt.Errorf("host: node log: %w", err)
 	}
+	foldMetrics, err := metrics.NewNodeLog(h.cfg.MeterProvider, nil)
+	if err != nil {
+		return fmt.Errorf("host: metrics: %w", err)
+	}
+	ll := &localLog{recovery: nodelog.LocalRecovery{
+		Store: h.cfg.Bucket, Dir: dir, Node: node,
+		Opts: nodelog.FoldOptions{Clock: h.cfg.Clock, Logger: h.log, Metrics: foldMetrics},
+	}}
+	if h.cfg.SingleHost.PerCellLog {
+		if err := h.recoverLocalLogs(ctx, ll, true); err != nil {
+			return err
+		}
+		h.localLog = ll
+		return nil
+	}
+	// The session first: its lock file exists before the recovery looks,
+	// and recovery never takes it for a dead one.
 	session, err := nodelog.OpenLocalSession(dir, node)
 	if err != nil {
 		return fmt.Errorf("host: node log: %w", err)
 	}
-	foldMetrics, err := metrics.NewNodeLog(h.cfg.MeterProvider, nil)
-	if err != nil {
-		session.Close(true)
-		return fmt.Errorf("host: metrics: %w", err)
-	}
-	ll := &localLog{session: session, recovery: nodelog.LocalRecovery{
-		Store: h.cfg.Bucket, Dir: dir, Node: node, Self: session.Generation(),
-		Opts: nodelog.FoldOptions{Clock: h.cfg.Clock, Logger: h.log, Metrics: foldMetrics},
-	}}
+	ll.session, ll.recovery.Self = session, session.Generation()
 	if err := h.recoverLocalLogs(ctx, ll, true); err != nil {
 		session.Close(true)
 		return err
@@ -136,7 +143,7 @@ func (l *recoveringLease) TryAcquire(ctx context.Context, cellKey string) (lease
 // is removed when the log closed final without error and unfenced
 // (nothing is left to fold), kept otherwise for the next recovery.
 func (h *Host) closeLocalLog(logErr error) error {
-	if h.localLog == nil {
+	if h.localLog == nil || h.localLog.session == nil {
 		return nil
 	}
 	return h.localLog.session.Close(logErr == nil)

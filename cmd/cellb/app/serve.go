@@ -20,6 +20,7 @@ import (
 	"github.com/cellb/cellb/core/health"
 	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
 	"github.com/cellb/cellb/examples/counter"
@@ -282,7 +283,7 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	}
 	var fenced *fleet.FencedError
 	switch {
-	case errors.As(err, &fenced):
+	case errors.As(err, &fenced), errors.Is(err, nodelog.ErrFenced):
 		// As celld: a fenced node never serves again; its supervisor
 		// restarts it as a new node.
 		return exitFenced

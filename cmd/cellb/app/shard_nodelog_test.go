@@ -30,7 +30,10 @@ import (
 // session open, then dead once b is SIGKILLed too; and c,
 // started on the directory, folds b's log before it serves (at start-up,
 // and its shard watch's first look would): again every acknowledged value
-// restores, as `cellb restore` restores it. Without the
+// restores, as `cellb restore` restores it. Last the clients write
+// through c, which shuts down cleanly: it tiers its rows and deletes its
+// session (no lock file, no bundle left), and every value restores from
+// the cells' prefixes alone. Without the
 // fold on takeover, the first check finds every counter at 1.
 func TestSingleHostNodeLogFoldsKilledProcesses(t *testing.T) {
 	if testing.Short() {
@@ -103,6 +106,7 @@ func TestSingleHostNodeLogFoldsKilledProcesses(t *testing.T) {
 		t.Fatalf("c serves but b's session lock is still there (%v); see %s", err, c.logf.Name())
 	}
 	restoresAcked("after c folded b's log at start-up")
+	write(c)
 	c.signal(syscall.SIGTERM)
 	if err := c.cmd.Wait(); err != nil {
 		t.Fatalf("c did not exit cleanly: %v (see %s)", err, c.logf.Name())
@@ -114,6 +118,7 @@ func TestSingleHostNodeLogFoldsKilledProcesses(t *testing.T) {
 	if logs, _ := filepath.Glob(filepath.Join(bucket, "log", "*", "*")); len(logs) != 0 {
 		t.Errorf("node log sessions left in the bucket: %v", logs)
 	}
+	restoresAcked("after c wrote and closed cleanly")
 }
 
 // restoreAsCellB restores a cell as `cellb restore` does (the LTX mode's
