@@ -168,7 +168,7 @@ func outgoingWaitsForTheUpload(t *testing.T, perCell bool) {
 	h, err := host.New(context.Background(), host.Config{
 		Driver: drv, DataDir: t.TempDir(), Bucket: bucket, Mode: ltx, Ownership: host.SingleHost,
 		SingleHost: host.SingleHostConfig{PerCellLog: perCell},
-		R2: map[string]string{"IMAGES": "images"}, Logger: quietLogger(),
+		R2:         map[string]string{"IMAGES": "images"}, Logger: quietLogger(),
 		Classes: func(su *host.Setup) (err error) {
 			objs, err = cell.Register(su.Runtime, "Obj", func(ctx context.Context, st *cell.State) (*gateObj, error) {
 				_, err := st.SQL().Exec(ctx, "CREATE TABLE IF NOT EXISTS t(v INTEGER)")
