@@ -6,13 +6,16 @@
 //
 // Start-up: the start-up probe (inside fleet.Join) and wake preparation
 // (wake.Prepare, which needs every node lease expired, so before this
-// node's exists), then the fleet join, the runtime, the classes, and last
+// node's exists), then the fleet join (or, on a single host, the shard
+// locks and, on the LTX mode, the folding of dead processes' node logs
+// and this process's own; singlelog.go), the runtime, the classes, and last
 // the wake service (it may wake the classes' cells) or, on a single host,
 // the shard watch (it learns the alarms of shards other processes let go).
 //
 // Shutdown (Close): the public listener drains; the runtime closes (each
 // cell's record or shard is released as it closes, after its last commit
-// is durable); the wake service stops; the local socket drains; the fleet
+// is durable); the wake service stops; the local socket drains; the node
+// log closes (a single host's session lock with it); the fleet
 // membership ends (every record still owned released, the node lease
 // deleted); the peer listener closes last, once it has been quiet for a
 // moment, so a call forwarded on a view from just before the release is
