@@ -8,6 +8,7 @@ package tests
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/nodelog"
+	"github.com/cellb/cellb/core/shard"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/drivers/wasm"
 )
@@ -195,9 +197,16 @@ func BenchmarkCell(b *testing.B) {
 //
 //   - local: the runtime with the local-commit log (durability.Local),
 //     SQLite syncing every commit;
-//   - local-primary: the LTX log on the local-files bucket, as cellb serve
-//     runs it without --bucket: SQLite leaves commits unsynced and the log
-//     syncs the local file once per group commit, beside the upload;
+//   - local-primary: the LTX log on the local-files bucket with shard
+//     locks, as cellb serve runs it without --bucket (SingleHost): SQLite
+//     leaves commits unsynced and nothing syncs the local file per commit;
+//     a restart mark, recorded once per activation beside the first
+//     upload, sends the cell to the bucket after a machine restart;
+//   - local-primary-shard-sync: local-primary on a system that names no
+//     boot, as SingleHost ran before the restart mark: the log syncs the
+//     local file once per group commit, beside the upload;
+//   - local-primary-sync-group: the same without ownership (lease.None),
+//     as NoOwnership runs it;
 //   - fleet: the LTX log with the bucket winning (fleet ownership): no
 //     local sync, a reply waits for the bucket;
 //   - embedded-nodelog and embedded-percell: the embedded default built
@@ -235,7 +244,7 @@ func BenchmarkAckedWrites(b *testing.B) {
 			stub := ns.Get(ns.IDFromName("acked"))
 			callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
 		})
-		for _, mode := range []string{"local-primary", "local-primary-sync-each", "fleet", "fleet-nodelog"} {
+		for _, mode := range []string{"local-primary", "local-primary-sync-group", "local-primary-shard-sync", "local-primary-sync-each", "fleet", "fleet-nodelog"} {
 			fleetMode := strings.HasPrefix(mode, "fleet")
 			b.Run(fmt.Sprintf("%s/callers=%d", mode, n), func(b *testing.B) {
 				fs, err := fsstore.Open(b.TempDir())
@@ -251,6 +260,19 @@ func BenchmarkAckedWrites(b *testing.B) {
 				}
 				drv, _ := pickDriver("wasm", cs)
 				opts := cell.Options{ScriptName: "bench", Driver: drv, DataDir: b.TempDir(), Logger: quietLogger(), IdleTimeout: -1}
+				if mode == "local-primary-shard-sync" {
+					// No boot identity: the per-group sync SingleHost made
+					// before the restart mark, and still makes off Linux.
+					opts.BootID = func() (string, error) { return "", errors.New("no boot identity") }
+				}
+				if mode == "local-primary" || mode == "local-primary-shard-sync" {
+					sh, err := shard.Open(b.TempDir(), 16)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer sh.Close()
+					opts.Lease = sh
+				}
 				if fleetMode {
 					nodeLog := mode == "fleet-nodelog"
 					node, err := fleet.Join(ctx, fleet.Options{Store: s, Logger: quietLogger(), NodeLog: nodeLog})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -242,4 +243,122 @@ func BenchmarkVersusBaseline(b *testing.B) {
 			}
 		})
 	})
+}
+
+// ackBodySize is the size of a node-log bundle of one small commit, the
+// object each acknowledgement of the embedded default writes.
+const ackBodySize = 300
+
+// durableNewFile is BenchmarkAckFloor/durable-new-file (tests/
+// bench_floor_test.go) step by step: a temporary file in the target
+// directory, written, fsynced and closed, linked under its final name, the
+// temporary name removed, and the directory fsynced. d is the directory,
+// open.
+func durableNewFile(dir string, d *os.File, n int, body []byte) error {
+	tmp := filepath.Join(dir, fmt.Sprintf(".tmp-%d", n))
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(body); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, filepath.Join(dir, fmt.Sprintf("%016x.ltx", n))); err != nil {
+		return err
+	}
+	if err := os.Remove(tmp); err != nil {
+		return err
+	}
+	return d.Sync()
+}
+
+// BenchmarkPutNewKeyVersusFloor alternates, iteration by iteration, the
+// floor of one acknowledgement on a files bucket (durableNewFile, 300
+// bytes) and a Put of a new 300-byte key into a directory that exists (as
+// a node log's next bundle is), on the same disk, and reports both mean
+// times and floor/put, the Put's rate as a fraction of the floor's (of
+// the means, and of the medians).
+func BenchmarkPutNewKeyVersusFloor(b *testing.B) {
+	body := make([]byte, ackBodySize)
+	rand.Read(body)
+	for _, c := range []struct {
+		name string
+		cond store.Condition
+	}{{"unconditional", store.Condition{}}, {"if-absent", store.IfAbsent}} {
+		b.Run(c.name, func(b *testing.B) {
+			floorDir := b.TempDir()
+			d, err := os.Open(floorDir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			s := openBench(b)
+			ctx := b.Context()
+			const prefix = "log/node-1/0000000001/bundle/"
+			// The directory exists, as it does after a node's first bundle.
+			if _, err := s.Put(ctx, prefix+"e1-00000000.ltxb", body, store.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			warmLocks(b, s)
+			var floor, put time.Duration
+			var floors, puts []time.Duration
+			n := 0
+			for b.Loop() {
+				n++
+				// Which goes first alternates, so neither always follows
+				// the other's journal commit.
+				var tf, tp time.Duration
+				for j := range 2 {
+					t0 := time.Now()
+					if (n+j)%2 == 0 {
+						if err := durableNewFile(floorDir, d, n, body); err != nil {
+							b.Fatal(err)
+						}
+						tf = time.Since(t0)
+						continue
+					}
+					key := fmt.Sprintf("%se1-%08d.ltxb", prefix, n)
+					if _, err := s.Put(ctx, key, body, store.PutOptions{Condition: c.cond}); err != nil {
+						b.Fatal(err)
+					}
+					tp = time.Since(t0)
+				}
+				floor += tf
+				put += tp
+				floors = append(floors, tf)
+				puts = append(puts, tp)
+			}
+			slices.Sort(floors)
+			slices.Sort(puts)
+			b.ReportMetric(float64(put.Nanoseconds())/float64(n), "put-ns/op")
+			b.ReportMetric(float64(floor.Nanoseconds())/float64(n), "floor-ns/op")
+			// Medians too: on a shared machine a few stalls move the means.
+			b.ReportMetric(float64(floors[n/2])/float64(puts[n/2]), "p50-rate-x-floor")
+			b.ReportMetric(float64(floor)/float64(put), "rate-x-floor")
+		})
+	}
+}
+
+// warmLocks writes objects until every lock file of s exists and is open,
+// as in a bucket that has been used before: a fresh bucket's first writes
+// of each of the 256 stripes also create its lock file.
+func warmLocks(b *testing.B, s *fs.Store) {
+	b.Helper()
+	locks := filepath.Join(s.Root(), fs.MetaDir, "locks")
+	for i := 0; ; i++ {
+		if ents, err := os.ReadDir(locks); err == nil && len(ents) >= 256 {
+			return
+		}
+		if _, err := s.Put(b.Context(), fmt.Sprintf("warm/%d", i), nil, store.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

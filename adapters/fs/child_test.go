@@ -69,8 +69,18 @@ func childMain(dir string) int {
 		select {} // until killed
 	}
 	isData := func(newname string) bool { return !strings.HasPrefix(newname, metaDir+"/") }
+	// A new key's Put publishes its file by "link", any other by
+	// "rename"; the steps name which one they stop at.
+	h.unnamed = true
 	h.before = func(op, _, newname string) error {
-		if op != "rename" {
+		switch op {
+		case "link":
+			if stop == "before-link" && isData(newname) {
+				block(stop)
+			}
+			return nil
+		case "rename":
+		default:
 			return nil
 		}
 		switch {
@@ -85,7 +95,8 @@ func childMain(dir string) int {
 		return nil
 	}
 	h.after = func(op, _, newname string) {
-		if op == "rename" && stop == "after-data" && isData(newname) {
+		if op == "rename" && stop == "after-data" && isData(newname) ||
+			op == "link" && stop == "after-link" && isData(newname) {
 			block(stop)
 		}
 	}
@@ -167,8 +178,12 @@ func childMain(dir string) int {
 				}
 			}
 			out.say("done")
-		case "put": // put <key> <body> <gen>
-			v, err := s.Put(ctx, f[1], []byte(f[2]), store.PutOptions{Metadata: map[string]string{"gen": f[3]}})
+		case "put", "create-key": // put <key> <body> <gen> | create-key <key> <body>
+			opts := store.PutOptions{Condition: store.IfAbsent} // as a node log's bundle
+			if f[0] == "put" {
+				opts = store.PutOptions{Metadata: map[string]string{"gen": f[3]}}
+			}
+			v, err := s.Put(ctx, f[1], []byte(f[2]), opts)
 			if err != nil {
 				out.say("err %v", err)
 				return 1

@@ -4,6 +4,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,60 @@ func TestCrashMidPut(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCrashMidPutOfANewKey kills a writer with SIGKILL while it creates a
+// key in a directory that exists (an unnamed file linked under the key):
+// holding the key's lock just before the link, and just after it. Before,
+// the key does not exist and nothing is left behind, not even a temporary
+// file (the kernel frees the unnamed one); after, the object is whole with
+// its version. Either way the next writer gets the lock at once.
+func TestCrashMidPutOfANewKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	for _, step := range []string{"before-link", "after-link"} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			if !attrsWork(t, dir) {
+				t.Skip("no user extended attributes: new keys are not linked")
+			}
+			h := newHub(t, dir)
+			s := openT(t, dir)
+			const prefix = "log/n1/0000000001/bundle/"
+			putT(t, s, prefix+"e1-00000001.ltxb", "first", store.PutOptions{})
+			key := prefix + "e1-00000002.ltxb"
+
+			c := h.start(1, childStopEnv+"="+step)
+			c.send(t, "create-key %s second", key)
+			if ev := h.next(answerTimeout); ev.line != "stopped "+step {
+				t.Fatalf("child said %q: %s", ev.line, ev.c.stderr)
+			}
+			c.kill()
+
+			r := openT(t, dir, WithTempExpiry(0))
+			o, err := r.Get(t.Context(), key)
+			switch {
+			case step == "before-link" && !errors.Is(err, store.ErrNotFound):
+				t.Fatalf("crash %s: Get = %v, %v; want ErrNotFound", step, o, err)
+			case step == "after-link" && (err != nil || string(o.Data) != "second" || o.Version == "" || strings.HasPrefix(string(o.Version), "x-")):
+				t.Fatalf("crash %s: Get = %+v, %v; want the whole object with its own version", step, o, err)
+			}
+			if n := countTemps(t, dir); n != 0 {
+				t.Fatalf("crash %s left %d temporary files", step, n)
+			}
+			l := listAll(t, r, store.ListOptions{})
+			if want := map[string]int{"before-link": 1, "after-link": 2}[step]; len(l.Objects) != want {
+				t.Fatalf("crash %s: listing %+v", step, l.Objects)
+			}
+
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			_, err = r.Put(ctx, key, []byte("next"), store.PutOptions{Condition: store.IfAbsent})
+			if step == "before-link" && err != nil || step == "after-link" && !errors.Is(err, store.ErrPreconditionFailed) {
+				t.Fatalf("crash %s: the next writer: %v", step, err)
+			}
+		})
 	}
 }

@@ -8,10 +8,17 @@
 //
 // # What it promises
 //
-//   - A Put is durable when it returns: the body is written to a temporary
-//     file and fsynced, renamed over the key's path, and the directory is
-//     fsynced. Readers see the old object or the new one, never part of
-//     one, and a crash at any moment leaves every object whole.
+//   - A Put is durable when it returns: the body is written to a file
+//     that no reader can see and fsynced, published under the key's path
+//     whole, and the directory is fsynced. A Put that creates a key in a
+//     directory that exists writes an unnamed file there (O_TMPFILE, on
+//     Linux) and links it under the key, which refuses a taken name;
+//     otherwise the file is a temporary one, renamed over the key's path.
+//     Readers see the old object or the new one, never part of one, and a
+//     crash at any moment leaves every object whole.
+//   - Writers in one directory share its fsyncs: each waits for one that
+//     began after its own link, rename or unlink, so concurrent Puts and
+//     Deletes there cost fewer directory fsyncs than there are callers.
 //   - Create-only and compare-and-swap Puts, unconditional Puts and Deletes
 //     of one key are serialised across processes by flock(2), which the
 //     kernel releases when a process dies, even by SIGKILL.
@@ -32,15 +39,21 @@
 // the file it wrote (inode number, size and modification time) in the
 // file's extended attribute "user.cellb.object", set before the file is
 // fsynced: the record is durable with the body and published by the same
-// rename, so a replacing Put costs two fsyncs, the file's and its
-// directory's. The object file stays the plain body.
+// link or rename, so a Put costs two fsyncs, the file's and its
+// directory's. The object file stays the plain body. A record without
+// metadata or content headers is a compact binary value (about 54 bytes:
+// the key's hash, the identity, the version) that ext4 keeps inside the
+// inode; one with them is JSON, which may take an attribute block. Versions
+// of this package before the compact record read it as malformed and see
+// such an object as foreign: while they share a directory, use
+// WithSidecarRecords.
 //
 // Where the attribute cannot be set (a file system without user extended
 // attributes, a record too large for the inode, an injected file system
 // whose files have no descriptor) or with WithSidecarRecords, the record
 // goes to a sidecar file instead, as before the attribute existed: the
 // directory ".cellb-meta" at the root holds the store's own files — sidecar
-// records, the lock files and temporary files — and a sidecar names both
+// records, the lock files and named temporary files — and a sidecar names both
 // the file the last writer published and the one it replaced, and is made
 // durable before the rename (four fsyncs per Put). No key may start with
 // that segment (in any letter case) and listings skip it. Readers take the
@@ -57,7 +70,8 @@
 // replaces the file system, for example to inject faults in tests). Two
 // things afero cannot express come from golang.org/x/sys/unix: flock(2)
 // locks that die with their process, and, on Linux, openat2(2) with
-// RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS for the default file system.
+// RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS, O_TMPFILE and linkat(2) for the
+// default file system.
 //
 // # What it does not promise
 //

@@ -81,10 +81,17 @@ func (s *driver) writeSyncStat(f afero.File, body io.Reader, attr func(identity)
 }
 
 // syncDir makes the entries of dir durable (new, renamed and removed
-// names). If a concurrent Delete has pruned dir meanwhile, the nearest
-// directory still there is synced instead: it holds the removal of the
-// pruned one, and with it everything that was done inside.
+// names) that were changed before it was called. Concurrent callers on
+// one directory share fsyncs (see dirSyncs).
 func (s *driver) syncDir(dir string) error {
+	return s.dirSyncs.do(dir, func() error { return s.fsyncDir(dir) })
+}
+
+// fsyncDir opens dir and fsyncs it. If a concurrent Delete has pruned dir
+// meanwhile, the nearest directory still there is synced instead: it holds
+// the removal of the pruned one, and with it everything that was done
+// inside.
+func (s *driver) fsyncDir(dir string) error {
 	for {
 		f, err := s.fsys.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 		if errors.Is(err, iofs.ErrNotExist) && dir != "." {

@@ -172,3 +172,27 @@ func FuzzSidecar(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAttr: any bytes parse as a record attribute or are refused without
+// panicking, and a compact record that parses re-encodes to itself.
+func FuzzAttr(f *testing.F) {
+	good := encodeAttr("k", &record{Version: "V1", File: identity{Ino: 2, Size: 3, Mtime: -4}})
+	for _, s := range [][]byte{good, good[:5], {attrCompactTag}, []byte(`{}`), append(good, 0xff)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rec, err := decodeAttr(data, "k")
+		if err != nil {
+			if !errors.Is(err, errBadSidecar) {
+				t.Fatalf("decode error %v does not wrap errBadSidecar", err)
+			}
+			return
+		}
+		if len(data) > 0 && data[0] == attrCompactTag {
+			again, err := decodeAttr(encodeAttr("k", rec), "k")
+			if err != nil || !reflect.DeepEqual(rec, again) {
+				t.Fatalf("re-encoded record does not decode to the same record: %v", err)
+			}
+		}
+	})
+}

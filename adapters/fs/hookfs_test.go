@@ -3,9 +3,11 @@
 package fs
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/spf13/afero"
 )
@@ -23,6 +25,11 @@ type hookFs struct {
 	after func(op, name, newname string)
 	// fileSync, if set, runs instead of Sync on files opened for writing.
 	fileSync func(name string, f afero.File) error
+	// unnamed passes the base file system's unnamed files through (see
+	// unnamedFs), with the hooks "open-unnamed" (the directory's name) and
+	// "link" (newname, the full name). Without it the store writes every
+	// object under a temporary name.
+	unnamed bool
 }
 
 func (h *hookFs) hook(op, name, newname string) error {
@@ -79,6 +86,35 @@ func (h *hookFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, 
 
 func (h *hookFs) Open(name string) (afero.File, error) { return h.OpenFile(name, os.O_RDONLY, 0) }
 
+func (h *hookFs) openUnnamed(dir afero.File, perm os.FileMode) (afero.File, error) {
+	u, ok := h.Fs.(unnamedFs)
+	if !h.unnamed || !ok {
+		return nil, errors.ErrUnsupported
+	}
+	if err := h.hook("open-unnamed", dir.Name(), ""); err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir.Name(), Err: err}
+	}
+	f, err := u.openUnnamed(dir, perm)
+	if err != nil || h.fileSync == nil {
+		return f, err
+	}
+	return &hookFile{File: f, sync: h.fileSync}, nil
+}
+
+func (h *hookFs) linkUnnamed(f, dir afero.File, name string) error {
+	if hf, ok := f.(*hookFile); ok {
+		f = hf.File
+	}
+	if err := h.hook("link", "", name); err != nil {
+		return &os.LinkError{Op: "link", Old: f.Name(), New: name, Err: err}
+	}
+	err := h.Fs.(unnamedFs).linkUnnamed(f, dir, name)
+	if err == nil && h.after != nil {
+		h.after("link", "", name)
+	}
+	return err
+}
+
 // hookFile replaces Sync.
 type hookFile struct {
 	afero.File
@@ -86,3 +122,13 @@ type hookFile struct {
 }
 
 func (f *hookFile) Sync() error { return f.sync(f.Name(), f.File) }
+
+// SyscallConn keeps the record attribute working.
+func (f *hookFile) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := f.File.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	}); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
+}

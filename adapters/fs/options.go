@@ -60,6 +60,7 @@ func WithCreateRoot() Option { return func(c *config) { c.createRoot = true } }
 // files (four fsyncs per Put) instead of in the object file's extended
 // attribute (two), as versions of this package before the attribute did.
 // Use it while a directory is still shared with processes running such a
-// version: they read only sidecars, and would see objects written with the
-// attribute as foreign. Objects written either way are read either way.
+// version, or one before the compact attribute record: they read only
+// sidecars (or only JSON attributes), and would see objects written with
+// the attribute as foreign. Objects written either way are read either way.
 func WithSidecarRecords() Option { return func(c *config) { c.sidecars = true } }

@@ -13,15 +13,23 @@ import (
 
 // PutFrom implements store.Driver.
 //
+// A Put that may create its key (create-only or unconditional) in a
+// directory that exists writes an unnamed file there, with the new record
+// as its attribute, fsyncs it, and under the key's lock links it under
+// the key (see unnamedFs); the key's directory is then fsynced. When the
+// key is taken, the file is named in the temporary directory and the Put
+// goes on as any other does, under the lock it holds:
+//
 // The body goes to a temporary file as it arrives, which gets the new
 // record as its attribute and is fsynced before the key's lock is taken.
 // Under the lock the condition is checked against the current file, the
 // key's sidecar is replaced only if the attribute could not be set (naming
 // the new file and keeping the current one's record), and the temporary
 // file is renamed onto the key's path, whose directory is then fsynced.
-// The rename is the moment the write takes effect: every failure before it
-// (a body that fails or ends early included) leaves the object as it was
-// and the temporary file removed, and is definite (store.NotApplied); a
+//
+// The link or rename is the moment the write takes effect: every failure
+// before it (a body that fails or ends early included) leaves the object
+// as it was and no file behind, and is definite (store.NotApplied); a
 // failure after it (the directory fsync) is left to the Bucket to report
 // as ambiguous.
 func (s *driver) PutFrom(ctx context.Context, key string, r io.Reader, _ int64, opts store.PutOptions) (store.Version, error) {
@@ -57,14 +65,28 @@ func (s *driver) put(ctx context.Context, key string, r io.Reader, opts store.Pu
 		attr = func(id identity) []byte {
 			rec := *next
 			rec.File = id
-			b, _ := encodeSidecar(&sidecar{Format: sidecarFormat, Key: key, Cur: &rec})
-			return b
+			return encodeAttr(key, &rec)
+		}
+	}
+	if attr != nil && cond.Kind != store.MatchVersion {
+		if u := s.unnamed(); u != nil {
+			v, applied, handled, err := s.putUnnamed(ctx, u, key, r, next, attr, cond)
+			if handled {
+				return v, applied, err
+			}
 		}
 	}
 	tmp, id, attred, err := s.writeTemp(r, attr)
 	if err != nil {
 		return "", false, err
 	}
+	return s.putNamed(ctx, key, tmp, id, attred, next, cond, false)
+}
+
+// putNamed publishes the temporary file tmp, whose identity is id, at key
+// if cond holds, under key's lock (which the caller holds already when
+// locked is set), and removes tmp if it does not.
+func (s *driver) putNamed(ctx context.Context, key, tmp string, id identity, attred bool, next *record, cond store.Condition, locked bool) (v store.Version, applied bool, err error) {
 	published := false
 	defer func() {
 		if !published {
@@ -72,11 +94,13 @@ func (s *driver) put(ctx context.Context, key string, r io.Reader, opts store.Pu
 		}
 	}()
 
-	unlock, err := s.locks.lock(ctx, stripeOf(key))
-	if err != nil {
-		return "", false, err
+	if !locked {
+		unlock, err := s.locks.lock(ctx, stripeOf(key))
+		if err != nil {
+			return "", false, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	if err := ctx.Err(); err != nil {
 		return "", false, err
 	}

@@ -42,6 +42,11 @@ type driver struct {
 	sidecarsOnly bool
 	// bufs holds the buffers bodies are copied through to their files.
 	bufs sync.Pool
+	// dirSyncs shares directory fsyncs between concurrent writers.
+	dirSyncs dirSyncs
+
+	unnamedOnce sync.Once
+	unnamedFs   unnamedFs // nil until probed, and when unavailable
 
 	metaOnce sync.Mutex
 	metaOK   bool // the store's directories exist

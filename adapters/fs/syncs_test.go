@@ -4,6 +4,7 @@ package fs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -30,6 +31,29 @@ func (c *syncCounter) OpenFile(name string, flag int, perm os.FileMode) (afero.F
 }
 
 func (c *syncCounter) Open(name string) (afero.File, error) { return c.OpenFile(name, os.O_RDONLY, 0) }
+
+func uncounted(f afero.File) afero.File {
+	if cf, ok := f.(*countedFile); ok {
+		return cf.File
+	}
+	return f
+}
+
+func (c *syncCounter) openUnnamed(dir afero.File, perm os.FileMode) (afero.File, error) {
+	u, ok := c.Fs.(unnamedFs)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	f, err := u.openUnnamed(uncounted(dir), perm)
+	if err != nil {
+		return nil, err
+	}
+	return &countedFile{File: f, n: &c.n}, nil
+}
+
+func (c *syncCounter) linkUnnamed(f, dir afero.File, name string) error {
+	return c.Fs.(unnamedFs).linkUnnamed(uncounted(f), uncounted(dir), name)
+}
 
 type countedFile struct {
 	afero.File
@@ -102,6 +126,18 @@ func TestPutSyncsTwice(t *testing.T) {
 		}
 		if o := getT(t, s, key); o.Version != v || o.Metadata["i"] != "2" {
 			t.Errorf("%s: read %q %v after the puts", c.layout, o.Version, o.Metadata)
+		}
+		if c.layout != "attribute" {
+			continue // a new key's sidecar may need a new directory too
+		}
+		// A new key in the same directory: the unnamed file's fsync and
+		// the directory's.
+		for i, cond := range []store.Condition{{}, store.IfAbsent} {
+			n.n.Store(0)
+			putT(t, s, fmt.Sprintf("cells/C:1/new-%d", i), "new", store.PutOptions{Condition: cond})
+			if got := n.n.Load(); got != c.want {
+				t.Errorf("%s: a Put of a new key (%s) made %d fsyncs, want %d", c.layout, cond, got, c.want)
+			}
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // attrName is the extended attribute that carries an object file's record
 // (its key, version, metadata and the identity the file had when it was
-// written), in the sidecar's JSON layout with only Cur set. It lives in the
+// written), in one of two layouts (see encodeAttr). It lives in the
 // inode, so the fsync that makes the body durable makes it durable too, and
 // the rename that publishes the body publishes it with it: a Put needs no
 // sidecar, and two fsyncs (the file, then its directory).
@@ -113,13 +113,13 @@ func (s *driver) openRecord(f afero.File, key string, id identity) *record {
 		}
 		return nil
 	}
-	sc, err := decodeSidecar(raw, key)
+	rec, err := decodeAttr(raw, key)
 	if err != nil {
 		s.log.Warn("fs store: ignoring a malformed record attribute", "root", s.root, "key", key, "err", err)
 		return nil
 	}
-	if sc.Cur.File != id {
+	if rec.File != id {
 		return nil
 	}
-	return sc.Cur
+	return rec
 }

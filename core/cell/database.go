@@ -35,6 +35,10 @@ type database struct {
 	key       string // the cell key
 	path      string // the database file
 	localLog  bool   // logs is durability.Local: commits need no hand-over
+	// restart, for a single-host cell on a log that acknowledges from the
+	// bucket, is the activation's restart mark (unsynced.go); nil for
+	// every other cell.
+	restart *restartMark
 
 	conn     driver.Conn // nil: released while idle
 	capturer driver.PageCapturer
@@ -147,7 +151,17 @@ func (db *database) openFile(ctx context.Context, grant lease.Grant, restore boo
 		Restore:       restore,
 		PagesCaptured: capturer != nil,
 	}
-	if !grant.BucketWins() && !db.localLog {
+	switch {
+	case grant.BucketWins() || db.localLog:
+	case db.restart != nil && db.restart.boot != "":
+		// Single host on a log that acknowledges from the bucket: the
+		// file is not synced per commit; the log records the restart
+		// mark beside its first group's upload, unless the mark already
+		// names this boot (docs/durability.md).
+		if !db.restart.isCurrent() {
+			req.SyncLocal = db.restart.record
+		}
+	default:
 		// Local primary: the log syncs the local file once per group
 		// commit, beside the group's upload (docs/durability.md).
 		path := db.path
@@ -324,6 +338,13 @@ func (db *database) close(ctx context.Context, final bool) []error {
 	if db.conn != nil {
 		if err := db.conn.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close database: %w", err))
+		}
+	}
+	if final && db.restart != nil {
+		// A clean close: the file is synced and its restart mark goes.
+		// Failing that, the mark stays, which costs at most a restore.
+		if err := db.restart.clear(); err != nil {
+			db.logger.Warn("cell: could not sync the local database at close; its restart mark stays", "cell", db.key, "err", err)
 		}
 	}
 	return errs

@@ -171,6 +171,9 @@ func (inst *instance) open(ctx context.Context) error {
 	// capture them and the log must want commits (Local does not). The
 	// log is told so in its OpenRequest.
 	inst.db.localLog = isLocalLog(rt.log)
+	if err := inst.checkRestartMark(ctx, grant, path); err != nil {
+		return err
+	}
 	// A local-primary cell asked to restore a bookmark on its next
 	// session (restorenext.go) is restored from the bucket this once.
 	marked := false

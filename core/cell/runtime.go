@@ -99,6 +99,16 @@ type Options struct {
 	// commits, durable waits, activations, open and evicted cells). Nil
 	// records nothing.
 	MeterProvider metric.MeterProvider
+	// BootID names the machine's current boot (read once, by New): a
+	// single-host cell (a lease with epochs whose bucket does not win)
+	// on a log that acknowledges from the bucket (durability.BucketAcker)
+	// then leaves its local file unsynced per commit and marks it with
+	// the boot instead, so that after a machine restart the cell is
+	// rebuilt from the bucket (unsynced.go). Nil: the operating system's
+	// (Linux's /proc/sys/kernel/random/boot_id); an error (other systems)
+	// keeps the local file synced once per group commit. Tests inject one
+	// to simulate a restart.
+	BootID func() (string, error)
 }
 
 // DefaultAlarmResidency is celld's default CELLD_ALARM_RESIDENT_MS.
@@ -132,6 +142,9 @@ type Runtime struct {
 	// restoreMarkMu serializes restore marks' writes and removals
 	// (restorenext.go).
 	restoreMarkMu sync.Mutex
+	// boot is Options.BootID's answer ("" when it failed: the local file
+	// of a single-host cell is synced once per group commit).
+	boot string
 
 	// bg is the context of work the runtime starts on its own (activation,
 	// alarms, eviction); Close cancels it last.
@@ -203,6 +216,7 @@ func New(opts Options) (*Runtime, error) {
 	if rt.maxOpen == 0 {
 		rt.maxOpen = DefaultMaxOpenCells()
 	}
+	rt.boot = readBootID(opts.BootID, rt.logger)
 	rt.bg, rt.cancelBg = context.WithCancel(context.Background())
 	rt.alarms = newAlarmScheduler(rt)
 	if err := rt.initMetrics(); err != nil {

@@ -86,9 +86,13 @@ type Log struct {
 }
 
 var (
-	_ durability.Log    = (*Log)(nil)
-	_ durability.Prober = (*Log)(nil)
+	_ durability.Log         = (*Log)(nil)
+	_ durability.Prober      = (*Log)(nil)
+	_ durability.BucketAcker = (*Log)(nil)
 )
+
+// AcksFromBucket is true: a commit resolves once its changeset is stored.
+func (l *Log) AcksFromBucket() bool { return true }
 
 // Holds reports whether the bucket holds any object under the cell's
 // changeset prefix (one listing of at most one key).

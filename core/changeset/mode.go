@@ -16,9 +16,10 @@ import (
 // (RestoreRequest.Scratch).
 func Mode() durability.Mode {
 	return durability.Mode{
-		Log:           layout.Changeset(),
-		NeedsSessions: true,
-		SyncsLocal:    true,
+		Log:            layout.Changeset(),
+		NeedsSessions:  true,
+		SyncsLocal:     true,
+		AcksFromBucket: true,
 		Open: func(o durability.OpenOptions) (durability.Log, error) {
 			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger})
 		},

@@ -87,16 +87,22 @@ type OpenRequest struct {
 	// on when the driver captures pages and the log is not Local. A log
 	// never asks the connection (it does not call TakeCommits).
 	PagesCaptured bool
-	// SyncLocal, when set, makes every commit written to the local
-	// database so far durable on the local disk (an fsync of its files).
-	// The runtime sets it when the local file is the primary copy
-	// (local-primary: single-host shard locks or lease.None), where the
-	// driver may leave each commit unsynced (cellb serve runs SQLite with
-	// synchronous=NORMAL in WAL mode then). A log that acknowledges
-	// through a group commit calls it once per group, overlapped with the
-	// group's upload, and acknowledges the group only when both are done;
-	// a log that acknowledges otherwise ignores it. It may be called from
-	// any goroutine: it does not use Conn.
+	// SyncLocal, when set, is what the local disk needs before the commits
+	// written to the local database so far may be acknowledged. The
+	// runtime sets it when the local file is kept across activations
+	// (single-host shard locks or lease.None) and the driver may leave each
+	// commit unsynced (cellb serve runs SQLite with synchronous=NORMAL in
+	// WAL mode then): under lease.None, or where the system names no boot,
+	// an fsync of the database's files (SyncDatabaseFiles); under a single
+	// host's shard locks with a log that acknowledges from the bucket
+	// (BucketAcker), the recording of a restart mark once per activation,
+	// so that a file that may lack acknowledged commits after a machine
+	// restart is rebuilt from the bucket (core/cell, docs/durability.md).
+	// A log that acknowledges through a group commit calls it once per
+	// group, overlapped with the group's upload, and acknowledges the
+	// group only when both are done; a log that acknowledges otherwise
+	// ignores it. It may be called from any goroutine: it does not use
+	// Conn.
 	SyncLocal func() error
 }
 

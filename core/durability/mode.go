@@ -32,6 +32,12 @@ type Mode struct {
 	// syncs a local-primary cell's file once per group commit before it
 	// acknowledges the group, so SQLite need not sync each commit.
 	SyncsLocal bool
+	// AcksFromBucket says the mode's log acknowledges a commit only once
+	// it is stored in the bucket (durability.BucketAcker): a single host
+	// then leaves the local file unsynced per commit and, after a machine
+	// restart, rebuilds a cell whose file may lack acknowledged commits
+	// from the bucket (docs/durability.md).
+	AcksFromBucket bool
 	// Open opens the mode's Log on a bucket.
 	Open func(OpenOptions) (Log, error)
 	// Restore rebuilds the cell's database from the bucket, read-only, and

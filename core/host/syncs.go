@@ -11,11 +11,12 @@ import (
 	"github.com/cellb/cellb/core/durability"
 )
 
-// LocalDurabilityError: where the local file is the primary copy of a cell
-// (single host, or no ownership), the driver would let an acknowledged
-// commit be lost in a power failure. Have and Need are SQLite's
-// synchronous levels (OFF, NORMAL, FULL, EXTRA); Journal is the driver's
-// journal mode.
+// LocalDurabilityError: outside a fleet (single host, or no ownership)
+// the driver runs SQLite below the synchronous level the ownership and
+// durability mode need (Synchronous), so a power failure could lose an
+// acknowledged commit or leave the local file inconsistent. Have and Need
+// are SQLite's synchronous levels (OFF, NORMAL, FULL, EXTRA); Journal is
+// the driver's journal mode.
 type LocalDurabilityError struct {
 	Ownership Ownership
 	Have      string
@@ -38,33 +39,40 @@ var synchronousNames = []string{"OFF", "NORMAL", "FULL", "EXTRA"}
 // Synchronous is the SQLite synchronous level a node's driver should run
 // with, for its ownership and durability mode, in WAL mode: OFF in a fleet
 // (the bucket wins: every activation replaces the local file, and a reply
-// waits for the bucket); where the local file is the primary copy, NORMAL
-// under a mode whose log syncs the file once per group commit
-// (Mode.SyncsLocal), FULL otherwise (after a power loss a database that is
-// not empty is never restored from the bucket). New refuses a driver
-// below what this names (a LocalDurabilityError); cellb serve configures
-// its drivers with it.
+// waits for the bucket); NORMAL for a single host under a mode whose log
+// acknowledges from the bucket (Mode.AcksFromBucket: a file that may lack
+// acknowledged commits after a machine restart is rebuilt from the bucket,
+// and where the system names no boot the log syncs the file once per group
+// commit instead), and where the local file is the primary copy under a
+// mode whose log syncs the file once per group commit (Mode.SyncsLocal);
+// FULL otherwise (after a power loss a database that is not empty is never
+// restored from the bucket). NORMAL is enough only in WAL mode, where it
+// leaves the file consistent after a power loss, without its newest
+// commits at worst. New refuses a driver below what this names (a
+// LocalDurabilityError); cellb serve configures its drivers with it.
 func Synchronous(o Ownership, mode durability.Mode) string {
 	return synchronousNames[needSync(o, mode, "wal")]
 }
 
 // needSync is Synchronous as a level, for a driver in journal mode jm:
-// NORMAL leaves a file consistent between group syncs only in WAL mode.
+// NORMAL leaves a file consistent after a power loss only in WAL mode.
 func needSync(o Ownership, mode durability.Mode, jm string) int64 {
 	switch {
 	case o == Fleet:
 		return 0
-	case mode.SyncsLocal && jm == "wal":
+	case jm != "wal":
+		return 2
+	case mode.SyncsLocal, o == SingleHost && mode.AcksFromBucket:
 		return 1
 	}
 	return 2
 }
 
 // checkLocalSync opens a scratch database with the configured driver and
-// checks its synchronous level against what the ownership mode needs:
-// nothing in a fleet (the bucket wins, the local file is a cache); where
-// the local file is the primary copy, NORMAL in WAL mode under a mode
-// that syncs the file once per group commit (Mode.SyncsLocal), FULL
+// checks its synchronous level against what the ownership mode needs
+// (Synchronous): nothing in a fleet (the bucket wins, the local file is a
+// cache); otherwise NORMAL in WAL mode under a mode that acknowledges from
+// the bucket (single host) or syncs the file once per group commit, FULL
 // otherwise. A program that copied a fleet's synchronous=OFF into a
 // single-host node is refused instead of silently losing commits. A driver
 // that cannot open a scratch database or answer the pragmas is not judged
@@ -101,7 +109,10 @@ func judgeLocalSync(cfg Config, level, journal any) error {
 	lvl, _ := level.(int64)
 	jm := strings.ToLower(fmt.Sprint(journal))
 	need, why := needSync(cfg.Ownership, cfg.Mode, jm), "every acknowledged commit must be on the local disk, and no durability mode syncs it"
-	if cfg.Mode.SyncsLocal {
+	switch {
+	case cfg.Ownership == SingleHost && cfg.Mode.AcksFromBucket:
+		why = "the file must stay consistent after a power loss (the cell is then rebuilt from the bucket if it may lack acknowledged commits), which NORMAL guarantees only in WAL mode"
+	case cfg.Mode.SyncsLocal:
 		why = "the durability mode syncs the file once per group commit, which NORMAL leaves consistent only in WAL mode"
 	}
 	if lvl >= need {

@@ -161,9 +161,14 @@ func New(opts Options) (*Log, error) {
 }
 
 var (
-	_ durability.Log    = (*Log)(nil)
-	_ durability.Prober = (*Log)(nil)
+	_ durability.Log         = (*Log)(nil)
+	_ durability.Prober      = (*Log)(nil)
+	_ durability.BucketAcker = (*Log)(nil)
 )
+
+// AcksFromBucket is true: a commit resolves once its LTX file (or, with a
+// node log, its bundle) is stored.
+func (l *Log) AcksFromBucket() bool { return true }
 
 // Holds reports whether the bucket holds any epoch of the cell's LTX log
 // (one listing of the cell's epoch directories).

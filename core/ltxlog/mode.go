@@ -15,9 +15,10 @@ import (
 // cells/<cell>/ltx/, restorable to any TXID or time.
 func Mode() durability.Mode {
 	return durability.Mode{
-		Log:         layout.LTX(),
-		PointInTime: true,
-		SyncsLocal:  true,
+		Log:            layout.LTX(),
+		PointInTime:    true,
+		SyncsLocal:     true,
+		AcksFromBucket: true,
 		Open: func(o durability.OpenOptions) (durability.Log, error) {
 			return New(Options{Store: o.Store, Clock: o.Clock, Logger: o.Logger, Retention: o.Retention})
 		},

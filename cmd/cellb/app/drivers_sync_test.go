@@ -13,9 +13,11 @@ import (
 	"github.com/cellb/cellb/core/ltxlog"
 )
 
-// TestNodeSyncPicksTheLocalSync: a local-primary node whose log syncs the
-// local file once per group commit (LTX, changeset) runs SQLite with
-// synchronous=NORMAL; under the backup log, which acknowledges at once,
+// TestNodeSyncPicksTheLocalSync: a single-host node whose log acknowledges
+// from the bucket (LTX, changeset) runs SQLite with synchronous=NORMAL in
+// WAL mode (consistent after a power loss; a file that may lack
+// acknowledged commits is rebuilt from the bucket, or, where the system
+// names no boot, synced once per group commit); under the backup log, which acknowledges at once,
 // SQLite syncs every commit (FULL); a fleet node never syncs (OFF). Checked
 // on the open connection of every pure-Go driver.
 func TestNodeSyncPicksTheLocalSync(t *testing.T) {
