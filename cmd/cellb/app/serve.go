@@ -36,9 +36,10 @@ func serveCommand() appCommand {
 
 const serveAbout = `Runs a node hosting the example apps (docs/examples.md). Without
 --bucket, on the embedded default: cell databases under --data-dir (the
-primary copy) and an LTX log in a files bucket at <data-dir>/bucket;
-processes sharing --data-dir take cells by shard locks and route calls to
-each other (docs/single-host.md). With --bucket the node joins a fleet on
+primary copy) and an LTX log in a files bucket at <data-dir>/bucket,
+written through a node log per process (--node-log); processes sharing
+--data-dir take cells by shard locks and route calls to each other
+(docs/single-host.md). With --bucket the node joins a fleet on
 that bucket: cells are taken by celld's ownership protocol, the bucket wins
 over local files, calls for cells another node owns are forwarded over
 --peer-listen, and alarms are woken through the bucket's wake index
