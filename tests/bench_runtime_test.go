@@ -26,6 +26,7 @@ import (
 	"github.com/cellb/cellb/core/driver"
 	"github.com/cellb/cellb/core/durability"
 	"github.com/cellb/cellb/core/fleet"
+	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/ltx"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/nodelog"
@@ -207,7 +208,11 @@ func BenchmarkCell(b *testing.B) {
 //   - local-primary-sync-group: the same without ownership (lease.None),
 //     as NoOwnership runs it;
 //   - fleet: the LTX log with the bucket winning (fleet ownership): no
-//     local sync, a reply waits for the bucket.
+//     local sync, a reply waits for the bucket;
+//   - embedded-nodelog and embedded-percell: the embedded default built
+//     through host.New (benchEmbedded), with the process's node log (one
+//     bundle per flush, tiered into the cell's prefix every 64 rows) and
+//     with per-cell uploads (host.SingleHostConfig.PerCellLog).
 //
 // local-primary-sync-each is local-primary as it was before issue 13,
 // SQLite syncing every commit (the log's one sync per group then finds
@@ -305,7 +310,53 @@ func BenchmarkAckedWrites(b *testing.B) {
 				s.snapshot().since(before).report(b, b.N, "write")
 			})
 		}
+		for _, mode := range []string{"embedded-nodelog", "embedded-percell"} {
+			b.Run(fmt.Sprintf("%s/callers=%d", mode, n), func(b *testing.B) {
+				benchEmbedded(b, n, mode == "embedded-percell")
+			})
+		}
 	}
+}
+
+// benchEmbedded is BenchmarkAckedWrites on a node built by host.New as
+// cellb serve builds the embedded default (single host, the LTX mode on a
+// local-files bucket, the wasm driver at host.Synchronous's level, the
+// default retention), with the process's node log or, with perCell, each
+// cell uploading its own files.
+func benchEmbedded(b *testing.B, n int, perCell bool) {
+	ctx := context.Background()
+	fs, err := fsstore.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close(fs)
+	s := &countingStore{Store: fs}
+	mode := ltxlog.Mode()
+	drv, _ := pickDriver("wasm", host.Synchronous(host.SingleHost, mode))
+	var ns *cell.Namespace[*benchCell]
+	h, err := host.New(ctx, host.Config{
+		Driver: drv, DataDir: b.TempDir(), Bucket: s, Mode: mode, Retention: ltxlog.DefaultRetention,
+		Ownership: host.SingleHost, SingleHost: host.SingleHostConfig{PerCellLog: perCell},
+		ScriptName: "bench", IdleTimeout: -1, Logger: quietLogger(),
+		Classes: func(su *host.Setup) (err error) {
+			ns, err = cell.Register(su.Runtime, "Bench", newBenchCell)
+			return err
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(ctx)
+	if (h.NodeLog() == nil) != perCell {
+		b.Fatalf("node log %v with PerCellLog %v", h.NodeLog() != nil, perCell)
+	}
+	stub := ns.Get(ns.IDFromName("acked"))
+	if _, err := cell.Call(ctx, stub, benchWrite); err != nil { // activation, snapshot
+		b.Fatal(err)
+	}
+	before := s.snapshot()
+	callers(b, n, func() error { _, err := cell.Call(ctx, stub, benchWrite); return err })
+	s.snapshot().since(before).report(b, b.N, "write")
 }
 
 // BenchmarkActivate: activating many cells (each opens its database and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cellb/cellb/core/cell"
 	"github.com/cellb/cellb/core/host"
+	"github.com/cellb/cellb/core/layout"
 	"github.com/cellb/cellb/core/ltxlog"
 	"github.com/cellb/cellb/core/r2"
 	"github.com/cellb/cellb/core/store/faultstore"
@@ -23,8 +24,9 @@ import (
 )
 
 // uploadHold holds (and, once told, fails) the bucket's uploads of the
-// cells' commits: every put outside r2/.
+// cells' commits: every put outside r2/ (only those under only, if set).
 type uploadHold struct {
+	only    string
 	mu      sync.Mutex
 	held    bool
 	fail    bool
@@ -33,7 +35,7 @@ type uploadHold struct {
 }
 
 func (h *uploadHold) before(ctx context.Context, c faultstore.Call) error {
-	if c.Op != faultstore.OpPut || strings.HasPrefix(c.Key, "r2/") {
+	if c.Op != faultstore.OpPut || strings.HasPrefix(c.Key, "r2/") || !strings.HasPrefix(c.Key, h.only) {
 		return nil
 	}
 	h.mu.Lock()
@@ -133,12 +135,27 @@ func (f *firstRead) Read(p []byte) (int, error) {
 // all wait; when the upload fails,
 // none of them is made and each handler gets the reset; with
 // cell.AllowUnconfirmed each goes while the upload is held.
+//
+// It runs on the embedded default's node log (a process's commits share
+// one bundle PUT: once one is held, the others queue behind it) and with
+// per-cell uploads (each caller's upload is held on its own).
 func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
+	t.Run("node-log", func(t *testing.T) { outgoingWaitsForTheUpload(t, false) })
+	t.Run("per-cell", func(t *testing.T) { outgoingWaitsForTheUpload(t, true) })
+}
+
+func outgoingWaitsForTheUpload(t *testing.T, perCell bool) {
 	drv, err := pickDriver("wasm", "NORMAL") // single host, LTX log
 	if err != nil {
 		t.Fatal(err)
 	}
 	hold := &uploadHold{}
+	if !perCell {
+		// The bundles alone: a cell reset by a failed bundle tiers its
+		// acknowledged rows into its prefix as it closes, and a tiering
+		// that fails fences the process (docs/durability.md).
+		hold.only = layout.NodeLogPrefix
+	}
 	bucket := faultstore.New(memstore.New(), faultstore.Config{BeforeCall: hold.before})
 	var doorMade, methodMade atomic.Pointer[chan struct{}]
 	var objs *cell.Namespace[*gateObj]
@@ -150,7 +167,8 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 	ltx := ltxlog.Mode()
 	h, err := host.New(context.Background(), host.Config{
 		Driver: drv, DataDir: t.TempDir(), Bucket: bucket, Mode: ltx, Ownership: host.SingleHost,
-		R2: map[string]string{"IMAGES": "images"}, Logger: quietLogger(),
+		SingleHost: host.SingleHostConfig{PerCellLog: perCell},
+		R2:         map[string]string{"IMAGES": "images"}, Logger: quietLogger(),
 		Classes: func(su *host.Setup) (err error) {
 			objs, err = cell.Register(su.Runtime, "Obj", func(ctx context.Context, st *cell.State) (*gateObj, error) {
 				_, err := st.SQL().Exec(ctx, "CREATE TABLE IF NOT EXISTS t(v INTEGER)")
@@ -264,6 +282,19 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 		return made, done
 	}
 
+	// waitHeld waits until every caller's commit is held: its own upload
+	// (per cell), or the one bundle PUT in flight while the rest queue
+	// behind it (node log; room for them to queue).
+	waitHeld := func(t *testing.T) {
+		t.Helper()
+		if perCell {
+			waitFor(t, "every caller's upload to be held", func() bool { return hold.waiting.Load() >= int64(len(kinds)) })
+			return
+		}
+		waitFor(t, "a bundle upload to be held", func() bool { return hold.waiting.Load() >= 1 })
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	t.Run("held", func(t *testing.T) {
 		hold.hold()
 		var made []chan struct{}
@@ -272,7 +303,7 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 			m, d := start(i, nil)
 			made, done = append(made, m), append(done, d)
 		}
-		waitFor(t, "every caller's upload to be held", func() bool { return hold.waiting.Load() >= int64(len(kinds)) })
+		waitHeld(t)
 		time.Sleep(50 * time.Millisecond) // room for an ungated I/O to show
 		for i, k := range kinds {
 			select {
@@ -298,7 +329,7 @@ func TestOutgoingIOWaitsForTheUpload(t *testing.T) {
 			m, d := start(i, nil)
 			made, done = append(made, m), append(done, d)
 		}
-		waitFor(t, "every caller's upload to be held", func() bool { return hold.waiting.Load() >= int64(len(kinds)) })
+		waitHeld(t)
 		hold.let(true)
 		for i, k := range kinds {
 			err := <-done[i]

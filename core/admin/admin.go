@@ -61,6 +61,11 @@ type Options struct {
 	// key names (a corrupt-file finding otherwise). Without it only
 	// listings and records are read.
 	Verify bool
+	// LockDir, if set, is the directory a single host's processes keep
+	// their node log sessions' lock files in (<data-dir>/shards/nodelog):
+	// Inspect reads each session's state there (HostLog.State). Only
+	// tried locks are taken, each for a moment.
+	LockDir string
 }
 
 func (o Options) clock() clock.Clock { return clock.Or(o.Clock) }

@@ -27,8 +27,11 @@ type Report struct {
 	// a lost one, and no record-lost finding is reported.
 	Fleet bool   `json:"fleet"`
 	Nodes []Node `json:"nodes"`
-	Cells []Cell `json:"cells"`
-	Wake  Wake   `json:"wake"`
+	// HostLogs are the node logs of single host processes (cellb serve
+	// without --bucket) the bucket holds, one per process session.
+	HostLogs []HostLog `json:"host_logs"`
+	Cells    []Cell    `json:"cells"`
+	Wake     Wake      `json:"wake"`
 }
 
 // Errors returns every problem the report holds: malformed records (each
@@ -38,6 +41,11 @@ func (r *Report) Errors() []error {
 	for _, n := range r.Nodes {
 		if n.Err != nil {
 			errs = append(errs, n.Err)
+		}
+	}
+	for _, l := range r.HostLogs {
+		if l.Err != nil {
+			errs = append(errs, l.Err)
 		}
 	}
 	for _, c := range r.Cells {
@@ -83,6 +91,28 @@ type NodeLog struct {
 	Bundles        int    `json:"bundles"`
 	BundleBytes    int64  `json:"bundle_bytes"`
 	OldestBundleMs *int64 `json:"oldest_bundle_ms"`
+}
+
+// HostLog is one single host process's node log session: its bundles in
+// the bucket under log/<node>/<generation>/. Such a session has no node
+// lease; its state is its lock file's, read from Options.LockDir.
+type HostLog struct {
+	Node       string `json:"node"`
+	Generation string `json:"generation"`
+	// State is open (its process holds the session's lock), recovering
+	// (another process folds it now), dead (its process is gone: the next
+	// process to start or take over a shard folds it) or unknown (no
+	// Options.LockDir, or no lock file there: another machine's data
+	// directory, or folded since the listing).
+	State string `json:"state"`
+	// Bundles and BundleBytes are the session's bundles in the bucket;
+	// OldestBundleMs when the oldest was written (null when none): its
+	// rows are the oldest not yet in their cells' prefixes.
+	Bundles        int    `json:"bundles"`
+	BundleBytes    int64  `json:"bundle_bytes"`
+	OldestBundleMs *int64 `json:"oldest_bundle_ms"`
+	Error          string `json:"error,omitempty"`
+	Err            error  `json:"-"`
 }
 
 // The states of a cell's ownership record (Cell.Record).
@@ -199,6 +229,9 @@ func Inspect(ctx context.Context, s store.Store, opts Options) (*Report, error) 
 		return nil, err
 	}
 	r.Nodes = nodes
+	if r.HostLogs, err = readHostLogs(ctx, s, opts); err != nil {
+		return nil, err
+	}
 	w, idx, err := readWake(ctx, s, opts, now)
 	if err != nil {
 		return nil, err
@@ -374,6 +407,48 @@ func readNodeLog(ctx context.Context, s store.Store, l layout.NodeLease) (*NodeL
 		}
 	}
 	return nl, err
+}
+
+// readHostLogs lists the single host node logs under log/ (node ids
+// starting with nodelog.LocalNodePrefix) and their bundles, and reads each
+// session's state from its lock file when opts.LockDir is set.
+func readHostLogs(ctx context.Context, s store.Store, opts Options) ([]HostLog, error) {
+	out := []HostLog{}
+	nodes, err := store.ListAll(ctx, s, store.ListOptions{Prefix: layout.NodeLogPrefix, Delimiter: "/", Limit: opts.PageSize})
+	if err != nil {
+		return nil, err
+	}
+	for _, np := range nodes.Prefixes {
+		node := strings.TrimSuffix(strings.TrimPrefix(np, layout.NodeLogPrefix), "/")
+		if !strings.HasPrefix(node, nodelog.LocalNodePrefix) {
+			continue
+		}
+		sessions, err := store.ListAll(ctx, s, store.ListOptions{Prefix: np, Delimiter: "/", Limit: opts.PageSize})
+		if err != nil {
+			return nil, err
+		}
+		for _, sp := range sessions.Prefixes {
+			hl := HostLog{Node: node, Generation: strings.TrimSuffix(strings.TrimPrefix(sp, np), "/"), State: nodelog.LocalUnknown}
+			bundles, err := nodelog.ListBundles(ctx, s, node, hl.Generation)
+			if err != nil {
+				return nil, err
+			}
+			for _, b := range bundles {
+				hl.Bundles++
+				hl.BundleBytes += b.Info.Size
+				if ms := b.Info.Modified.UnixMilli(); !b.Info.Modified.IsZero() && (hl.OldestBundleMs == nil || ms < *hl.OldestBundleMs) {
+					hl.OldestBundleMs = &ms
+				}
+			}
+			if opts.LockDir != "" {
+				if hl.State, err = nodelog.LocalState(opts.LockDir, hl.Generation); err != nil {
+					hl.State, hl.Err, hl.Error = nodelog.LocalUnknown, err, err.Error()
+				}
+			}
+			out = append(out, hl)
+		}
+	}
+	return out, nil
 }
 
 // leaseCache reads each owner's lease once per Inspect.

@@ -155,6 +155,13 @@ func WriteReport(w io.Writer, r *Report) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, state, dash(n.Addr), when(int64(n.ExpiresMs), now), logState, untiered, oldest)
 	}
+	for _, l := range r.HostLogs {
+		oldest := "-"
+		if l.OldestBundleMs != nil {
+			oldest = when(*l.OldestBundleMs, now)
+		}
+		fmt.Fprintf(tw, "%s/%s\tsingle host\t-\t-\t%s\t%d bundles, %s\t%s\n", l.Node, l.Generation, l.State, l.Bundles, progress.Size(l.BundleBytes), oldest)
+	}
 	fmt.Fprintf(tw, "\nCELL\tRECORD\tOWNER\tEPOCH\tLOG EPOCH\tTXID\tLOG\tMODES\tALARM\tFINDINGS\n")
 	for _, c := range r.Cells {
 		var kinds []string
@@ -190,6 +197,9 @@ func WriteReport(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "\nwake index: %s; %s; %d entries (%d due, %d migration seeds) in %d minutes for %d cells; %d retirement certificates\n",
 		format, waker, wk.Entries, wk.Due, wk.Seeds, wk.Minutes, wk.Cells, wk.Retired)
 	fmt.Fprintf(w, "%d nodes, %d cells\n", len(r.Nodes), len(r.Cells))
+	if len(r.HostLogs) > 0 {
+		fmt.Fprintf(w, "%d single host node log sessions (their state is their lock file's under <data-dir>/shards/nodelog; unknown when inspect was not given it)\n", len(r.HostLogs))
+	}
 	if !r.Fleet && len(r.Cells) > 0 {
 		fmt.Fprintf(w, "no node lease and no ownership record: a single-host bucket (ownership by shard locks; records are written by fleet nodes only)\n")
 	}

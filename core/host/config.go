@@ -69,6 +69,8 @@ type Config struct {
 	Ownership Ownership
 	// Fleet configures Fleet ownership; ignored otherwise.
 	Fleet FleetConfig
+	// SingleHost configures SingleHost ownership; ignored otherwise.
+	SingleHost SingleHostConfig
 	// Classes registers the node's classes and their HTTP routes. It runs
 	// once the runtime exists and before anything is served or woken.
 	Classes func(*Setup) error
@@ -146,6 +148,23 @@ type FleetConfig struct {
 	// recovers dead nodes' open logs and deletes recovered sessions'
 	// bundles (default 30 s).
 	SweepInterval time.Duration
+}
+
+// SingleHostConfig is a single host process's node log.
+type SingleHostConfig struct {
+	// PerCellLog turns the node log off: with the LTX mode, every cell
+	// then uploads its own level-0 files (one object per group commit)
+	// and compacts them in its own prefix. By default a single host
+	// process on the LTX mode writes every cell's commits through one
+	// node log of its own (one bundle per flush), fenced by a lock file
+	// under DataDir/shards/nodelog; processes sharing DataDir fold the
+	// logs of those that died (docs/durability.md, "The node log on a
+	// single host"). Other modes always write per cell.
+	PerCellLog bool
+	// NodeLog tunes the node log (zero fields: its defaults); Store,
+	// Node, Generation, Confirmer, Clock, Logger and MeterProvider are
+	// the host's.
+	NodeLog nodelog.Options
 }
 
 // Setup is what Config.Classes gets: the runtime to register classes on

@@ -6,13 +6,16 @@
 //
 // Start-up: the start-up probe (inside fleet.Join) and wake preparation
 // (wake.Prepare, which needs every node lease expired, so before this
-// node's exists), then the fleet join, the runtime, the classes, and last
+// node's exists), then the fleet join (or, on a single host, the shard
+// locks and, on the LTX mode, the folding of dead processes' node logs
+// and this process's own; singlelog.go), the runtime, the classes, and last
 // the wake service (it may wake the classes' cells) or, on a single host,
 // the shard watch (it learns the alarms of shards other processes let go).
 //
 // Shutdown (Close): the public listener drains; the runtime closes (each
 // cell's record or shard is released as it closes, after its last commit
-// is durable); the wake service stops; the local socket drains; the fleet
+// is durable); the wake service stops; the local socket drains; the node
+// log closes (a single host's session lock with it); the fleet
 // membership ends (every record still owned released, the node lease
 // deleted); the peer listener closes last, once it has been quiet for a
 // moment, so a call forwarded on a view from just before the release is
@@ -64,10 +67,15 @@ type Host struct {
 	// callers are hosts that guarded the request already.
 	handler, internal http.Handler
 	limits            Limits
-	node              *fleet.Node   // nil unless Fleet
-	nodeLog           *nodelog.Log  // nil unless Fleet on the LTX mode without PerCellLog
-	wake              *wake.Service // nil unless Fleet
-	shards            *shard.Lease  // nil unless SingleHost
+	node              *fleet.Node // nil unless Fleet
+	// nodeLog is the node log: a fleet node's, or a single host
+	// process's (localLog then holds its session); nil with PerCellLog,
+	// another mode, or no ownership.
+	nodeLog    *nodelog.Log
+	localLog   *localLog
+	shardLease *recoveringLease // the shard lease the runtime uses (SingleHost)
+	wake       *wake.Service    // nil unless Fleet
+	shards     *shard.Lease     // nil unless SingleHost
 	// stopServing ends the shard watch and the wake polling: the first
 	// step of Close.
 	stopServing context.CancelFunc
@@ -191,7 +199,7 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 			return nil, err
 		}
 	case SingleHost:
-		if err := h.openShards(&opts); err != nil {
+		if err := h.openShards(ctx, &opts); err != nil {
 			return nil, err
 		}
 	}
@@ -222,9 +230,12 @@ func build(ctx context.Context, cfg Config) (_ *Host, err error) {
 		// Classes are registered: from now on, taking over a shard that
 		// another process let go (a restart) schedules the alarms its
 		// cells stored, whether or not a call comes for them.
-		if err := h.shards.Watch(serving, 0, h.rt.LearnAlarms); err != nil {
+		// With a node log, taking over a shard first folds the logs of
+		// the processes that died (singlelog.go).
+		if err := h.shards.Watch(serving, 0, h.learn); err != nil {
 			return nil, err
 		}
+		h.shardLease.watching.Store(true)
 	}
 	return h, nil
 }
@@ -291,11 +302,12 @@ func (l logFolder) FoldLog(ctx context.Context, node, generation string) error {
 	return err
 }
 
-// NodeLog is the fleet node's node log, or nil when it has none
-// (FleetConfig.PerCellLog, another mode, or no fleet).
+// NodeLog is the node's node log (a fleet node's, or a single host
+// process's), or nil when it has none (PerCellLog, another mode, or no
+// ownership).
 func (h *Host) NodeLog() *nodelog.Log { return h.nodeLog }
 
-func (h *Host) openShards(opts *cell.Options) (err error) {
+func (h *Host) openShards(ctx context.Context, opts *cell.Options) (err error) {
 	// Processes sharing DataDir take cells by shard locks, so two of them
 	// never write one database, and route calls for a shard another holds
 	// to it over a local socket.
@@ -313,7 +325,11 @@ func (h *Host) openShards(opts *cell.Options) (err error) {
 	if h.shards, err = shard.Open(dir, 16, shardOpts...); err != nil {
 		return err
 	}
-	opts.Lease = h.shards
+	h.shardLease = &recoveringLease{Lease: h.shards, h: h}
+	opts.Lease = h.shardLease
+	if h.cfg.Ownership == SingleHost && ltxlog.IsMode(h.cfg.Mode) {
+		return h.openLocalLog(ctx)
+	}
 	return nil
 }
 
@@ -378,21 +394,28 @@ func (h *Host) Node() string { return h.name }
 // has none (it then forwards no call to itself; see FleetConfig).
 func (h *Host) PeerAddr() string { return h.peerAddr }
 
-// Fenced is closed when a fleet node self-fenced (it never serves again;
-// run a new Host); nil, never ready, otherwise.
+// Fenced is closed when a fleet node, or a single host process with a
+// node log, self-fenced (it never serves again; run a new Host); nil,
+// never ready, otherwise.
 func (h *Host) Fenced() <-chan struct{} {
-	if h.node == nil {
-		return nil
+	switch {
+	case h.node != nil:
+		return h.node.Fenced()
+	case h.localLog != nil && h.localLog.session != nil:
+		return h.localLog.session.Fenced()
 	}
-	return h.node.Fenced()
+	return nil
 }
 
 // FenceErr says why the node self-fenced, or nil.
 func (h *Host) FenceErr() error {
-	if h.node == nil {
-		return nil
+	switch {
+	case h.node != nil:
+		return h.node.FenceErr()
+	case h.localLog != nil && h.localLog.session != nil:
+		return h.localLog.session.FenceErr()
 	}
-	return h.node.FenceErr()
+	return nil
 }
 
 // Err receives the error of a listener the host serves that stopped
@@ -461,8 +484,8 @@ func (h *Host) close(ctx context.Context) error {
 		// A cell that did not close may hold acknowledged rows its prefix
 		// lacks: releasing its record now would lose them. Fenced, the
 		// node releases nothing and its log is recovered by the next node
-		// to take one of its cells.
-		h.node.Fence(fmt.Sprintf("the runtime did not close every cell (%v)", rtErr))
+		// (or process) to take one of its cells.
+		h.nodeLog.Fence(fmt.Sprintf("the runtime did not close every cell (%v)", rtErr))
 	}
 	errs = append(errs, h.shutdownPorts(ctx))
 	return errors.Join(errs...)
@@ -488,7 +511,9 @@ func (h *Host) shutdownPorts(ctx context.Context) error {
 	if h.nodeLog != nil {
 		// After the runtime: every cell tiered its rows before its
 		// release. Before the node: its lease is sealed and deleted last.
-		errs = append(errs, h.nodeLog.Close(ctx, true))
+		// A single host's session lock goes with it.
+		err := h.nodeLog.Close(ctx, true)
+		errs = append(errs, err, h.closeLocalLog(err))
 	}
 	if h.node != nil {
 		errs = append(errs, h.node.Close(ctx))

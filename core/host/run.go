@@ -16,12 +16,14 @@ const ShutdownTimeout = 30 * time.Second
 //
 //   - nil after ctx ended and a clean Close;
 //   - the node's *fleet.FencedError after a self-fence (a fenced node never
-//     serves again: its supervisor should start a new one);
+//     serves again: its supervisor should start a new one), or, for a
+//     single host process with a node log, an error matching
+//     nodelog.ErrFenced;
 //   - the listener's error after it failed;
 //
 // joined with what Close failed at, if anything. Each cause is logged on
 // Config.Logger. A program maps the error to its exit status (cellb serve:
-// nil 0, *fleet.FencedError 3, anything else 1).
+// nil 0, *fleet.FencedError or nodelog.ErrFenced 3, anything else 1).
 func (h *Host) Run(ctx context.Context) error {
 	var cause error
 	select {

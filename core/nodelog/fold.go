@@ -28,6 +28,13 @@ type FoldOptions struct {
 	Logger     *slog.Logger
 	// Metrics, if set, counts the recovery (core/metrics).
 	Metrics *metrics.NodeLog
+	// Current reports whether a cell epoch's rows may still be folded:
+	// false means the epoch was let go after its acknowledged rows were
+	// tiered, so what is left was acknowledged to no one. Nil: while the
+	// cell's ownership record names the session's node at that epoch
+	// (OwnedByNode, a fleet's rule); a single host, which keeps no
+	// records, uses NoLaterEpoch.
+	Current func(ctx context.Context, s store.Store, node, cell string, epoch uint64) (bool, error)
 }
 
 // FoldResult is what a Fold read and wrote.
@@ -64,7 +71,8 @@ func (f StoreFolder) Fold(ctx context.Context, node, generation string) (FoldRes
 //   - rows are grouped by (cell, cell epoch); the first copy of a row
 //     wins (a row repeated in a later bundle holds the same bytes);
 //   - a group is folded only while the cell's ownership record still names
-//     the session's node at that epoch. A record that moved on (released,
+//     the session's node at that epoch (FoldOptions.Current; on a single
+//     host, while the bucket holds no later epoch of the cell). A record that moved on (released,
 //     or taken again) means the owner tiered every row it acknowledged
 //     before letting the epoch go, and anything left is a row no one was
 //     told of (a reset cell's last commit, an uncredited flush): writing
@@ -175,20 +183,12 @@ func Fold(ctx context.Context, s store.Store, node, generation string, opts Fold
 
 // foldCell folds one cell epoch's rows (see Fold).
 func foldCell(ctx context.Context, s store.Store, node string, k cellEpoch, rows map[ltx.TXID][]byte, opts FoldOptions, log *slog.Logger) (folded, objects int, skipped bool, err error) {
-	ownKey := layout.OwnKey(k.cell)
-	obj, err := store.GetData(ctx, s, ownKey)
-	switch {
-	case store.IsNotFound(err):
-		return 0, 0, true, nil
-	case err != nil:
-		return 0, 0, false, err
+	current := opts.Current
+	if current == nil {
+		current = OwnedByNode
 	}
-	rec, err := layout.DecodeOwnRecord(ownKey, obj.Data)
-	if err != nil {
-		return 0, 0, false, err
-	}
-	if rec.Node != node || rec.Epoch != k.epoch {
-		return 0, 0, true, nil
+	if ok, err := current(ctx, s, node, k.cell, k.epoch); err != nil || !ok {
+		return 0, 0, err == nil, err
 	}
 	covered, err := Covered(ctx, s, k.cell, k.epoch)
 	if err != nil {
@@ -242,6 +242,24 @@ func foldCell(ctx context.Context, s store.Store, node string, k cellEpoch, rows
 		objects++
 	}
 	return folded, objects, false, nil
+}
+
+// OwnedByNode is Fold's fleet rule: the cell's ownership record still
+// names node at epoch.
+func OwnedByNode(ctx context.Context, s store.Store, node, cell string, epoch uint64) (bool, error) {
+	ownKey := layout.OwnKey(cell)
+	obj, err := store.GetData(ctx, s, ownKey)
+	switch {
+	case store.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	rec, err := layout.DecodeOwnRecord(ownKey, obj.Data)
+	if err != nil {
+		return false, err
+	}
+	return rec.Node == node && rec.Epoch == epoch, nil
 }
 
 // Covered is the highest TXID the cell's epoch prefix holds, at any level

@@ -29,12 +29,16 @@ import (
 // prefix and reads the owner session's bundle footers (two ranged reads
 // per bundle). A cell that is released, or whose owner runs no node log,
 // or whose log is sealed (recovered: the prefixes hold everything) has no
-// overlay.
+// overlay. A cell with no record at all gets the rows the node logs of
+// single host processes hold of it (localOverlay), above what its prefix
+// covers in each epoch.
 func Overlay(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo, error) {
 	ownKey := layout.OwnKey(cell)
 	obj, err := store.GetData(ctx, s, ownKey)
 	if store.IsNotFound(err) {
-		return nil, nil
+		// No record: a released fleet cell, or a single host's cell,
+		// whose process's log may hold its newest rows.
+		return localOverlay(ctx, s, cell)
 	}
 	if err != nil {
 		return nil, err
@@ -58,20 +62,33 @@ func Overlay(ctx context.Context, s store.Store, cell string) ([]ltx.FileInfo, e
 	if !lease.Log.NeedsRecovery() {
 		return nil, nil
 	}
-	covered, err := Covered(ctx, s, cell, rec.Epoch)
-	if err != nil {
-		return nil, err
+	return sessionRows(ctx, s, rec.Node, lease.OwnershipIndexGeneration, cell, rec.Epoch, coveredOf(ctx, s, cell))
+}
+
+// coveredOf is Covered of the cell, read once per epoch asked about.
+func coveredOf(ctx context.Context, s store.Store, cell string) func(epoch uint64) (ltx.TXID, error) {
+	memo := map[uint64]ltx.TXID{}
+	return func(epoch uint64) (ltx.TXID, error) {
+		if c, ok := memo[epoch]; ok {
+			return c, nil
+		}
+		c, err := Covered(ctx, s, cell, epoch)
+		if err != nil {
+			return 0, err
+		}
+		memo[epoch] = c
+		return c, nil
 	}
-	return sessionRows(ctx, s, rec.Node, lease.OwnershipIndexGeneration, cell, rec.Epoch, covered)
 }
 
 // footerConcurrency bounds the bundle footers an overlay reads at once: a
 // busy node keeps up to about TierAge of flushes in the bucket.
 const footerConcurrency = 16
 
-// sessionRows lists a session's rows of one cell epoch above covered, the
-// first copy of each TXID, as bundle-resident level-0 files.
-func sessionRows(ctx context.Context, s store.Store, node, generation, cell string, epoch uint64, covered ltx.TXID) ([]ltx.FileInfo, error) {
+// sessionRows lists a session's rows of one cell epoch (every epoch when
+// epoch is 0) above what covered says the cell's prefix holds of that
+// epoch, the first copy of each TXID, as bundle-resident level-0 files.
+func sessionRows(ctx context.Context, s store.Store, node, generation, cell string, epoch uint64, covered func(epoch uint64) (ltx.TXID, error)) ([]ltx.FileInfo, error) {
 	bundles, err := ListBundles(ctx, s, node, generation)
 	if err != nil {
 		return nil, err
@@ -96,16 +113,28 @@ func sessionRows(ctx context.Context, s store.Store, node, generation, cell stri
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	seen := map[ltx.TXID]bool{}
+	type row struct {
+		epoch uint64
+		txid  ltx.TXID
+	}
+	seen := map[row]bool{}
 	var out []ltx.FileInfo
 	for i, b := range bundles {
 		for _, r := range footers[i] {
-			if r.Cell != cell || r.CellEpoch != epoch || r.TXID <= covered || seen[r.TXID] || r.Len == 0 {
+			k := row{r.CellEpoch, r.TXID}
+			if r.Cell != cell || (epoch != 0 && r.CellEpoch != epoch) || seen[k] || r.Len == 0 {
 				continue
 			}
-			seen[r.TXID] = true
+			c, err := covered(r.CellEpoch)
+			if err != nil {
+				return nil, err
+			}
+			if r.TXID <= c {
+				continue
+			}
+			seen[k] = true
 			out = append(out, ltx.FileInfo{
-				Key: b.Key, Cell: cell, Epoch: epoch, Level: 0, MinTXID: r.TXID, MaxTXID: r.TXID,
+				Key: b.Key, Cell: cell, Epoch: r.CellEpoch, Level: 0, MinTXID: r.TXID, MaxTXID: r.TXID,
 				Size: int64(r.Len), Modified: b.Info.Modified, InBundle: true, Offset: int64(r.Offset),
 			})
 		}

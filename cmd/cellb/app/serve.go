@@ -20,6 +20,7 @@ import (
 	"github.com/cellb/cellb/core/health"
 	"github.com/cellb/cellb/core/host"
 	"github.com/cellb/cellb/core/ltxlog"
+	"github.com/cellb/cellb/core/nodelog"
 	"github.com/cellb/cellb/core/store"
 	"github.com/cellb/cellb/core/wake"
 	"github.com/cellb/cellb/examples/counter"
@@ -35,9 +36,10 @@ func serveCommand() appCommand {
 
 const serveAbout = `Runs a node hosting the example apps (docs/examples.md). Without
 --bucket, on the embedded default: cell databases under --data-dir (the
-primary copy) and an LTX log in a files bucket at <data-dir>/bucket;
-processes sharing --data-dir take cells by shard locks and route calls to
-each other (docs/single-host.md). With --bucket the node joins a fleet on
+primary copy) and an LTX log in a files bucket at <data-dir>/bucket,
+written through a node log per process (--node-log); processes sharing
+--data-dir take cells by shard locks and route calls to each other
+(docs/single-host.md). With --bucket the node joins a fleet on
 that bucket: cells are taken by celld's ownership protocol, the bucket wins
 over local files, calls for cells another node owns are forwarded over
 --peer-listen, and alarms are woken through the bucket's wake index
@@ -70,7 +72,7 @@ func serveFlags(c *serveConfig, modes durability.Modes) *cli.Command {
 	fs.DurationVar(&c.WakeTick, "wake-tick", wake.DefaultTick, "fleet: period of the waker role (cells of dead owners are woken within about this long once due; the role's lease is 3 ticks)")
 	fs.DurationVar(&c.WakePoll, "wake-poll", wake.DefaultPollInterval, "fleet: how often a node scans the wake index for its own due cells")
 	fs.DurationVar(&c.Retention, "retention", ltxlog.DefaultRetention, "ltx mode: keep every durable state restorable exactly this long (bookmarks; negative: none, compaction deletes what it merges)")
-	fs.BoolVar(&c.NodeLog, "node-log", true, "fleet, ltx mode: write every cell's commits through one node log (a bundle per flush; docs/durability.md); false: per-cell uploads")
+	fs.BoolVar(&c.NodeLog, "node-log", true, "ltx mode: write every cell's commits through one node log per process (a bundle per flush; docs/durability.md); false: per-cell uploads")
 	fs.StringVar(&c.ScriptName, "script-name", defaultScriptName, "deployment `name` that keys counter ids (celld's script_name)")
 	cl.Alias("script", "script-name")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of the admin endpoints: /metrics (Prometheus text), /healthz, /readyz (default: none; docs/metrics.md)")
@@ -176,6 +178,7 @@ func newServer(ctx context.Context, cfg serveConfig, ln, peerLn net.Listener, lo
 		Driver: drv, DataDir: cfg.Data, Mode: mode, Retention: cfg.Retention, Ownership: host.SingleHost,
 		Listener: ln, ScriptName: cfg.ScriptName, IdleTimeout: cfg.Idle, IdleConnTimeout: cfg.IdleConn, MaxOpenCells: cfg.MaxCells, Logger: logger,
 		AlarmResidency: cfg.AlarmResidency,
+		SingleHost:     host.SingleHostConfig{PerCellLog: !cfg.NodeLog},
 		R2:             demo.R2Bindings(),
 		MeterProvider:  cfg.meters,
 		Classes: func(su *host.Setup) error {
@@ -281,7 +284,7 @@ func serveCmd(ctx context.Context, e *env, args []string) int {
 	}
 	var fenced *fleet.FencedError
 	switch {
-	case errors.As(err, &fenced):
+	case errors.As(err, &fenced), errors.Is(err, nodelog.ErrFenced):
 		// As celld: a fenced node never serves again; its supervisor
 		// restarts it as a new node.
 		return exitFenced
