@@ -3,7 +3,9 @@
 # log") in one run: `cellb serve --bucket s3://…` processes on versitygw
 # behind scripts/faultproxy adding CELLB_BENCH_LATENCY (10ms) per request,
 # the per-cell mode beside the node log; then the embedded rows (one caller
-# on the local-files bucket against a durable new file) and 64 callers on
+# on the local-files bucket against a durable new file: local-primary as
+# tests build it, and the embedded default built through host.New with its
+# node log and with per-cell uploads) and 64 callers on
 # one cell, in-process. Samples the load average every 10 s into the same
 # output. About 15 minutes on 2 cores.
 #
@@ -37,6 +39,6 @@ trap cleanup EXIT
 	echo "# processes on S3 behind the latency proxy" >&2
 	go test -run '^$' -bench '^BenchmarkNodeLog(BusyCells|OneClient|Takeover)$' -benchtime 1x -timeout 40m ./cmd/cellb/app
 	echo "# in-process: embedded default and 64 callers" >&2
-	go test -run '^$' -bench 'AckFloor/durable-new-file|AckedWrites/(local-primary|fleet|fleet-nodelog)/callers=(1|64)$' \
+	go test -run '^$' -bench 'AckFloor/durable-new-file|AckedWrites/(local-primary|fleet|fleet-nodelog|embedded-nodelog|embedded-percell)/callers=(1|64)$' \
 		-benchtime 2s -count "${COUNT:-3}" ./tests
 } 2>&1 | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok \)' | tee -a "$out"
