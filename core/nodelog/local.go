@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cellb/cellb/core/internal/flock"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -96,6 +97,10 @@ type LocalSession struct {
 	closed bool
 }
 
+// LocalSupported reports whether this platform has the file locks a
+// single host's node log is fenced by (LocalSession).
+const LocalSupported = flock.Supported
+
 // OpenLocalSession starts a session of node's log: a new generation (32
 // lowercase hex) whose lock file in dir is created, locked and made
 // durable (with the directory) before it returns, so any bundle the
@@ -117,7 +122,7 @@ func OpenLocalSession(dir, node string) (*LocalSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	held, err := tryLock(f)
+	held, err := flock.TryLock(f)
 	if err == nil && !held {
 		err = fmt.Errorf("nodelog: the new session's lock %s is held by another", f.Name())
 	}

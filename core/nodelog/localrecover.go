@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cellb/cellb/core/internal/flock"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -132,7 +133,7 @@ func (r LocalRecovery) recoverOne(ctx context.Context, gen string) (res FoldResu
 		return res, false, err
 	}
 	defer live.Close()
-	held, err := tryLock(live)
+	held, err := flock.TryLock(live)
 	if err != nil || !held {
 		return res, false, err // held: the session's process is alive
 	}
@@ -195,10 +196,10 @@ func (r LocalRecovery) waitLock(ctx context.Context, path string) (*os.File, err
 	}
 }
 
-// tryLockCurrent is tryLock that reports false (dropping the lock) when f
+// tryLockCurrent is flock.TryLock that reports false (dropping the lock) when f
 // is no longer the file at path.
 func tryLockCurrent(f *os.File, path string) (bool, error) {
-	held, err := tryLock(f)
+	held, err := flock.TryLock(f)
 	if err != nil || !held {
 		return false, err
 	}
@@ -213,7 +214,7 @@ func tryLockCurrent(f *os.File, path string) (bool, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
-	return false, unlock(f)
+	return false, flock.Unlock(f)
 }
 
 func removeIfExists(path string) error {
@@ -291,7 +292,7 @@ func LocalState(dir, gen string) (string, error) {
 		return "", err
 	}
 	defer f.Close() // drops the lock if taken
-	held, err := tryLock(f)
+	held, err := flock.TryLock(f)
 	switch {
 	case err != nil:
 		return "", err

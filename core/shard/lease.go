@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cellb/cellb/core/internal/flock"
 	"io"
 	"log/slog"
 	"os"
@@ -91,7 +92,7 @@ var _ lease.Lease = (*Lease)(nil)
 // Every process sharing dir must use the same n; Open fails with
 // *CountMismatchError otherwise.
 func Open(dir string, n int, opts ...Option) (*Lease, error) {
-	if !flockSupported {
+	if !flock.Supported {
 		return nil, ErrUnsupported
 	}
 	if n < 1 || n > MaxShards {
@@ -204,7 +205,7 @@ func (l *Lease) lockLocked(i int, s *shardState) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	held, err := tryLock(f)
+	held, err := flock.TryLock(f)
 	if err != nil || !held {
 		f.Close()
 		return false, err
@@ -250,7 +251,7 @@ func (l *Lease) unlockLocked(i int, s *shardState) error {
 		}
 	}
 	s.known, s.knownEpoch = s.learned, s.recorded
-	err := errors.Join(unlock(s.f), s.f.Close())
+	err := errors.Join(flock.Unlock(s.f), s.f.Close())
 	s.f, s.grants = nil, nil
 	if err != nil {
 		l.log.Warn("letting a shard go", "shard", i, "err", err)

@@ -1,6 +1,6 @@
 //go:build darwin || dragonfly || freebsd || linux || netbsd || openbsd
 
-package nodelog
+package flock
 
 import (
 	"errors"
@@ -8,13 +8,12 @@ import (
 	"syscall"
 )
 
-// LocalSupported reports whether this platform has the file locks a
-// single host's node log is fenced by (LocalSession).
-const LocalSupported = true
+// Supported reports whether this platform has flock(2).
+const Supported = true
 
-// tryLock takes an exclusive flock on f without waiting: false, nil when
-// another open file holds it.
-func tryLock(f *os.File) (bool, error) {
+// TryLock takes an exclusive lock on f without waiting. It reports false,
+// nil when another open file holds the lock.
+func TryLock(f *os.File) (bool, error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		switch {
@@ -30,8 +29,9 @@ func tryLock(f *os.File) (bool, error) {
 	}
 }
 
-// unlock drops the lock on f.
-func unlock(f *os.File) error {
+// Unlock drops the lock on f (closing f would drop it too; this makes the
+// release explicit and immediate).
+func Unlock(f *os.File) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		if errors.Is(err, syscall.EINTR) {
